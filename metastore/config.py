@@ -1,0 +1,75 @@
+"""One Settings object: command-line flags > environment (METASTORE_*) > defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "metastore"
+
+
+def default_data_dir() -> Path:
+    """The user's data directory for the embedded database and the default warehouse."""
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def default_db_url() -> str:
+    """SQLite file in the user's data directory: the embedded default."""
+    return f"sqlite:///{default_data_dir() / 'metastore.db'}"
+
+
+def default_warehouse() -> str:
+    return str(default_data_dir() / "warehouse")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Server and client settings. Every field can be set as METASTORE_<NAME> in the environment."""
+
+    host: str = "127.0.0.1"
+    port: int = 9083
+    db: str = field(default_factory=default_db_url)
+    warehouse: str = field(default_factory=default_warehouse)
+    workers: int = field(default_factory=lambda: max(2, os.cpu_count() or 2))
+    framed: bool = False
+    # Limits against memory exhaustion from one request.
+    max_string_size: int = 64 * 1024 * 1024
+    max_container_size: int = 1_000_000
+    max_frame_size: int = 256 * 1024 * 1024
+    # Like Hive's metastore.stats.fetch.bitvector / metastore.stats.fetch.kll: off by default because
+    # Hive-2.3-generated Python clients decode bitVectors as UTF-8 and crash on HLL bytes.
+    fetch_bitvector: bool = False
+    fetch_kll: bool = False
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
+        """Build settings from defaults, then METASTORE_* variables, then non-None keyword overrides."""
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = env.get(f"METASTORE_{f.name.upper()}")
+            if raw is not None:
+                values[f.name] = _parse(f.type, raw, f.name)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return replace(cls(), **values)
+
+
+def _parse(type_name: object, raw: str, name: str) -> object:
+    t = str(type_name)
+    if t == "bool":
+        low = raw.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off", ""):
+            return False
+        raise ValueError(f"METASTORE_{name.upper()}={raw!r} is not a boolean (use true or false)")
+    if t == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"METASTORE_{name.upper()}={raw!r} is not an integer") from None
+    return raw
