@@ -161,10 +161,13 @@ struct Order {
   2: i32 order,
 }
 
+// The map's keys are lists. Python cannot hash a list, so the key type is marked
+// immutable: generated code (and the C codec) decode each key as a tuple. The annotation
+// only affects Python; the wire format is unchanged.
 struct SkewedInfo {
   1: list<string> skewedColNames,
   2: list<list<string>> skewedColValues,
-  3: map<list<string>, string> skewedColValueLocationMaps,
+  3: map<list<string> (python.immutable = ""), string> skewedColValueLocationMaps,
 }
 
 // Physical layout of a table or partition. Identical in every Hive version.

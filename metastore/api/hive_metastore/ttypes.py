@@ -1032,6 +1032,7 @@ class SkewedInfo(object):
                         for _i111 in range(_size107):
                             _elem112 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                             _key105.append(_elem112)
+                        _key105 = tuple(_key105)
                         iprot.readListEnd()
                         _val106 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                         self.skewedColValueLocationMaps[_key105] = _val106
@@ -8116,7 +8117,7 @@ SkewedInfo.thrift_spec = (
     None,  # 0
     (1, TType.LIST, 'skewedColNames', (TType.STRING, 'UTF8', False), None, ),  # 1
     (2, TType.LIST, 'skewedColValues', (TType.LIST, (TType.STRING, 'UTF8', False), False), None, ),  # 2
-    (3, TType.MAP, 'skewedColValueLocationMaps', (TType.LIST, (TType.STRING, 'UTF8', False), TType.STRING, 'UTF8', False), None, ),  # 3
+    (3, TType.MAP, 'skewedColValueLocationMaps', (TType.LIST, (TType.STRING, 'UTF8', True), TType.STRING, 'UTF8', False), None, ),  # 3
 )
 all_structs.append(StorageDescriptor)
 StorageDescriptor.thrift_spec = (
