@@ -1,0 +1,105 @@
+"""Database engines for the store: SQLite (embedded default) and PostgreSQL, each set up for concurrent use."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from metastore.errors import MetastoreError
+
+# How long an SQLite writer waits for another writer's lock before failing with "database is locked".
+SQLITE_BUSY_TIMEOUT_S = 30.0
+
+# Execution option naming how an SQLite transaction begins. IMMEDIATE takes the write lock up front, so two
+# writers queue on busy_timeout instead of both starting as readers and one failing when it upgrades to a
+# writer (SQLite cannot wait in that case: it would deadlock). Read-only units of work pass DEFERRED.
+SQLITE_BEGIN = "sqlite_begin"
+
+
+def create_engine(url: str, **kwargs: object) -> Engine:
+    """An engine for `url`: SQLite gets WAL, busy_timeout, foreign keys and BEGIN IMMEDIATE; PostgreSQL a
+    pre-pinged pool. Safe to call in a forked worker; engines inherited across fork() are invalidated."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise MetastoreError(f"not a database URL: {url!r} ({exc})") from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        engine = _sqlite_engine(parsed, **kwargs)
+    elif backend == "postgresql":
+        options: dict[str, object] = {
+            "pool_pre_ping": True,
+            "pool_size": 5,
+            "max_overflow": 10,
+            "pool_recycle": 1800,
+        }
+        options.update(kwargs)
+        engine = sa.create_engine(parsed, **options)
+    else:
+        raise MetastoreError(f"unsupported database {backend!r} in {url!r}: use sqlite:/// or postgresql://")
+    _invalidate_connections_from_parent_process(engine)
+    return engine
+
+
+def _sqlite_engine(parsed: sa.engine.URL, **kwargs: object) -> Engine:
+    database = parsed.database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    connect_args = dict(kwargs.pop("connect_args", {}) or {})  # type: ignore[call-overload]
+    connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
+    # Connections move between the server's threads through the pool, never used by two at once.
+    connect_args.setdefault("check_same_thread", False)
+    engine = sa.create_engine(parsed, connect_args=connect_args, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
+        # Let SQLAlchemy's "begin" event below issue BEGIN itself; pysqlite's own implicit BEGIN is deferred
+        # and would not be emitted before SELECTs.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            if database and database != ":memory:":
+                cursor.execute("PRAGMA journal_mode = WAL")
+                # With WAL, NORMAL cannot corrupt the database; it only may lose the last commits on power loss.
+                cursor.execute("PRAGMA synchronous = NORMAL")
+            # Hive's LIKE in partition filters is case-sensitive, as PostgreSQL's is.
+            cursor.execute("PRAGMA case_sensitive_like = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        mode = conn.get_execution_options().get(SQLITE_BEGIN, "IMMEDIATE")
+        if mode not in ("DEFERRED", "IMMEDIATE", "EXCLUSIVE"):
+            raise ValueError(f"{SQLITE_BEGIN} must be DEFERRED, IMMEDIATE or EXCLUSIVE, got {mode!r}")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def _invalidate_connections_from_parent_process(engine: Engine) -> None:
+    """Never hand a forked child a connection its parent opened (SQLAlchemy's documented multiprocessing recipe)."""
+
+    @event.listens_for(engine, "connect")
+    def _remember_pid(_dbapi_connection, record) -> None:  # noqa: ANN001
+        record.info["pid"] = os.getpid()
+
+    @event.listens_for(engine, "checkout")
+    def _check_pid(_dbapi_connection, record, proxy) -> None:  # noqa: ANN001
+        pid = os.getpid()
+        if record.info.get("pid", pid) != pid:
+            record.dbapi_connection = proxy.dbapi_connection = None
+            raise sa.exc.DisconnectionError(
+                f"connection opened in process {record.info['pid']} used in child process {pid}"
+            )
+
+
+def is_sqlite(engine_or_conn: Engine | sa.Connection) -> bool:
+    """Whether the engine or connection talks to SQLite."""
+    return engine_or_conn.dialect.name == "sqlite"

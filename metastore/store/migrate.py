@@ -1,0 +1,103 @@
+"""Schema migrations with Alembic: upgrade, report the current revision, refuse an out-of-date schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+
+import metastore
+from metastore.errors import MetastoreError, SchemaOutOfDate
+
+VERSION_TABLE = "alembic_version"
+
+
+def alembic_dir() -> Path:
+    """The Alembic script directory at the top of the source tree (the package is installed editable)."""
+    path = Path(metastore.__file__).resolve().parents[1] / "alembic"
+    if not (path / "env.py").is_file():
+        raise MetastoreError(
+            f"Alembic migrations not found at {path}: run from a source checkout installed with `pip install -e .`"
+        )
+    return path
+
+
+def alembic_config(url: str | None = None):  # noqa: ANN201 - alembic.config.Config, imported lazily
+    """An Alembic Config for our script directory, targeting `url` when given."""
+    from alembic.config import Config
+
+    directory = alembic_dir()
+    ini = directory.parent / "alembic.ini"
+    cfg = Config(str(ini)) if ini.is_file() else Config()
+    cfg.set_main_option("script_location", str(directory))
+    if url is not None:
+        # ConfigParser interpolation would treat '%' in passwords as syntax.
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest migration this code knows."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:  # pragma: no cover - the migrations ship with the code
+        raise MetastoreError(f"no migrations in {alembic_dir()}")
+    return head
+
+
+def current_revision(url: str) -> str | None:
+    """The revision the database at `url` is at; None for a database never migrated."""
+    from alembic.runtime.migration import MigrationContext
+
+    from metastore.store.engine import create_engine
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            if not sa.inspect(conn).has_table(VERSION_TABLE):
+                return None
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Migrate the database at `url` to `revision` (the newest by default). Concurrent callers queue on a
+    lock and the later ones find nothing to do."""
+    from alembic import command
+
+    command.upgrade(alembic_config(url), revision)
+
+
+def check_schema(url: str, *, auto_upgrade: bool) -> None:
+    """Make sure the schema at `url` is the one this code needs. When it is older (or empty):
+    auto_upgrade upgrades it, otherwise SchemaOutOfDate names the command that does."""
+    head = head_revision()
+    current = current_revision(url)
+    if current == head:
+        return
+    from alembic.script import ScriptDirectory
+
+    known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    if current is not None and current not in known:
+        raise SchemaOutOfDate(
+            f"database {_safe(url)} has schema revision {current}, which this version of metastore does not "
+            f"know (it needs {head}); it was upgraded by a newer metastore: run that version instead"
+        )
+    if auto_upgrade:
+        upgrade(url)
+        return
+    state = "is empty (no metastore schema)" if current is None else f"has schema revision {current}"
+    raise SchemaOutOfDate(
+        f"database {_safe(url)} {state}; this version of metastore needs revision {head}. "
+        f"Run: metastore db upgrade --db {_safe(url)}"
+    )
+
+
+def _safe(url: str) -> str:
+    """The URL with any password hidden, for messages."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return url

@@ -1,0 +1,525 @@
+"""Partitions (PARTITIONS, PARTITION_KEY_VALS, PARTITION_PARAMS and each partition's storage descriptor).
+
+Every operation on many partitions is a fixed number of statements (per thousand partitions), never a
+statement per partition.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+import sqlalchemy as sa
+
+from metastore.catalog import DEFAULT_CATALOG, FieldSchema, Partition, StorageDescriptor
+from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, InvalidOperation, NoSuchObject
+from metastore.partnames import make_part_name, values_from_part_name
+from metastore.store import schema
+from metastore.store.chunking import INSERT_BATCH_ROWS, chunks
+from metastore.store.column_stats import forget_partition_columns
+from metastore.store.identifiers import normalize, validate_columns
+from metastore.store.parameters import PARTITION_PARAMETERS
+from metastore.store.partition_filter import compile_filter
+from metastore.store.refs import TableRef, partition_keys, table_ref
+from metastore.store.schema import PARTITION_KEY_VALS, PARTITIONS, SDS
+from metastore.store.stats_accurate import params_with_columns_removed
+from metastore.store.storage import (
+    StorageRef,
+    delete_storage,
+    delete_unused_column_descriptors,
+    dropped_or_retyped,
+    insert_column_descriptor,
+    insert_storage,
+    load_columns,
+    load_storage,
+    replace_storage,
+    same_columns,
+    storage_refs,
+)
+from metastore.store.upsert import insert_rows
+
+_ROW_COLUMNS = (
+    PARTITIONS.c.PART_ID,
+    PARTITIONS.c.PART_NAME,
+    PARTITIONS.c.SD_ID,
+    PARTITIONS.c.CREATE_TIME,
+    PARTITIONS.c.LAST_ACCESS_TIME,
+    PARTITIONS.c.WRITE_ID,
+)
+
+
+def _limit(max_parts: int) -> int | None:
+    """Hive's max_parts: negative means all."""
+    return None if max_parts is None or max_parts < 0 else max_parts
+
+
+class _KeyValueJoins:
+    """PARTITION_KEY_VALS joined once per partition key a condition uses."""
+
+    def __init__(self) -> None:
+        self.aliases: dict[int, sa.Alias] = {}
+
+    def value(self, idx: int) -> sa.ColumnElement[str]:
+        if idx not in self.aliases:
+            self.aliases[idx] = PARTITION_KEY_VALS.alias(f"kv{idx}")
+        return self.aliases[idx].c.PART_KEY_VAL
+
+    def apply(self, query: sa.Select) -> sa.Select:
+        source: sa.FromClause = PARTITIONS
+        for idx, alias in sorted(self.aliases.items()):
+            source = source.join(alias, sa.and_(alias.c.PART_ID == PARTITIONS.c.PART_ID, alias.c.INTEGER_IDX == idx))
+        return query.select_from(source)
+
+
+class PartitionRepository:
+    """Add, read, list, filter, alter, rename and drop partitions within one unit of work."""
+
+    def __init__(self, conn: sa.Connection) -> None:
+        self._conn = conn
+
+    # ------------------------------------------------------------------ helpers
+
+    def _table(self, db_name: str, table_name: str, catalog: str, *, for_update: bool = False) -> tuple[TableRef, list[FieldSchema]]:
+        ref = table_ref(self._conn, catalog, db_name, table_name, for_update=for_update)
+        return ref, partition_keys(self._conn, ref.tbl_id)
+
+    def _name(self, ref: TableRef, keys: Sequence[FieldSchema], values: Sequence[str]) -> str:
+        if not keys:
+            raise InvalidObject(f"table {ref.qualified_name} is not partitioned")
+        if len(values) != len(keys):
+            raise InvalidObject(
+                f"table {ref.qualified_name} has {len(keys)} partition key(s) {[k.name for k in keys]}, "
+                f"got {len(values)} value(s) {list(values)!r}"
+            )
+        for key, value in zip(keys, values, strict=True):
+            if not isinstance(value, str) or value == "":
+                raise InvalidObject(f"partition value for key {key.name!r} of {ref.qualified_name} is empty")
+            if len(value) > schema.PART_KEY_VAL_LEN:
+                raise InvalidObject(
+                    f"partition value for key {key.name!r} is {len(value)} characters long; "
+                    f"the limit is {schema.PART_KEY_VAL_LEN}"
+                )
+            if "\x00" in value:
+                raise InvalidObject(f"partition value for key {key.name!r} contains a NUL character")
+        name = make_part_name([k.name for k in keys], list(values))
+        if len(name) > schema.PART_NAME_LEN:
+            raise InvalidObject(f"partition name {name[:60]!r}... is longer than {schema.PART_NAME_LEN} characters")
+        return name
+
+    def _rows(
+        self,
+        ref: TableRef,
+        condition: sa.ColumnElement[bool] | None = None,
+        joins: _KeyValueJoins | None = None,
+        max_parts: int = -1,
+        columns: Sequence[sa.ColumnElement] = _ROW_COLUMNS,
+    ) -> list[sa.Row]:
+        query = sa.select(*columns).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
+        if condition is not None:
+            query = query.where(condition)
+        query = (joins or _KeyValueJoins()).apply(query).order_by(PARTITIONS.c.PART_NAME)
+        limit = _limit(max_parts)
+        if limit is not None:
+            query = query.limit(limit)
+        return self._conn.execute(query).all()
+
+    def _rows_by_names(self, ref: TableRef, names: Sequence[str], *, lock: bool = False) -> dict[str, sa.Row]:
+        found: dict[str, sa.Row] = {}
+        for batch in chunks(list(dict.fromkeys(names))):
+            query = (
+                sa.select(*_ROW_COLUMNS)
+                .where(PARTITIONS.c.TBL_ID == ref.tbl_id, PARTITIONS.c.PART_NAME.in_(batch))
+                .order_by(PARTITIONS.c.PART_ID)
+            )
+            if lock:
+                query = query.with_for_update()
+            found.update({r.PART_NAME: r for r in self._conn.execute(query)})
+        return found
+
+    def _load(self, ref: TableRef, rows: Sequence[sa.Row]) -> list[Partition]:
+        if not rows:
+            return []
+        part_ids = [r.PART_ID for r in rows]
+        values: dict[int, list[str]] = {pid: [] for pid in part_ids}
+        for batch in chunks(part_ids):
+            for pid, val in self._conn.execute(
+                sa.select(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.PART_KEY_VAL)
+                .where(PARTITION_KEY_VALS.c.PART_ID.in_(batch))
+                .order_by(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.INTEGER_IDX)
+            ):
+                values[pid].append(val)
+        params = PARTITION_PARAMETERS.load(self._conn, part_ids)
+        sds = load_storage(self._conn, [r.SD_ID for r in rows if r.SD_ID is not None])
+        return [
+            Partition(
+                db_name=ref.db_name,
+                table_name=ref.table_name,
+                values=values[r.PART_ID],
+                create_time=r.CREATE_TIME,
+                last_access_time=r.LAST_ACCESS_TIME,
+                sd=sds.get(r.SD_ID, StorageDescriptor()),
+                parameters=params[r.PART_ID],
+                catalog_name=ref.catalog,
+                write_id=r.WRITE_ID,
+            )
+            for r in rows
+        ]
+
+    def _column_descriptors(
+        self, ref: TableRef, partitions: Sequence[Partition], previous: Sequence[int | None] | None = None
+    ) -> tuple[list[int | None], list[list[FieldSchema]]]:
+        """A column descriptor per partition: its previous one or the table's when the columns are the same,
+        else a new one shared by partitions with equal columns. Also returns the normalised columns."""
+        candidates = {cd for cd in (previous or []) if cd is not None}
+        if ref.cd_id is not None:
+            candidates.add(ref.cd_id)
+        known = load_columns(self._conn, list(candidates))
+        table_cols = known.get(ref.cd_id, []) if ref.cd_id is not None else []
+        created: dict[tuple, int] = {}
+        cd_ids: list[int | None] = []
+        all_cols: list[list[FieldSchema]] = []
+        for i, p in enumerate(partitions):
+            cols = validate_columns(p.sd.cols, f"partition {p.values} of {ref.qualified_name}") if p.sd.cols else table_cols
+            prev = previous[i] if previous else None
+            if prev is not None and same_columns(known.get(prev, []), cols):
+                cd = prev
+            elif ref.cd_id is not None and same_columns(table_cols, cols):
+                cd = ref.cd_id
+            else:
+                signature = tuple((c.name, c.type, c.comment) for c in cols)
+                if signature not in created:
+                    created[signature] = insert_column_descriptor(self._conn, cols)
+                cd = created[signature]
+            cd_ids.append(cd)
+            all_cols.append(list(cols))
+        return cd_ids, all_cols
+
+    # ------------------------------------------------------------------ add
+
+    def add(self, partitions: Sequence[Partition], *, if_not_exists: bool = False) -> list[Partition]:
+        """Add partitions of one table; returns those added. AlreadyExists if one exists (unless
+        if_not_exists, which skips them); InvalidObject for values not fitting the partition keys or
+        partitions of different tables; NoSuchObject for a missing table."""
+        if not partitions:
+            return []
+        first = partitions[0]
+        target = (normalize(first.catalog_name), normalize(first.db_name), normalize(first.table_name))
+        for p in partitions:
+            if (normalize(p.catalog_name), normalize(p.db_name), normalize(p.table_name)) != target:
+                raise InvalidObject(
+                    f"partitions of different tables in one request: {first.db_name}.{first.table_name} and "
+                    f"{p.db_name}.{p.table_name}"
+                )
+        ref, keys = self._table(first.db_name, first.table_name, first.catalog_name)
+        names = [self._name(ref, keys, p.values) for p in partitions]
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                raise InvalidObject(f"partition {name} of {ref.qualified_name} appears twice in the request")
+            seen.add(name)
+        existing = self._rows_by_names(ref, names)
+        if existing and not if_not_exists:
+            shown = ", ".join(sorted(existing)[:5])
+            raise AlreadyExists(f"partition(s) of {ref.qualified_name} already exist: {shown}")
+        todo = [(p, n) for p, n in zip(partitions, names, strict=True) if n not in existing]
+        if not todo:
+            return []
+        now = int(time.time())
+        added = [
+            replace(p, db_name=ref.db_name, table_name=ref.table_name, catalog_name=ref.catalog,
+                    create_time=p.create_time or now)
+            for p, _ in todo
+        ]
+        cd_ids, _ = self._column_descriptors(ref, added)
+        sd_ids = insert_storage(self._conn, [p.sd for p in added], cd_ids)
+        part_rows = [
+            {
+                "TBL_ID": ref.tbl_id,
+                "SD_ID": sd_id,
+                "PART_NAME": name,
+                "CREATE_TIME": p.create_time,
+                "LAST_ACCESS_TIME": p.last_access_time,
+                "WRITE_ID": p.write_id,
+            }
+            for p, (_, name), sd_id in zip(added, todo, sd_ids, strict=True)
+        ]
+        try:
+            part_ids: list[int] = []
+            for batch in chunks(part_rows, INSERT_BATCH_ROWS):
+                stmt = sa.insert(PARTITIONS).returning(PARTITIONS.c.PART_ID, sort_by_parameter_order=True)
+                part_ids.extend(r[0] for r in self._conn.execute(stmt, list(batch)))
+        except sa.exc.IntegrityError:  # a concurrent add won the race; this transaction rolls back
+            raise AlreadyExists(f"partition(s) of {ref.qualified_name} were added concurrently") from None
+        insert_rows(
+            self._conn,
+            PARTITION_KEY_VALS,
+            [
+                {"PART_ID": pid, "INTEGER_IDX": i, "PART_KEY_VAL": v}
+                for pid, p in zip(part_ids, added, strict=True)
+                for i, v in enumerate(p.values)
+            ],
+        )
+        PARTITION_PARAMETERS.insert(self._conn, {pid: p.parameters for pid, p in zip(part_ids, added, strict=True)})
+        return added
+
+    # ------------------------------------------------------------------ read
+
+    def get(self, db_name: str, table_name: str, values: Sequence[str], *, catalog: str = DEFAULT_CATALOG) -> Partition:
+        """The partition with these values; NoSuchObject if it does not exist."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        name = self._name(ref, keys, values)
+        return self._get_named(ref, name)
+
+    def _get_named(self, ref: TableRef, name: str) -> Partition:
+        row = self._rows_by_names(ref, [name]).get(name)
+        if row is None:
+            raise NoSuchObject(f"partition {name} of {ref.qualified_name} does not exist")
+        return self._load(ref, [row])[0]
+
+    def get_by_name(self, db_name: str, table_name: str, name: str, *, catalog: str = DEFAULT_CATALOG) -> Partition:
+        """The partition called `name` (`k1=v1/k2=v2`, Hive-escaped); NoSuchObject if there is none or the
+        name does not fit the table's partition keys."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        return self._get_named(ref, self._canonical_name(ref, keys, name))
+
+    def _canonical_name(self, ref: TableRef, keys: Sequence[FieldSchema], name: str) -> str:
+        try:
+            return self._name(ref, keys, values_from_part_name(name, [k.name for k in keys]))
+        except InvalidObject as exc:
+            raise NoSuchObject(f"partition {name!r} of {ref.qualified_name} does not exist: {exc}") from None
+
+    def get_by_names(
+        self, db_name: str, table_name: str, names: Sequence[str], *, catalog: str = DEFAULT_CATALOG
+    ) -> list[Partition]:
+        """The partitions that exist among `names`, ordered by name (missing or malformed names are left out)."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        canonical = []
+        for n in names:
+            try:
+                canonical.append(self._canonical_name(ref, keys, n))
+            except NoSuchObject:
+                continue
+        rows = sorted(self._rows_by_names(ref, canonical).values(), key=lambda r: r.PART_NAME)
+        return self._load(ref, rows)
+
+    def list(self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG) -> list[Partition]:
+        """The table's partitions ordered by name, at most max_parts (-1: all)."""
+        ref, _ = self._table(db_name, table_name, catalog)
+        return self._load(ref, self._rows(ref, max_parts=max_parts))
+
+    def list_names(self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG) -> list[str]:
+        """The table's partition names in order, at most max_parts (-1: all)."""
+        ref, _ = self._table(db_name, table_name, catalog)
+        return [r.PART_NAME for r in self._rows(ref, max_parts=max_parts, columns=[PARTITIONS.c.PART_NAME])]
+
+    def count(self, db_name: str, table_name: str, *, catalog: str = DEFAULT_CATALOG) -> int:
+        """How many partitions the table has."""
+        ref, _ = self._table(db_name, table_name, catalog)
+        return self._conn.execute(
+            sa.select(sa.func.count()).select_from(PARTITIONS).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
+        ).scalar_one()
+
+    def _partial(self, ref: TableRef, keys: Sequence[FieldSchema], values: Sequence[str]) -> tuple[sa.ColumnElement[bool] | None, _KeyValueJoins]:
+        if not keys:
+            raise InvalidObject(f"table {ref.qualified_name} is not partitioned")
+        if len(values) > len(keys):
+            raise InvalidObject(
+                f"table {ref.qualified_name} has {len(keys)} partition key(s), got {len(values)} values {list(values)!r}"
+            )
+        joins = _KeyValueJoins()
+        conditions = [joins.value(i) == v for i, v in enumerate(values) if v not in ("", None)]
+        return (sa.and_(*conditions) if conditions else None), joins
+
+    def list_by_partial_values(
+        self, db_name: str, table_name: str, values: Sequence[str], *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[Partition]:
+        """Partitions whose leading key values match `values` ('' matches any value; Hive's
+        get_partitions_ps), ordered by name."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        condition, joins = self._partial(ref, keys, values)
+        return self._load(ref, self._rows(ref, condition, joins, max_parts))
+
+    def list_names_by_partial_values(
+        self, db_name: str, table_name: str, values: Sequence[str], *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[str]:
+        """Names of the partitions list_by_partial_values returns."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        condition, joins = self._partial(ref, keys, values)
+        return [r.PART_NAME for r in self._rows(ref, condition, joins, max_parts, columns=[PARTITIONS.c.PART_NAME])]
+
+    def _filter(self, ref: TableRef, keys: Sequence[FieldSchema], text: str) -> tuple[sa.ColumnElement[bool], _KeyValueJoins]:
+        if not keys:
+            raise InvalidInput(f"table {ref.qualified_name} is not partitioned; it has no partitions to filter")
+        joins = _KeyValueJoins()
+        return compile_filter(text, keys, joins.value, self._conn.dialect.name), joins
+
+    def list_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[Partition]:
+        """Partitions accepted by a Hive partition filter (`ds = '2024-01-01' and hr > 5`), ordered by name;
+        InvalidInput for a bad filter."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        condition, joins = self._filter(ref, keys, filter_text)
+        return self._load(ref, self._rows(ref, condition, joins, max_parts))
+
+    def list_names_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[str]:
+        """Names of the partitions list_by_filter returns."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        condition, joins = self._filter(ref, keys, filter_text)
+        return [r.PART_NAME for r in self._rows(ref, condition, joins, max_parts, columns=[PARTITIONS.c.PART_NAME])]
+
+    def count_by_filter(self, db_name: str, table_name: str, filter_text: str, *, catalog: str = DEFAULT_CATALOG) -> int:
+        """How many partitions a Hive partition filter accepts."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        condition, joins = self._filter(ref, keys, filter_text)
+        query = joins.apply(sa.select(sa.func.count()).where(PARTITIONS.c.TBL_ID == ref.tbl_id, condition))
+        return self._conn.execute(query).scalar_one()
+
+    # ------------------------------------------------------------------ alter
+
+    def alter(self, db_name: str, table_name: str, partition: Partition, *, catalog: str = DEFAULT_CATALOG) -> None:
+        """Replace the definition of the partition with the same values (storage, parameters, times)."""
+        self.alter_many(db_name, table_name, [partition], catalog=catalog)
+
+    def alter_many(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition], *, catalog: str = DEFAULT_CATALOG
+    ) -> None:
+        """Replace the definitions of many partitions (found by their values) in a few statements.
+        InvalidOperation if one does not exist (Hive's "alter is not possible"). Statistics of columns a
+        partition drops or retypes are deleted and leave its COLUMN_STATS_ACCURATE."""
+        if not partitions:
+            return
+        ref, keys = self._table(db_name, table_name, catalog)
+        names = [self._name(ref, keys, p.values) for p in partitions]
+        if len(set(names)) != len(names):
+            raise InvalidObject(f"the same partition of {ref.qualified_name} appears twice in the request")
+        rows = self._rows_by_names(ref, names, lock=True)
+        missing = [n for n in names if n not in rows]
+        if missing:
+            raise InvalidOperation(
+                f"partition(s) of {ref.qualified_name} do not exist, alter is not possible: {', '.join(missing[:5])}"
+            )
+        self._rewrite(ref, [rows[n] for n in names], partitions)
+
+    def _rewrite(self, ref: TableRef, rows: Sequence[sa.Row], partitions: Sequence[Partition]) -> None:
+        """Overwrite stored partitions (rows) with new definitions, keeping their ids."""
+        refs = storage_refs(self._conn, [r.SD_ID for r in rows])
+        previous_cds = [refs[r.SD_ID].cd_id if r.SD_ID in refs else None for r in rows]
+        old_columns = load_columns(self._conn, [cd for cd in previous_cds if cd is not None])
+        cd_ids, new_columns = self._column_descriptors(ref, partitions, previous_cds)
+        lost: dict[int, list[str]] = {}
+        params: dict[int, dict[str, str]] = {}
+        for row, p, prev_cd, cols in zip(rows, partitions, previous_cds, new_columns, strict=True):
+            dropped = dropped_or_retyped(old_columns.get(prev_cd, []), cols) if prev_cd is not None else []
+            if dropped:
+                lost[row.PART_ID] = dropped
+            params[row.PART_ID] = params_with_columns_removed(p.parameters, dropped) if dropped else dict(p.parameters)
+        update = (
+            sa.update(PARTITIONS)
+            .where(PARTITIONS.c.PART_ID == sa.bindparam("p_id"))
+            .values(
+                CREATE_TIME=sa.bindparam("p_create"),
+                LAST_ACCESS_TIME=sa.bindparam("p_access"),
+                WRITE_ID=sa.bindparam("p_write"),
+            )
+        )
+        self._conn.execute(
+            update,
+            [
+                {"p_id": r.PART_ID, "p_create": p.create_time or r.CREATE_TIME, "p_access": p.last_access_time,
+                 "p_write": p.write_id}
+                for r, p in zip(rows, partitions, strict=True)
+            ],
+        )
+        with_sd = [(r, p, cd) for r, p, cd in zip(rows, partitions, cd_ids, strict=True) if r.SD_ID in refs]
+        replace_storage(
+            self._conn,
+            [StorageRef(refs[r.SD_ID].sd_id, refs[r.SD_ID].serde_id, cd) for r, _, cd in with_sd],
+            [p.sd for _, p, _ in with_sd],
+            [cd for _, _, cd in with_sd],
+        )
+        PARTITION_PARAMETERS.replace(self._conn, params)
+        forget_partition_columns(self._conn, lost)
+        delete_unused_column_descriptors(
+            self._conn, [prev for prev, cd in zip(previous_cds, cd_ids, strict=True) if prev is not None and prev != cd]
+        )
+
+    def rename(
+        self,
+        db_name: str,
+        table_name: str,
+        old_values: Sequence[str],
+        new_partition: Partition,
+        *,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> None:
+        """Give a partition new values (and definition); its statistics stay with it. NoSuchObject if it
+        does not exist, AlreadyExists if the new values are taken."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        old_name = self._name(ref, keys, old_values)
+        new_name = self._name(ref, keys, new_partition.values)
+        row = self._rows_by_names(ref, [old_name], lock=True).get(old_name)
+        if row is None:
+            raise NoSuchObject(f"partition {old_name} of {ref.qualified_name} does not exist")
+        if new_name != old_name:
+            if self._rows_by_names(ref, [new_name]):
+                raise AlreadyExists(f"cannot rename {old_name} of {ref.qualified_name} to {new_name}: it exists")
+            self._conn.execute(sa.update(PARTITIONS).where(PARTITIONS.c.PART_ID == row.PART_ID).values(PART_NAME=new_name))
+            self._conn.execute(sa.delete(PARTITION_KEY_VALS).where(PARTITION_KEY_VALS.c.PART_ID == row.PART_ID))
+            insert_rows(
+                self._conn,
+                PARTITION_KEY_VALS,
+                [{"PART_ID": row.PART_ID, "INTEGER_IDX": i, "PART_KEY_VAL": v} for i, v in enumerate(new_partition.values)],
+            )
+        self._rewrite(ref, [row], [new_partition])
+
+    def relocate(
+        self, db_name: str, table_name: str, old_prefix: str, new_prefix: str, *, catalog: str = DEFAULT_CATALOG
+    ) -> int:
+        """Rewrite the start of every partition location that begins with old_prefix (after the table's
+        directory moved, e.g. on rename); returns how many locations changed."""
+        ref, _ = self._table(db_name, table_name, catalog)
+        part_sds = sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
+        result = self._conn.execute(
+            sa.update(SDS)
+            .where(SDS.c.SD_ID.in_(part_sds), sa.func.substr(SDS.c.LOCATION, 1, len(old_prefix)) == old_prefix)
+            .values(LOCATION=sa.literal(new_prefix) + sa.func.substr(SDS.c.LOCATION, len(old_prefix) + 1))
+        )
+        return result.rowcount
+
+    # ------------------------------------------------------------------ drop
+
+    def drop(self, db_name: str, table_name: str, values: Sequence[str], *, catalog: str = DEFAULT_CATALOG) -> Partition:
+        """Drop the partition with these values and its statistics; returns what it was."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        return self._drop(ref, [self._name(ref, keys, values)])[0]
+
+    def drop_by_name(self, db_name: str, table_name: str, name: str, *, catalog: str = DEFAULT_CATALOG) -> Partition:
+        """Drop the partition called `name` and its statistics; returns what it was."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        return self._drop(ref, [self._canonical_name(ref, keys, name)])[0]
+
+    def drop_by_names(
+        self, db_name: str, table_name: str, names: Sequence[str], *, catalog: str = DEFAULT_CATALOG
+    ) -> list[Partition]:
+        """Drop many partitions by name in a few statements; NoSuchObject (dropping none) if one is missing."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        return self._drop(ref, [self._canonical_name(ref, keys, n) for n in names])
+
+    def _drop(self, ref: TableRef, names: Sequence[str]) -> list[Partition]:
+        rows = self._rows_by_names(ref, names, lock=True)
+        missing = [n for n in dict.fromkeys(names) if n not in rows]
+        if missing:
+            raise NoSuchObject(f"partition(s) of {ref.qualified_name} do not exist: {', '.join(missing[:5])}")
+        ordered = [rows[n] for n in dict.fromkeys(names)]
+        dropped = self._load(ref, ordered)
+        part_ids = [r.PART_ID for r in ordered]
+        for batch in chunks(part_ids):
+            # Statistics, key values and parameters go by ON DELETE CASCADE.
+            self._conn.execute(sa.delete(PARTITIONS).where(PARTITIONS.c.PART_ID.in_(batch)))
+        delete_storage(self._conn, [r.SD_ID for r in ordered if r.SD_ID is not None])
+        return dropped
+

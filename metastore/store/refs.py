@@ -1,0 +1,110 @@
+"""Resolving database and table names to their row ids, the first step of almost every store operation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from metastore.catalog import DEFAULT_CATALOG, FieldSchema
+from metastore.errors import NoSuchObject
+from metastore.store.identifiers import normalize
+from metastore.store.schema import DBS, PARTITION_KEYS, SDS, TBLS
+
+
+@dataclass(frozen=True)
+class DatabaseRef:
+    db_id: int
+    name: str
+    catalog: str
+
+
+@dataclass(frozen=True)
+class TableRef:
+    tbl_id: int
+    db_id: int
+    sd_id: int | None
+    cd_id: int | None
+    db_name: str
+    table_name: str
+    catalog: str
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.db_name}.{self.table_name}"
+
+
+def database_ref(conn: sa.Connection, catalog: str, name: str) -> DatabaseRef:
+    """The database called `name`; NoSuchObject if there is none."""
+    db_name = normalize(name)
+    row = conn.execute(
+        sa.select(DBS.c.DB_ID).where(DBS.c.NAME == db_name, DBS.c.CTLG_NAME == normalize(catalog))
+    ).first()
+    if row is None:
+        raise NoSuchObject(f"database {catalog_prefix(catalog)}{db_name} does not exist")
+    return DatabaseRef(db_id=row.DB_ID, name=db_name, catalog=normalize(catalog))
+
+
+def table_id_query(catalog: str, db_name: str, table_name: str) -> sa.ScalarSelect:
+    """A scalar subquery giving the table's TBL_ID, to resolve and query in one statement."""
+    return (
+        sa.select(TBLS.c.TBL_ID)
+        .join(DBS, DBS.c.DB_ID == TBLS.c.DB_ID)
+        .where(
+            DBS.c.NAME == normalize(db_name),
+            DBS.c.CTLG_NAME == normalize(catalog),
+            TBLS.c.TBL_NAME == normalize(table_name),
+        )
+        .scalar_subquery()
+    )
+
+
+def table_ref(
+    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, for_update: bool = False
+) -> TableRef:
+    """The table `db_name.table_name`; NoSuchObject if it (or its database) does not exist.
+
+    for_update locks the table's row until the transaction ends (PostgreSQL; SQLite write transactions are
+    serialised anyway), so read-modify-write sequences on the table and its statistics do not interleave.
+    """
+    db, tbl = normalize(db_name), normalize(table_name)
+    query = (
+        sa.select(TBLS.c.TBL_ID, TBLS.c.DB_ID, TBLS.c.SD_ID, SDS.c.CD_ID)
+        .join(DBS, DBS.c.DB_ID == TBLS.c.DB_ID)
+        .outerjoin(SDS, SDS.c.SD_ID == TBLS.c.SD_ID)
+        .where(DBS.c.NAME == db, DBS.c.CTLG_NAME == normalize(catalog), TBLS.c.TBL_NAME == tbl)
+    )
+    if for_update:
+        query = query.with_for_update(of=TBLS)
+    row = conn.execute(query).first()
+    if row is None:
+        raise NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
+    return TableRef(
+        tbl_id=row.TBL_ID,
+        db_id=row.DB_ID,
+        sd_id=row.SD_ID,
+        cd_id=row.CD_ID,
+        db_name=db,
+        table_name=tbl,
+        catalog=normalize(catalog),
+    )
+
+
+def table_exists(conn: sa.Connection, catalog: str, db_name: str, table_name: str) -> bool:
+    """Whether the table exists (no error either way)."""
+    return conn.execute(sa.select(table_id_query(catalog, db_name, table_name))).scalar() is not None
+
+
+def partition_keys(conn: sa.Connection, tbl_id: int) -> list[FieldSchema]:
+    """The table's partition keys in order."""
+    rows = conn.execute(
+        sa.select(PARTITION_KEYS.c.PKEY_NAME, PARTITION_KEYS.c.PKEY_TYPE, PARTITION_KEYS.c.PKEY_COMMENT)
+        .where(PARTITION_KEYS.c.TBL_ID == tbl_id)
+        .order_by(PARTITION_KEYS.c.INTEGER_IDX)
+    )
+    return [FieldSchema(name=r.PKEY_NAME, type=r.PKEY_TYPE, comment=r.PKEY_COMMENT) for r in rows]
+
+
+def catalog_prefix(catalog: str) -> str:
+    """'' for Hive's default catalog, else 'catalog.' so messages name non-default catalogs."""
+    return "" if normalize(catalog) == DEFAULT_CATALOG else f"{normalize(catalog)}."

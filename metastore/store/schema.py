@@ -1,0 +1,264 @@
+"""SQLAlchemy Core tables modelled on Hive 4.1's metastore schema, with Hive's (upper-case) names.
+
+Deliberate differences from Hive, each for a reason:
+- Identity columns instead of Hive's SEQUENCE_TABLE: the database hands out ids race-free.
+- TAB_COL_STATS / PART_COL_STATS are keyed by TBL_ID / PART_ID only (Hive 4.1, HIVE-27725), so a table or
+  partition rename needs no statistics rewrite, and carry a UNIQUE (owner, COLUMN_NAME, ENGINE): Hive enforces
+  uniqueness in code only and concurrent writers produced duplicate rows that broke Trino (trino#13787).
+  The unique index also serves the hot lookups and lets writes be INSERT ... ON CONFLICT DO UPDATE.
+- Child rows are removed by ON DELETE CASCADE foreign keys (statistics, parameters, key values), so dropping a
+  table, partition or database can never leave orphans behind, whatever code path deletes it.
+- Skewed-column information is one JSON text column SDS.SKEWED_INFO instead of Hive's five SKEWED_* tables: it
+  is only ever round-tripped whole, never queried, and five more queries per table load buy nothing.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "%(table_name)s_%(column_0_N_name)s_IDX",
+        "uq": "%(table_name)s_%(column_0_N_name)s_UNIQUE",
+        "fk": "%(table_name)s_%(column_0_name)s_FK",
+        "pk": "%(table_name)s_PK",
+    }
+)
+
+# SQLite only auto-assigns INTEGER PRIMARY KEY (the rowid alias), not BIGINT.
+Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+NAME_LEN = 128
+TABLE_NAME_LEN = 256
+COLUMN_NAME_LEN = 767
+PART_NAME_LEN = 767
+PART_KEY_VAL_LEN = 256
+PARAM_KEY_LEN = 256
+URI_LEN = 4000
+
+
+def _id_column(name: str) -> sa.Column:
+    return sa.Column(name, Id, primary_key=True, autoincrement=True)
+
+
+def _fk(name: str, target: str, *, nullable: bool = False, cascade: bool = True) -> sa.Column:
+    return sa.Column(
+        name, Id, sa.ForeignKey(target, ondelete="CASCADE" if cascade else None), nullable=nullable
+    )
+
+
+CTLGS = sa.Table(
+    "CTLGS",
+    metadata,
+    _id_column("CTLG_ID"),
+    sa.Column("NAME", sa.String(256), nullable=False, unique=True),
+    sa.Column("DESC", sa.String(4000)),
+    sa.Column("LOCATION_URI", sa.String(URI_LEN)),
+    sa.Column("CREATE_TIME", sa.Integer),
+)
+
+DBS = sa.Table(
+    "DBS",
+    metadata,
+    _id_column("DB_ID"),
+    sa.Column("NAME", sa.String(NAME_LEN), nullable=False),
+    sa.Column("CTLG_NAME", sa.String(256), sa.ForeignKey("CTLGS.NAME"), nullable=False),
+    sa.Column("DESC", sa.String(4000)),
+    sa.Column("DB_LOCATION_URI", sa.String(URI_LEN)),
+    sa.Column("DB_MANAGED_LOCATION_URI", sa.String(URI_LEN)),
+    sa.Column("OWNER_NAME", sa.String(NAME_LEN)),
+    sa.Column("OWNER_TYPE", sa.String(10)),
+    sa.Column("CREATE_TIME", sa.Integer),
+    sa.UniqueConstraint("NAME", "CTLG_NAME", name="UNIQUE_DATABASE"),
+)
+
+DATABASE_PARAMS = sa.Table(
+    "DATABASE_PARAMS",
+    metadata,
+    sa.Column("DB_ID", Id, sa.ForeignKey("DBS.DB_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("PARAM_KEY", sa.String(PARAM_KEY_LEN), primary_key=True),
+    sa.Column("PARAM_VALUE", sa.Text),
+)
+
+SERDES = sa.Table(
+    "SERDES",
+    metadata,
+    _id_column("SERDE_ID"),
+    sa.Column("NAME", sa.String(128)),
+    sa.Column("SLIB", sa.String(4000)),
+)
+
+SERDE_PARAMS = sa.Table(
+    "SERDE_PARAMS",
+    metadata,
+    sa.Column("SERDE_ID", Id, sa.ForeignKey("SERDES.SERDE_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("PARAM_KEY", sa.String(PARAM_KEY_LEN), primary_key=True),
+    sa.Column("PARAM_VALUE", sa.Text),
+)
+
+CDS = sa.Table("CDS", metadata, _id_column("CD_ID"))
+
+COLUMNS_V2 = sa.Table(
+    "COLUMNS_V2",
+    metadata,
+    sa.Column("CD_ID", Id, sa.ForeignKey("CDS.CD_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("COLUMN_NAME", sa.String(COLUMN_NAME_LEN), primary_key=True),
+    sa.Column("TYPE_NAME", sa.Text, nullable=False),
+    sa.Column("COMMENT", sa.String(4000)),
+    sa.Column("INTEGER_IDX", sa.Integer, nullable=False),
+)
+
+SDS = sa.Table(
+    "SDS",
+    metadata,
+    _id_column("SD_ID"),
+    sa.Column("CD_ID", Id, sa.ForeignKey("CDS.CD_ID"), index=True),
+    sa.Column("SERDE_ID", Id, sa.ForeignKey("SERDES.SERDE_ID"), index=True),
+    sa.Column("INPUT_FORMAT", sa.String(4000)),
+    sa.Column("OUTPUT_FORMAT", sa.String(4000)),
+    sa.Column("LOCATION", sa.String(URI_LEN)),
+    sa.Column("IS_COMPRESSED", sa.Boolean, nullable=False),
+    sa.Column("IS_STOREDASSUBDIRECTORIES", sa.Boolean, nullable=False),
+    sa.Column("NUM_BUCKETS", sa.Integer, nullable=False),
+    sa.Column("SKEWED_INFO", sa.Text),
+)
+
+SD_PARAMS = sa.Table(
+    "SD_PARAMS",
+    metadata,
+    sa.Column("SD_ID", Id, sa.ForeignKey("SDS.SD_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("PARAM_KEY", sa.String(PARAM_KEY_LEN), primary_key=True),
+    sa.Column("PARAM_VALUE", sa.Text),
+)
+
+BUCKETING_COLS = sa.Table(
+    "BUCKETING_COLS",
+    metadata,
+    sa.Column("SD_ID", Id, sa.ForeignKey("SDS.SD_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("INTEGER_IDX", sa.Integer, primary_key=True),
+    sa.Column("BUCKET_COL_NAME", sa.String(COLUMN_NAME_LEN), nullable=False),
+)
+
+SORT_COLS = sa.Table(
+    "SORT_COLS",
+    metadata,
+    sa.Column("SD_ID", Id, sa.ForeignKey("SDS.SD_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("INTEGER_IDX", sa.Integer, primary_key=True),
+    sa.Column("COLUMN_NAME", sa.String(COLUMN_NAME_LEN), nullable=False),
+    sa.Column("ORDER", sa.Integer, nullable=False),
+)
+
+TBLS = sa.Table(
+    "TBLS",
+    metadata,
+    _id_column("TBL_ID"),
+    sa.Column("DB_ID", Id, sa.ForeignKey("DBS.DB_ID", ondelete="CASCADE"), nullable=False),
+    sa.Column("SD_ID", Id, sa.ForeignKey("SDS.SD_ID"), index=True),
+    sa.Column("TBL_NAME", sa.String(TABLE_NAME_LEN), nullable=False),
+    sa.Column("TBL_TYPE", sa.String(128)),
+    sa.Column("OWNER", sa.String(767)),
+    sa.Column("OWNER_TYPE", sa.String(10)),
+    sa.Column("CREATE_TIME", sa.Integer, nullable=False),
+    sa.Column("LAST_ACCESS_TIME", sa.Integer, nullable=False),
+    sa.Column("RETENTION", sa.Integer, nullable=False),
+    sa.Column("VIEW_ORIGINAL_TEXT", sa.Text),
+    sa.Column("VIEW_EXPANDED_TEXT", sa.Text),
+    sa.Column("IS_REWRITE_ENABLED", sa.Boolean, nullable=False),
+    sa.Column("WRITE_ID", sa.BigInteger, nullable=False),
+    sa.UniqueConstraint("DB_ID", "TBL_NAME", name="UNIQUETABLE"),
+)
+
+TABLE_PARAMS = sa.Table(
+    "TABLE_PARAMS",
+    metadata,
+    sa.Column("TBL_ID", Id, sa.ForeignKey("TBLS.TBL_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("PARAM_KEY", sa.String(PARAM_KEY_LEN), primary_key=True),
+    sa.Column("PARAM_VALUE", sa.Text),
+)
+
+PARTITION_KEYS = sa.Table(
+    "PARTITION_KEYS",
+    metadata,
+    sa.Column("TBL_ID", Id, sa.ForeignKey("TBLS.TBL_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("PKEY_NAME", sa.String(NAME_LEN), primary_key=True),
+    sa.Column("PKEY_TYPE", sa.String(767), nullable=False),
+    sa.Column("PKEY_COMMENT", sa.String(4000)),
+    sa.Column("INTEGER_IDX", sa.Integer, nullable=False),
+)
+
+PARTITIONS = sa.Table(
+    "PARTITIONS",
+    metadata,
+    _id_column("PART_ID"),
+    sa.Column("TBL_ID", Id, sa.ForeignKey("TBLS.TBL_ID", ondelete="CASCADE"), nullable=False),
+    sa.Column("SD_ID", Id, sa.ForeignKey("SDS.SD_ID"), index=True),
+    sa.Column("PART_NAME", sa.String(PART_NAME_LEN), nullable=False),
+    sa.Column("CREATE_TIME", sa.Integer, nullable=False),
+    sa.Column("LAST_ACCESS_TIME", sa.Integer, nullable=False),
+    sa.Column("WRITE_ID", sa.BigInteger, nullable=False),
+    # (TBL_ID, PART_NAME) rather than Hive's (PART_NAME, TBL_ID): every query starts from one table and
+    # listings come back ordered by name straight from this index.
+    sa.UniqueConstraint("TBL_ID", "PART_NAME", name="UNIQUEPARTITION"),
+)
+
+PARTITION_KEY_VALS = sa.Table(
+    "PARTITION_KEY_VALS",
+    metadata,
+    sa.Column("PART_ID", Id, sa.ForeignKey("PARTITIONS.PART_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("INTEGER_IDX", sa.Integer, primary_key=True),
+    sa.Column("PART_KEY_VAL", sa.String(PART_KEY_VAL_LEN), nullable=False),
+)
+
+PARTITION_PARAMS = sa.Table(
+    "PARTITION_PARAMS",
+    metadata,
+    sa.Column("PART_ID", Id, sa.ForeignKey("PARTITIONS.PART_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("PARAM_KEY", sa.String(PARAM_KEY_LEN), primary_key=True),
+    sa.Column("PARAM_VALUE", sa.Text),
+)
+
+
+def _stats_value_columns() -> list[sa.Column]:
+    """The typed statistics columns shared by TAB_COL_STATS and PART_COL_STATS (Hive 4 names and types)."""
+    return [
+        sa.Column("COLUMN_NAME", sa.String(COLUMN_NAME_LEN), nullable=False),
+        sa.Column("COLUMN_TYPE", sa.String(128), nullable=False),
+        sa.Column("LONG_LOW_VALUE", sa.BigInteger),
+        sa.Column("LONG_HIGH_VALUE", sa.BigInteger),
+        sa.Column("DOUBLE_LOW_VALUE", sa.Double()),
+        sa.Column("DOUBLE_HIGH_VALUE", sa.Double()),
+        sa.Column("BIG_DECIMAL_LOW_VALUE", sa.String(4000)),
+        sa.Column("BIG_DECIMAL_HIGH_VALUE", sa.String(4000)),
+        sa.Column("NUM_NULLS", sa.BigInteger, nullable=False),
+        sa.Column("NUM_DISTINCTS", sa.BigInteger),
+        sa.Column("BIT_VECTOR", sa.LargeBinary),
+        sa.Column("AVG_COL_LEN", sa.Double()),
+        sa.Column("MAX_COL_LEN", sa.BigInteger),
+        sa.Column("NUM_TRUES", sa.BigInteger),
+        sa.Column("NUM_FALSES", sa.BigInteger),
+        sa.Column("LAST_ANALYZED", sa.BigInteger, nullable=False),
+        sa.Column("ENGINE", sa.String(128), nullable=False),
+        sa.Column("HISTOGRAM", sa.LargeBinary),
+    ]
+
+
+TAB_COL_STATS = sa.Table(
+    "TAB_COL_STATS",
+    metadata,
+    _id_column("CS_ID"),
+    sa.Column("TBL_ID", Id, sa.ForeignKey("TBLS.TBL_ID", ondelete="CASCADE"), nullable=False),
+    *_stats_value_columns(),
+    sa.UniqueConstraint("TBL_ID", "COLUMN_NAME", "ENGINE", name="TAB_COL_STATS_UNIQUE"),
+)
+
+PART_COL_STATS = sa.Table(
+    "PART_COL_STATS",
+    metadata,
+    _id_column("CS_ID"),
+    sa.Column("PART_ID", Id, sa.ForeignKey("PARTITIONS.PART_ID", ondelete="CASCADE"), nullable=False),
+    *_stats_value_columns(),
+    sa.UniqueConstraint("PART_ID", "COLUMN_NAME", "ENGINE", name="PART_COL_STATS_UNIQUE"),
+)
+
+# Columns of the statistics tables that carry values (everything but the surrogate key and the owner id).
+STATS_VALUE_COLUMNS: tuple[str, ...] = tuple(c.name for c in _stats_value_columns())

@@ -1,0 +1,77 @@
+"""The COLUMN_STATS_ACCURATE table/partition parameter, kept as Hive's StatsSetupConst keeps it.
+
+Value: `{"BASIC_STATS":"true","COLUMN_STATS":{"a":"true","b":"true"}}`, compact JSON, BASIC_STATS only when
+true, COLUMN_STATS only when non-empty and sorted by column name (Hive serialises a TreeMap with Jackson).
+Hive, Impala and Spark read it to decide whether stored statistics can be trusted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
+
+
+def _parse(raw: str | None) -> tuple[bool, dict[str, bool]]:
+    """(basic stats accurate, {column: accurate}); unreadable values count as empty, the bare legacy
+    value "true" as basic stats only, as Hive does."""
+    if raw is None:
+        return False, {}
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return raw.strip().lower() == "true", {}
+    if not isinstance(doc, dict):
+        return False, {}
+    basic = str(doc.get("BASIC_STATS", "false")).lower() == "true"
+    columns_doc = doc.get("COLUMN_STATS") or {}
+    if not isinstance(columns_doc, dict):
+        return basic, {}
+    return basic, {str(k): str(v).lower() == "true" for k, v in columns_doc.items()}
+
+
+def _render(basic: bool, columns: Mapping[str, bool]) -> str:
+    doc: dict[str, object] = {}
+    if basic:
+        doc["BASIC_STATS"] = "true"
+    if columns:
+        doc["COLUMN_STATS"] = {k: "true" if columns[k] else "false" for k in sorted(columns)}
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def columns_marked_accurate(raw: str | None) -> list[str]:
+    """The columns whose statistics the parameter value says are accurate."""
+    return [c for c, ok in _parse(raw)[1].items() if ok]
+
+
+def with_columns_accurate(raw: str | None, columns: Iterable[str]) -> str:
+    """The parameter value after statistics of `columns` were written (a column already listed keeps its flag,
+    as Hive's setColumnStatsState does)."""
+    basic, cols = _parse(raw)
+    for c in columns:
+        cols.setdefault(c, True)
+    return _render(basic, cols)
+
+
+def without_columns(raw: str, columns: Iterable[str]) -> str:
+    """The parameter value after statistics of `columns` were deleted."""
+    basic, cols = _parse(raw)
+    for c in columns:
+        cols.pop(c, None)
+    return _render(basic, cols)
+
+
+def without_any_column(raw: str) -> str:
+    """The parameter value after all column statistics were deleted (basic statistics keep their flag)."""
+    basic, _ = _parse(raw)
+    return _render(basic, {})
+
+
+def params_with_columns_removed(params: Mapping[str, str], columns: Iterable[str]) -> dict[str, str]:
+    """A copy of table/partition parameters with `columns` dropped from COLUMN_STATS_ACCURATE, if present."""
+    out = dict(params)
+    raw = out.get(COLUMN_STATS_ACCURATE)
+    if raw is not None:
+        out[COLUMN_STATS_ACCURATE] = without_columns(raw, columns)
+    return out

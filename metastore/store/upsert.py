@@ -1,0 +1,62 @@
+"""INSERT ... ON CONFLICT DO UPDATE / DO NOTHING for SQLite and PostgreSQL, batched."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from metastore.store.chunking import INSERT_BATCH_ROWS, chunks
+
+
+def _insert(conn: sa.Connection, table: sa.Table) -> Any:
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    if conn.dialect.name == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"no upsert for {conn.dialect.name}")
+
+
+def upsert(
+    conn: sa.Connection,
+    table: sa.Table,
+    rows: Sequence[dict[str, Any]],
+    *,
+    key: Sequence[str],
+    update: Sequence[str] | None = None,
+) -> None:
+    """Insert `rows`; a row whose `key` columns match an existing row updates its `update` columns instead
+    (all non-key columns when None). Atomic per row in both databases, so concurrent writers neither lose an
+    update nor create a duplicate. Rows must have unique keys (callers deduplicate)."""
+    if not rows:
+        return
+    columns = list(rows[0].keys())
+    update_cols = [c for c in columns if c not in key] if update is None else list(update)
+    # A stable order makes concurrent multi-row upserts take row locks in the same order (no deadlock).
+    ordered = sorted(rows, key=lambda r: tuple(r[k] for k in key))
+    for batch in chunks(ordered, INSERT_BATCH_ROWS):
+        stmt = _insert(conn, table).values(list(batch))
+        if update_cols:
+            stmt = stmt.on_conflict_do_update(
+                index_elements=[table.c[k] for k in key],
+                set_={c: stmt.excluded[c] for c in update_cols},
+            )
+        else:
+            stmt = stmt.on_conflict_do_nothing(index_elements=[table.c[k] for k in key])
+        conn.execute(stmt)
+
+
+def insert_ignoring_duplicates(
+    conn: sa.Connection, table: sa.Table, row: dict[str, Any], *, key: Sequence[str]
+) -> bool:
+    """Insert one row unless one with the same `key` exists; True when this call inserted it."""
+    stmt = _insert(conn, table).values(row).on_conflict_do_nothing(index_elements=[table.c[k] for k in key])
+    return conn.execute(stmt).rowcount == 1
+
+
+def insert_rows(conn: sa.Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Plain multi-row INSERTs in batches (one statement per batch, not one per row)."""
+    for batch in chunks(rows, INSERT_BATCH_ROWS):
+        conn.execute(sa.insert(table).values(list(batch)))
