@@ -14,7 +14,17 @@ from typing import Any
 from pymetastore.hive_metastore import ThriftHiveMetastore
 from pymetastore.hive_metastore import ttypes as T
 from pymetastore.metastore import HMS
-from scenario_common import TABLE_COLUMNS, Names, Recorder, Scenario, emit, normalise, parse_args
+from scenario_common import (
+    LAST_ANALYZED,
+    SERVER_CLOCK,
+    TABLE_COLUMNS,
+    Names,
+    Recorder,
+    Scenario,
+    emit,
+    normalise,
+    parse_args,
+)
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
@@ -35,13 +45,17 @@ def plain(value: Any) -> Any:
 
 
 def drop_volatile(doc: Any) -> Any:
-    """Server clocks out of pymetastore's objects (they keep createTime as snake_case fields)."""
+    """Server clocks out of pymetastore's objects (snake_case fields); lastAnalyzed kept only if it is the client's."""
     if isinstance(doc, dict):
-        return {
-            k: drop_volatile(v)
-            for k, v in doc.items()
-            if k not in ("create_time", "last_access_time", "lastAnalyzed") and k != "transient_lastDdlTime"
-        }
+        out = {}
+        for k, v in doc.items():
+            if k in ("create_time", "last_access_time", "transient_lastDdlTime"):
+                continue
+            if k == "lastAnalyzed" and v is not None:
+                out[k] = v if v == LAST_ANALYZED else SERVER_CLOCK
+            else:
+                out[k] = drop_volatile(v)
+        return out
     if isinstance(doc, list):
         return [drop_volatile(v) for v in doc]
     return doc
