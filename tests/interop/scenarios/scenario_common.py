@@ -15,6 +15,7 @@ Every step's answer is recorded as JSON, normalised so two servers can be compar
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 import traceback
@@ -295,6 +296,11 @@ def stats_data(T: Any, member: str, values: dict[str, Any]) -> Any:
             if v.get(k) is not None:
                 v[k] = decimal_struct(T, v[k])
         data = T.DecimalColumnStatsData(**v)
+    elif member == "timestampStats":  # Hive 4 IDLs only
+        for k in ("lowValue", "highValue"):
+            if v.get(k) is not None:
+                v[k] = T.Timestamp(secondsSinceEpoch=v[k])
+        data = T.TimestampColumnStatsData(**v)
     elif member == "dateStats":
         for k in ("lowValue", "highValue"):
             if v.get(k) is not None:
@@ -634,11 +640,18 @@ class Scenario:
         )
 
     # --- deletes
+    def _delete(self, method: str, *args: Any) -> Any:
+        """Hive 4 IDLs add an `engine` argument to the delete calls; older ones do not have it."""
+        fn = getattr(self.c, method)
+        if "engine" in inspect.signature(fn).parameters:
+            return fn(*args, "hive")
+        return fn(*args)
+
     def deletes(self) -> None:
         T, n, c = self.T, self.n, self.c
         self.rec.step(
             "delete_table_column_statistics",
-            lambda: c.delete_table_column_statistics(n.db, n.table, "c_string"),
+            lambda: self._delete("delete_table_column_statistics", n.db, n.table, "c_string"),
         )
         self.rec.step(
             "get_table_column_statistics_deleted",
@@ -646,11 +659,13 @@ class Scenario:
         )
         self.rec.step(
             "delete_table_column_statistics_again",
-            lambda: c.delete_table_column_statistics(n.db, n.table, "c_string"),
+            lambda: self._delete("delete_table_column_statistics", n.db, n.table, "c_string"),
         )
         self.rec.step(
             "delete_partition_column_statistics",
-            lambda: c.delete_partition_column_statistics(n.db, n.table, PARTITION_NAMES[1], "c_int"),
+            lambda: self._delete(
+                "delete_partition_column_statistics", n.db, n.table, PARTITION_NAMES[1], "c_int"
+            ),
         )
         self.rec.step(
             "get_partition_column_statistics_deleted",

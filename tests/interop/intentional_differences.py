@@ -1,0 +1,104 @@
+"""Where our server answers differently from the reference Hive Metastore 2.3.10 on purpose, each with its reason.
+
+The differential test (test_differential.py) compares both servers call by call; every difference it finds must be
+covered by one entry here, and every whole-answer entry must still differ (a stale entry fails the test too).
+`as_markdown()` renders the list for the README.
+
+Steps and paths are fnmatch patterns. A path names a field inside a normalised answer, with list indices written
+as `[]` (e.g. `colStats[].statsData.decimalStats.lowValue`); an entry without a path covers the whole answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class IntentionalDifference:
+    steps: tuple[str, ...]
+    path: str | None
+    reason: str
+
+
+INTENTIONAL_DIFFERENCES: tuple[IntentionalDifference, ...] = (
+    IntentionalDifference(
+        (
+            "get_table_column_statistics_none",
+            "get_partition_column_statistics_none",
+            "get_table_column_statistics_missing_column",
+            "get_table_column_statistics_deleted",
+            "get_partition_column_statistics_deleted",
+        ),
+        None,
+        "Statistics that do not exist raise NoSuchObjectException, as the Thrift IDL documents; HMS 2.3 sends a "
+        "reply with no result, which clients report as TApplicationException 'unknown result'.",
+    ),
+    IntentionalDifference(
+        ("get_*statistics*",),
+        "*lastAnalyzed",
+        "lastAnalyzed is the time the client analyzed the data, so it is kept as sent; HMS 2.3 overwrites it with "
+        "the server's clock.",
+    ),
+    IntentionalDifference(
+        (
+            "update_table_column_statistics_negative_nulls",
+            "update_table_column_statistics_low_above_high",
+            "update_table_column_statistics_kind_mismatch",
+        ),
+        None,
+        "Statistics that contradict themselves or the column type (negative counts, low > high, doubleStats for an "
+        "int column) are refused with InvalidInputException; HMS 2.3 stores them.",
+    ),
+    IntentionalDifference(
+        ("get_table_column_statistics_after_invalid", "get_table_statistics_req_after_delete"),
+        "*.statsData.longStats.*",
+        "Follows from refusing invalid statistics: HMS 2.3 now holds the invalid c_int values written just before.",
+    ),
+    IntentionalDifference(
+        ("get_aggr_stats_for",),
+        "colStats[].statsData.decimalStats.*Value",
+        "Aggregated decimal low/high keep their exact value and scale (-3.50); HMS 2.3's direct-SQL aggregation "
+        "goes through a lossy conversion and answers -3 and 300 for -3.50 and 300.25.",
+    ),
+    IntentionalDifference(
+        (
+            "update_table_column_statistics_req",
+            "update_partition_column_statistics_req",
+            "delete_column_statistics_req",
+        ),
+        None,
+        "Hive 4 calls (request-object statistics writes, delete_column_statistics_req) are served; HMS 2.3 answers "
+        "TApplicationException 'Invalid method name'.",
+    ),
+    IntentionalDifference(
+        ("get_table_column_statistics_timestamp_stats",),
+        None,
+        "Hive 4's timestampStats (union member 8) are stored and served; HMS 2.3 cannot decode the member, "
+        "accepts the write as an empty union and keeps the old statistics.",
+    ),
+    IntentionalDifference(
+        ("*",),
+        "*catName",
+        "Hive 3+ catalogs: objects name their catalog ('hive'); HMS 2.3 has no catalogs.",
+    ),
+    IntentionalDifference(
+        ("*",),
+        "*catalogName",
+        "Hive 3+ catalogs: databases name their catalog ('hive'); HMS 2.3 has no catalogs.",
+    ),
+    IntentionalDifference(
+        ("*",),
+        "*isStatsCompliant",
+        "Hive 4 field describing transactional statistics; HMS 2.3 does not send it.",
+    ),
+)
+
+
+def as_markdown() -> str:
+    """The list as a Markdown table (for the README)."""
+    lines = ["| calls | field | why |", "|---|---|---|"]
+    for d in INTENTIONAL_DIFFERENCES:
+        steps = ", ".join(f"`{s}`" for s in d.steps)
+        path = f"`{d.path}`" if d.path else "whole answer"
+        lines.append(f"| {steps} | {path} | {d.reason} |")
+    return "\n".join(lines)
