@@ -82,7 +82,7 @@ def check_schema(url: str, *, auto_upgrade: bool) -> None:
     known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
     if current is not None and current not in known:
         raise SchemaOutOfDate(
-            f"database {_safe(url)} has schema revision {current}, which this version of metastore does not "
+            f"database {display_url(url)} has schema revision {current}, which this version of metastore does not "
             f"know (it needs {head}); it was upgraded by a newer metastore: run that version instead"
         )
     if auto_upgrade:
@@ -90,12 +90,12 @@ def check_schema(url: str, *, auto_upgrade: bool) -> None:
         return
     state = "is empty (no metastore schema)" if current is None else f"has schema revision {current}"
     raise SchemaOutOfDate(
-        f"database {_safe(url)} {state}; this version of metastore needs revision {head}. "
-        f"Run: metastore db upgrade --db {_safe(url)}"
+        f"database {display_url(url)} {state}; this version of metastore needs revision {head}. "
+        f"Run: metastore db upgrade --db {display_url(url)}"
     )
 
 
-def _safe(url: str) -> str:
+def display_url(url: str) -> str:
     """The URL with any password hidden, for messages."""
     try:
         return sa.engine.make_url(url).render_as_string(hide_password=True)

@@ -1,0 +1,100 @@
+"""Databases: create, get, list by pattern, alter, drop (with and without cascade)."""
+
+from __future__ import annotations
+
+import pytest
+
+from metastore.catalog import Database
+from metastore.errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
+from metastore.store import Store
+from store.builders import sales_table
+
+
+def test_default_database_exists_once(store: Store) -> None:
+    assert store.ensure_default_database("/elsewhere") is False  # idempotent: the first call created it
+    with store.read() as uow:
+        default = uow.databases.get("default")
+        assert uow.databases.list_names() == ["default"]
+    assert default.location_uri == "/warehouse"  # Hive puts `default` at the warehouse directory itself
+    assert (default.owner_name, default.owner_type) == ("public", 2)
+
+
+def test_create_get_round_trip(store: Store) -> None:
+    db = Database(
+        name="Sales",
+        description="sales data",
+        location_uri="/warehouse/sales.db",
+        parameters={"owner.team": "bi", "k": "v"},
+        owner_name="alice",
+        owner_type=1,
+        create_time=1700000000,
+        managed_location_uri="/managed/sales.db",
+    )
+    with store.transaction() as uow:
+        uow.databases.create(db)
+    with store.read() as uow:
+        got = uow.databases.get("SALES")
+    assert got == Database(**{**db.__dict__, "name": "sales"})
+
+
+def test_create_errors(store: Store) -> None:
+    with store.transaction() as uow:
+        uow.databases.create(Database(name="a"))
+    with pytest.raises(AlreadyExists, match="database a already exists"), store.transaction() as uow:
+        uow.databases.create(Database(name="A"))
+    for bad in ("", "a-b", "a b", "x" * 129, "dé"):
+        with pytest.raises(InvalidObject), store.transaction() as uow:
+            uow.databases.create(Database(name=bad))
+    with pytest.raises(NoSuchObject, match="catalog spark"), store.transaction() as uow:
+        uow.databases.create(Database(name="b", catalog_name="spark"))
+
+
+def test_get_missing_database(store: Store) -> None:
+    with pytest.raises(NoSuchObject, match="database nope does not exist"), store.read() as uow:
+        uow.databases.get("nope")
+    with store.read() as uow:
+        assert not uow.databases.exists("nope") and uow.databases.exists("DEFAULT")
+
+
+def test_list_by_hive_pattern(store: Store) -> None:
+    with store.transaction() as uow:
+        for name in ("sales", "sales_eu", "hr", "s.x"[0] + "x"):
+            uow.databases.create(Database(name=name))
+        assert uow.databases.list_names() == ["default", "hr", "sales", "sales_eu", "sx"]
+        assert uow.databases.list_names("sales*") == ["sales", "sales_eu"]
+        assert uow.databases.list_names("SALES") == ["sales"]
+        assert uow.databases.list_names("hr|*eu") == ["hr", "sales_eu"]
+        assert uow.databases.list_names("*") == uow.databases.list_names()
+        assert uow.databases.list_names("s.x") == []  # '.' is literal, not a regex wildcard
+        assert uow.databases.list_names("(") == []  # never a regex error
+
+
+def test_alter_database(store: Store) -> None:
+    with store.transaction() as uow:
+        uow.databases.create(Database(name="a", parameters={"x": "1"}, create_time=5))
+        uow.databases.alter("a", Database(name="a", description="new", location_uri="/new", parameters={"y": "2"}))
+        got = uow.databases.get("a")
+        assert (got.description, got.location_uri, got.parameters, got.create_time) == ("new", "/new", {"y": "2"}, 5)
+        with pytest.raises(InvalidOperation, match="renamed"):
+            uow.databases.alter("a", Database(name="b"))
+        with pytest.raises(NoSuchObject):
+            uow.databases.alter("zz", Database(name="zz"))
+
+
+def test_drop_database(store: Store) -> None:
+    with store.transaction() as uow:
+        uow.databases.create(Database(name="empty", parameters={"k": "v"}))
+        uow.databases.create(Database(name="sales"))
+        uow.tables.create(sales_table())
+    with store.transaction() as uow:
+        assert uow.databases.drop("empty").name == "empty"
+        with pytest.raises(InvalidOperation, match="not empty"):
+            uow.databases.drop("sales")
+    with store.transaction() as uow:
+        with pytest.raises(InvalidOperation, match="default"):
+            uow.databases.drop("default", cascade=True)
+        with pytest.raises(NoSuchObject):
+            uow.databases.drop("empty")
+    with store.transaction() as uow:
+        uow.databases.drop("sales", cascade=True)
+        assert uow.databases.list_names() == ["default"]

@@ -1,0 +1,117 @@
+"""Migrations from an empty database, revision reporting, out-of-date detection and the db commands."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from metastore.cli import main
+from metastore.errors import SchemaOutOfDate
+from metastore.store import Store, migrate
+from metastore.store.engine import create_engine
+from metastore.store.schema import metadata
+
+
+def test_upgrade_from_empty_creates_the_schema(db_url: str) -> None:
+    assert migrate.current_revision(db_url) is None
+    migrate.upgrade(db_url)
+    assert migrate.current_revision(db_url) == migrate.head_revision()
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            tables = set(sa.inspect(conn).get_table_names())
+            assert {"DBS", "TBLS", "PARTITIONS", "TAB_COL_STATS", "PART_COL_STATS", "PARTITION_KEY_VALS"} <= tables
+            # The catalog row ships with the schema, as in Hive's schema scripts.
+            assert conn.execute(sa.text('SELECT "NAME" FROM "CTLGS"')).scalars().all() == ["hive"]
+    finally:
+        engine.dispose()
+
+
+def test_migrations_build_exactly_the_declared_schema(db_url: str) -> None:
+    migrate.upgrade(db_url)
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+            diff = compare_metadata(ctx, metadata)
+    finally:
+        engine.dispose()
+    assert diff == []
+
+
+def test_upgrade_twice_is_a_no_op(db_url: str) -> None:
+    migrate.upgrade(db_url)
+    migrate.upgrade(db_url)
+    assert migrate.current_revision(db_url) == migrate.head_revision()
+
+
+def test_out_of_date_schema_is_refused_with_the_fixing_command(db_url: str) -> None:
+    with pytest.raises(SchemaOutOfDate) as err:
+        migrate.check_schema(db_url, auto_upgrade=False)
+    assert "metastore db upgrade --db" in str(err.value)
+    assert "empty" in str(err.value)
+    with pytest.raises(SchemaOutOfDate):
+        Store.open(db_url)
+
+
+def test_auto_upgrade_brings_the_schema_to_head(db_url: str) -> None:
+    migrate.check_schema(db_url, auto_upgrade=True)
+    assert migrate.current_revision(db_url) == migrate.head_revision()
+    Store.open(db_url).dispose()
+
+
+def test_older_revision_is_out_of_date(db_url: str) -> None:
+    migrate.upgrade(db_url)
+    engine = create_engine(db_url)
+    try:
+        with engine.begin() as conn:  # pretend an older revision, as after installing newer code
+            conn.execute(sa.text("DELETE FROM alembic_version"))
+            conn.execute(sa.text("INSERT INTO alembic_version (version_num) VALUES ('0000')"))
+    finally:
+        engine.dispose()
+    with pytest.raises(SchemaOutOfDate, match="does not know"):
+        migrate.check_schema(db_url, auto_upgrade=True)
+
+
+def _upgrade_in_child(url: str) -> None:
+    migrate.upgrade(url)
+
+
+def test_concurrent_upgrades_from_several_processes(db_url: str) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_upgrade_in_child, args=(db_url,)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert migrate.current_revision(db_url) == migrate.head_revision()
+
+
+def test_db_cli_commands(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["db", "current", "--db", db_url]) == 1
+    assert "none (empty database)" in capsys.readouterr().out
+    assert main(["db", "upgrade", "--db", db_url]) == 0
+    assert main(["db", "current", "--db", db_url]) == 0
+    out = capsys.readouterr().out
+    assert f"current revision: {migrate.head_revision()}" in out
+
+
+@pytest.mark.parametrize("argv", [["db", "--help"], ["db", "upgrade", "--help"], ["db", "current", "--help"]])
+def test_db_commands_have_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 0
+    assert "usage: metastore db" in capsys.readouterr().out
+
+
+def test_missing_alembic_directory_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    import metastore
+
+    monkeypatch.setattr(metastore, "__file__", str(tmp_path / "metastore" / "__init__.py"))
+    with pytest.raises(Exception, match="Alembic migrations not found"):
+        migrate.alembic_dir()
