@@ -1,0 +1,404 @@
+"""Aggregation of partition statistics into one column's table-wide statistics (``get_aggr_stats_for``).
+
+This mirrors Hive's Java aggregation path, ``MetaStoreServerUtils.aggrPartitionStats`` with the per-kind
+``columnstats/aggr/{Boolean,Long,Double,Decimal,Date,Timestamp,String,Binary}ColumnStatsAggregator.java``
+and their ``extrapolate`` methods (``IExtrapolatePartStatus``). The formulas, their integer/floating-point
+arithmetic and their corner cases follow those classes; the docstrings below say what they compute.
+
+When every requested partition has statistics (or fewer than two have):
+
+- numNulls, numTrues, numFalses are summed; low = min, high = max; maxColLen and avgColLen take the max;
+- NDV: if every partition carries a readable sketch and all can merge (all HLL, or FM with equal vector
+  counts), the estimate of their union; otherwise, for range kinds, either the density estimate
+  ``(high - low) / avg((high_i - low_i) / ndv_i)`` clamped to ``[max ndv_i, sum ndv_i]`` (with
+  ``use_density``; the average divides by the number of requested partitions), or
+  ``max ndv_i + (sum ndv_i - max ndv_i) * ndv_tuner``; strings just take ``max ndv_i``.
+
+When some are missing and at least two have statistics, range and string kinds are extrapolated over the
+partition index (the position in the requested name list, 0-based, the right border being the number of
+requested partitions):
+
+- with mergeable sketches everywhere, runs of adjacent partitions are first merged into pseudo-partitions
+  (index = mean of the run's indices, NDV = estimate of the run's merged sketch);
+- low/high (and string avgColLen/maxColLen) are linear in the index through the partitions holding the
+  extreme values; numNulls = sum * requested / found (integer division);
+- NDV from the density (``use_density``) clamped as above, else linear through the extreme NDVs.
+
+Deviations from Hive, on purpose:
+
+- sketches are merged at the smallest p among them, where Hive squashes everything to p=10, so p=14
+  sketches keep their accuracy (Hive-written p=10 sketches give Hive's numbers);
+- ties among equal extreme values are broken by partition index, where Hive's order comes from a
+  ``HashMap`` of partition names;
+- partitions with no low/high or with numDVs = 0 are left out of density sums (Hive would divide by zero
+  or read unset values as 0), and low/high extrapolation only uses partitions that have them;
+- the string extrapolation uses maxColLen values for maxColLen (Hive's code reuses the avgColLen values).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from metastore.errors import InvalidInput
+from metastore.stats.kll import KllFormatError, kll_from_bytes
+from metastore.stats.model import (
+    BinaryStats,
+    BooleanStats,
+    ColumnStats,
+    StatsKind,
+    StringStats,
+    kind_for_type,
+)
+from metastore.stats.ndv import NdvFormatError, NdvSketch
+from metastore.stats.validate import UNION_MEMBER
+
+__all__ = ["aggregate_partition_stats"]
+
+_LONG_KINDS = {StatsKind.LONG, StatsKind.DATE, StatsKind.TIMESTAMP}
+
+
+def _java_long(x: float) -> int:
+    """Java's ``(long) double``."""
+    if math.isnan(x):
+        return 0
+    if x >= 9.223372036854775807e18:
+        return (1 << 63) - 1
+    if x <= -9.223372036854775808e18:
+        return -(1 << 63)
+    return int(x)
+
+
+def _java_div(a: int, b: int) -> int:
+    """Java's long division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _java_fdiv(a: float, b: float) -> float:
+    """Java's double division, including x/0.0 = ±Infinity and 0/0 = NaN."""
+    if b == 0.0:
+        if a == 0.0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+@dataclass
+class _Point:
+    """One partition, or one pseudo-partition of merged adjacent partitions, on the index axis."""
+
+    index: float
+    low: object
+    high: object
+    num_nulls: int
+    num_dvs: int
+    max_col_len: int = 0
+    avg_col_len: float = 0.0
+
+
+def aggregate_partition_stats(
+    column_type: str,
+    parts: Sequence[tuple[int, ColumnStats]],
+    *,
+    num_partitions: int,
+    ndv_tuner: float = 0.0,
+    use_density: bool = False,
+) -> ColumnStats:
+    """Table-wide statistics of one column from its partitions' statistics.
+
+    ``parts`` holds ``(index, stats)`` for the partitions that have statistics, ``index`` being the
+    partition's position among the ``num_partitions`` requested names. ``ndv_tuner`` is Hive's
+    ``hive.metastore.stats.ndv.tuner`` and ``use_density`` its ``hive.metastore.stats.ndv.densityfunction``.
+    """
+    if not parts:
+        raise InvalidInput(f"no partition statistics to aggregate for a {column_type} column")
+    if num_partitions < len(parts):
+        raise InvalidInput(f"{len(parts)} partition statistics given for {num_partitions} requested partitions")
+    indices = [i for i, _ in parts]
+    if len(set(indices)) != len(indices) or min(indices) < 0 or max(indices) >= num_partitions:
+        raise InvalidInput(f"partition indices must be distinct and within 0..{num_partitions - 1}, got {indices}")
+    ordered = sorted(parts, key=lambda p: p[0])
+    kind = _common_kind(column_type, [s for _, s in ordered])
+    stats = [s for _, s in ordered]
+
+    if kind is StatsKind.BOOLEAN:
+        return BooleanStats(
+            num_nulls=sum(s.num_nulls for s in stats),
+            num_trues=sum(s.num_trues for s in stats),  # type: ignore[attr-defined]
+            num_falses=sum(s.num_falses for s in stats),  # type: ignore[attr-defined]
+        )
+    if kind is StatsKind.BINARY:
+        return BinaryStats(
+            num_nulls=sum(s.num_nulls for s in stats),
+            max_col_len=max(s.max_col_len for s in stats),  # type: ignore[attr-defined]
+            avg_col_len=max(s.avg_col_len for s in stats),  # type: ignore[attr-defined]
+        )
+
+    sketches = _mergeable_sketches(stats)
+    if len(ordered) == num_partitions or len(ordered) < 2:
+        return _aggregate_all_found(kind, stats, sketches, num_partitions, ndv_tuner, use_density)
+    return _extrapolate(kind, ordered, sketches, num_partitions, use_density)
+
+
+def _common_kind(column_type: str, stats: list[ColumnStats]) -> StatsKind:
+    expected = kind_for_type(column_type)
+    kinds = {getattr(type(s), "kind", None) for s in stats}
+    if None in kinds:
+        raise InvalidInput("partition statistics must be typed column statistics")
+    if len(kinds) > 1:
+        names = ", ".join(sorted(UNION_MEMBER[k] for k in kinds))  # type: ignore[index]
+        raise InvalidInput(f"partition statistics of a {column_type} column mix kinds: {names}")
+    (kind,) = kinds
+    if expected is not None and kind is not expected:
+        raise InvalidInput(f"a {column_type} column cannot aggregate {UNION_MEMBER[kind]}")  # type: ignore[index]
+    return kind  # type: ignore[return-value]
+
+
+def _mergeable_sketches(stats: list[ColumnStats]) -> list[NdvSketch] | None:
+    """Every partition's sketch, if all have a readable one and all can merge with each other."""
+    sketches = []
+    for s in stats:
+        if not s.bit_vector:
+            return None
+        try:
+            sketches.append(NdvSketch.from_bytes(s.bit_vector))
+        except NdvFormatError:
+            return None
+    if not all(sketches[0].can_merge(other) for other in sketches[1:]):
+        return None
+    return sketches
+
+
+def _union(sketches: Sequence[NdvSketch]) -> NdvSketch:
+    """The union of mergeable sketches (HLLs meet at the smallest p)."""
+    result = sketches[0]
+    for other in sketches[1:]:
+        result = result.merged(other)
+    return result
+
+
+def _as_float(value: object) -> float:
+    return float(value)  # type: ignore[arg-type]
+
+
+def _span(kind: StatsKind, low: object, high: object) -> float | int:
+    """``high - low`` in the arithmetic Hive uses for the kind (long for integer kinds)."""
+    if kind in _LONG_KINDS:
+        return int(high) - int(low)  # type: ignore[call-overload]
+    return _as_float(high) - _as_float(low)
+
+
+def _density(kind: StatsKind, low: object, high: object, ndv: int) -> float | None:
+    """One partition's ``(high - low) / numDVs`` (long division for integer kinds), None if undefined."""
+    if low is None or high is None or ndv == 0:
+        return None
+    span = _span(kind, low, high)
+    if kind in _LONG_KINDS:
+        return float(_java_div(int(span), ndv))
+    return span / ndv
+
+
+def _merge_histograms(stats: list[ColumnStats]) -> bytes | None:
+    blobs = [getattr(s, "histogram", None) for s in stats]
+    if not blobs or not all(blobs):
+        return None
+    try:
+        merged = kll_from_bytes(blobs[0])  # type: ignore[arg-type]
+        for blob in blobs[1:]:
+            merged.merge(kll_from_bytes(blob))  # type: ignore[arg-type]
+    except KllFormatError:
+        return None
+    return merged.serialize()
+
+
+def _min_max(values: list, fn: Callable) -> object:
+    present = [v for v in values if v is not None]
+    return fn(present) if present else None
+
+
+def _aggregate_all_found(
+    kind: StatsKind,
+    stats: list[ColumnStats],
+    sketches: list[NdvSketch] | None,
+    num_partitions: int,
+    ndv_tuner: float,
+    use_density: bool,
+) -> ColumnStats:
+    num_nulls = sum(s.num_nulls for s in stats)
+    ndvs = [s.num_dvs for s in stats]  # type: ignore[attr-defined]
+    lower, higher = max(ndvs), sum(ndvs)
+    bit_vector = None
+    if sketches is not None:
+        union = _union(sketches)
+        num_dvs = union.estimate()
+        bit_vector = union.to_bytes()
+    elif kind is StatsKind.STRING:
+        num_dvs = lower
+    else:
+        num_dvs = None
+    if kind is StatsKind.STRING:
+        return StringStats(
+            num_nulls=num_nulls,
+            num_dvs=num_dvs,  # type: ignore[arg-type]
+            bit_vector=bit_vector,
+            max_col_len=max(s.max_col_len for s in stats),  # type: ignore[attr-defined]
+            avg_col_len=max(s.avg_col_len for s in stats),  # type: ignore[attr-defined]
+        )
+    low = _min_max([s.low for s in stats], min)  # type: ignore[attr-defined]
+    high = _min_max([s.high for s in stats], max)  # type: ignore[attr-defined]
+    if num_dvs is None:
+        if use_density and low is not None and high is not None:
+            densities = [_density(kind, s.low, s.high, s.num_dvs) for s in stats]  # type: ignore[attr-defined]
+            density_avg = sum(d for d in densities if d is not None) / num_partitions
+            estimate = _java_long(_java_fdiv(float(_span(kind, low, high)), density_avg))
+            num_dvs = min(max(estimate, lower), higher)
+        else:
+            num_dvs = _java_long(lower + (higher - lower) * ndv_tuner)
+    return type(stats[0])(
+        num_nulls=num_nulls,
+        num_dvs=num_dvs,
+        bit_vector=bit_vector,
+        histogram=_merge_histograms(stats),
+        low=low,
+        high=high,
+    )  # type: ignore[call-arg]
+
+
+def _points(
+    kind: StatsKind, ordered: list[tuple[int, ColumnStats]], sketches: list[NdvSketch] | None
+) -> list[_Point]:
+    """The (pseudo-)partitions extrapolation works on, in index order."""
+    is_string = kind is StatsKind.STRING
+    if sketches is None:
+        return [
+            _Point(
+                index=float(i),
+                low=getattr(s, "low", None),
+                high=getattr(s, "high", None),
+                num_nulls=s.num_nulls,
+                num_dvs=s.num_dvs,  # type: ignore[attr-defined]
+                max_col_len=s.max_col_len if is_string else 0,  # type: ignore[attr-defined]
+                avg_col_len=s.avg_col_len if is_string else 0.0,  # type: ignore[attr-defined]
+            )
+            for i, s in ordered
+        ]
+    runs: list[list[int]] = []
+    for pos, (index, _) in enumerate(ordered):
+        if runs and ordered[runs[-1][-1]][0] + 1 == index:
+            runs[-1].append(pos)
+        else:
+            runs.append([pos])
+    points = []
+    for run in runs:
+        members = [ordered[pos][1] for pos in run]
+        points.append(
+            _Point(
+                index=sum(ordered[pos][0] for pos in run) / len(run),
+                low=None if is_string else _min_max([m.low for m in members], min),  # type: ignore[attr-defined]
+                high=None if is_string else _min_max([m.high for m in members], max),  # type: ignore[attr-defined]
+                num_nulls=sum(m.num_nulls for m in members),
+                num_dvs=_union([sketches[pos] for pos in run]).estimate(),
+                max_col_len=max(m.max_col_len for m in members) if is_string else 0,  # type: ignore[attr-defined]
+                avg_col_len=max(m.avg_col_len for m in members) if is_string else 0.0,  # type: ignore[attr-defined]
+            )
+        )
+    return points
+
+
+def _extreme_line(points: list[_Point], value: Callable[[_Point], object]) -> tuple[float, float, object, object] | None:
+    """(minInd, maxInd, min, max) of ``value`` over the points that have it, sorted by value (stable)."""
+    present = [p for p in points if value(p) is not None]
+    if not present:
+        return None
+    present.sort(key=lambda p: value(p))  # type: ignore[arg-type, return-value]
+    first, last = present[0], present[-1]
+    return first.index, last.index, value(first), value(last)  # type: ignore[return-value]
+
+
+def _extrapolate_high(min_ind: float, max_ind: float, lo: float, hi: float, num_parts: int) -> float:
+    if min_ind == max_ind:
+        return lo
+    if min_ind < max_ind:
+        return lo + (hi - lo) * (num_parts - min_ind) / (max_ind - min_ind)
+    return lo + (hi - lo) * min_ind / (min_ind - max_ind)
+
+
+def _line(kind: StatsKind, points: list[_Point], attr: str, num_parts: int, *, upper: bool) -> object:
+    """Extrapolated low (``upper=False``) or high value, linear in the index through the extreme points."""
+    found = _extreme_line(points, lambda p: getattr(p, attr))
+    if found is None:
+        return None
+    min_ind, max_ind, lo, hi = found
+    if min_ind == max_ind:
+        return lo  # nothing to extrapolate: the value itself
+    long_kind = kind in _LONG_KINDS
+    # Java evaluates (max - min) in the value type, then mixes in the double index.
+    diff = float(int(hi) - int(lo)) if long_kind else _as_float(hi) - _as_float(lo)  # type: ignore[call-overload]
+    lo_f = float(lo) if long_kind else _as_float(lo)  # type: ignore[arg-type]
+    hi_f = float(hi) if long_kind else _as_float(hi)  # type: ignore[arg-type]
+    if upper:
+        if min_ind < max_ind:
+            x = lo_f + diff * (num_parts - min_ind) / (max_ind - min_ind)
+        else:
+            x = lo_f + diff * min_ind / (min_ind - max_ind)
+    elif min_ind < max_ind:
+        x = hi_f - diff * max_ind / (max_ind - min_ind)
+    else:
+        x = hi_f - diff * (num_parts - max_ind) / (min_ind - max_ind)
+    if long_kind:
+        return _java_long(x)
+    if kind is StatsKind.DECIMAL:
+        return Decimal(repr(x))
+    return x
+
+
+def _extrapolate(
+    kind: StatsKind,
+    ordered: list[tuple[int, ColumnStats]],
+    sketches: list[NdvSketch] | None,
+    num_parts: int,
+    use_density: bool,
+) -> ColumnStats:
+    points = _points(kind, ordered, sketches)
+    num_with_stats = len(ordered)
+    num_nulls = sum(p.num_nulls for p in points) * num_parts // num_with_stats
+
+    # NDV bounds and the linear fallback, over the points sorted by NDV.
+    by_ndv = sorted(points, key=lambda p: p.num_dvs)
+    lower, higher = by_ndv[-1].num_dvs, sum(p.num_dvs for p in points)
+    first, last = by_ndv[0], by_ndv[-1]
+    linear_ndv = _java_long(
+        _extrapolate_high(first.index, last.index, float(first.num_dvs), float(last.num_dvs), num_parts)
+        if first.index != last.index
+        else float(first.num_dvs)
+    )
+
+    if kind is StatsKind.STRING:
+        avg_found = _extreme_line(points, lambda p: p.avg_col_len)
+        assert avg_found is not None
+        avg_col_len = _extrapolate_high(*avg_found, num_parts)  # type: ignore[arg-type]
+        max_found = _extreme_line(points, lambda p: p.max_col_len)
+        assert max_found is not None
+        max_col_len = _java_long(_extrapolate_high(*map(float, max_found), num_parts))  # type: ignore[arg-type]
+        return StringStats(
+            num_nulls=num_nulls,
+            num_dvs=linear_ndv,
+            max_col_len=max_col_len,
+            avg_col_len=avg_col_len,
+        )
+
+    low = _line(kind, points, "low", num_parts, upper=False)
+    high = _line(kind, points, "high", num_parts, upper=True)
+    num_dvs = linear_ndv
+    if use_density and low is not None and high is not None:
+        densities = [_density(kind, p.low, p.high, p.num_dvs) for p in points]
+        density_avg = sum(d for d in densities if d is not None) / len(points)
+        if density_avg != 0.0:
+            estimate = _java_long(_java_fdiv(float(_span(kind, low, high)), density_avg))
+            num_dvs = min(max(estimate, lower), higher)
+    cls = type(ordered[0][1])
+    return cls(num_nulls=num_nulls, num_dvs=num_dvs, low=low, high=high)  # type: ignore[call-arg]
+

@@ -1,0 +1,63 @@
+"""KLL float histograms in Apache DataSketches' format: Hive 4's column-statistics ``histogram`` field.
+
+Hive (HIVE-26221) serializes ``KllFloatsSketch.toByteArray()`` with k = 200 for long, double, decimal, date and
+timestamp columns. Values go in as 32-bit floats: integers and decimals as their numeric value, dates as days
+since the epoch, timestamps as epoch seconds. The Python ``datasketches`` package writes the same compact
+serialization as the Java library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import datasketches
+import numpy as np
+
+from metastore.stats.model import StatsKind
+
+__all__ = ["DEFAULT_K", "KLL_KINDS", "KllFormatError", "histogram_for", "kll_from_bytes", "kll_merge", "kll_of"]
+
+DEFAULT_K = 200
+KLL_KINDS = frozenset({StatsKind.LONG, StatsKind.DOUBLE, StatsKind.DECIMAL, StatsKind.DATE, StatsKind.TIMESTAMP})
+
+
+class KllFormatError(ValueError):
+    """Bytes that are not a readable DataSketches KLL float sketch."""
+
+
+def kll_of(values: Sequence[float] | np.ndarray, k: int = DEFAULT_K) -> datasketches.kll_floats_sketch:
+    """A KLL float sketch of ``values`` (NaNs are skipped, as DataSketches does)."""
+    sketch = datasketches.kll_floats_sketch(k)
+    arr = np.asarray(values, dtype=np.float32).ravel()
+    if arr.size:
+        sketch.update(arr)
+    return sketch
+
+
+def histogram_for(kind: StatsKind, values: Sequence | np.ndarray, k: int = DEFAULT_K) -> bytes:
+    """The serialized KLL histogram Hive would store for non-null ``values`` of a column ``kind``.
+
+    ``values`` are numbers for long/double/decimal kinds, days for dates and epoch seconds for timestamps.
+    """
+    if kind not in KLL_KINDS:
+        raise ValueError(f"{kind.name.lower()} columns carry no histogram")
+    arr = np.asarray([float(v) for v in values] if kind is StatsKind.DECIMAL else values)
+    if arr.dtype.kind == "M":
+        unit = "D" if kind is StatsKind.DATE else "s"
+        arr = arr.astype(f"datetime64[{unit}]").astype(np.int64)
+    return kll_of(arr.astype(np.float64), k).serialize()
+
+
+def kll_from_bytes(data: bytes | bytearray | memoryview) -> datasketches.kll_floats_sketch:
+    """Read a serialized KLL float sketch; raises :class:`KllFormatError` when unreadable."""
+    try:
+        return datasketches.kll_floats_sketch.deserialize(bytes(data))
+    except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+        raise KllFormatError(f"histogram is not a readable KLL float sketch: {exc}") from exc
+
+
+def kll_merge(a: bytes, b: bytes) -> bytes:
+    """The serialized union of two KLL float sketches."""
+    left = kll_from_bytes(a)
+    left.merge(kll_from_bytes(b))
+    return left.serialize()
