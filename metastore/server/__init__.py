@@ -1,0 +1,1 @@
+"""The Hive-Metastore-compatible Thrift server."""

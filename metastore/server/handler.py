@@ -1,0 +1,692 @@
+"""ThriftHiveMetastore handler: Thrift structs in, domain calls, Thrift structs out.
+
+Domain errors become the Thrift exception each method declares, in one place (`_declared_exception`), so a
+client always gets an exception it can decode, never an "unknown result".
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from thrift.Thrift import TApplicationException
+
+from metastore import __version__
+from metastore.api.fb303.ttypes import fb_status
+from metastore.api.hive_metastore import ThriftHiveMetastore as gen
+from metastore.api.hive_metastore import ttypes as tt
+from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE, Partition
+from metastore.config import Settings
+from metastore.errors import (
+    AlreadyExists,
+    InvalidInput,
+    InvalidObject,
+    InvalidOperation,
+    MetastoreError,
+    NoSuchObject,
+)
+from metastore.partnames import parse_part_name
+from metastore.server import convert
+from metastore.service import Metastore, StatsWrite
+from metastore.stats.thrift_codec import entry_from_thrift, entry_to_thrift
+
+log = logging.getLogger("metastore.server")
+
+# For each domain error, the Thrift exceptions that may carry it, best first; MetaException is the fallback.
+_PREFERRED: dict[type[MetastoreError], tuple[type, ...]] = {
+    NoSuchObject: (tt.NoSuchObjectException, tt.UnknownTableException, tt.UnknownDBException),
+    AlreadyExists: (tt.AlreadyExistsException,),
+    InvalidInput: (tt.InvalidInputException, tt.InvalidObjectException, tt.InvalidOperationException),
+    InvalidObject: (tt.InvalidObjectException, tt.InvalidInputException, tt.InvalidOperationException),
+    InvalidOperation: (tt.InvalidOperationException, tt.InvalidObjectException),
+}
+
+
+def _declared_exceptions(method: str) -> tuple[type, ...]:
+    result = getattr(gen, f"{method}_result", None)
+    spec = getattr(result, "thrift_spec", None) or ()
+    return tuple(f[3][0] for f in spec if f and f[0] != 0 and isinstance(f[3], list | tuple) and inspect.isclass(f[3][0]))
+
+
+def _declared_exception(method: str, exc: MetastoreError) -> Exception:
+    """The Thrift exception `method` declares that best carries `exc`."""
+    declared = _declared_exceptions(method)
+    message = str(exc)
+    for kind, candidates in _PREFERRED.items():
+        if isinstance(exc, kind):
+            for cls in candidates:
+                if cls in declared:
+                    return cls(message=message)
+    if tt.MetaException in declared:
+        return tt.MetaException(message=message)
+    if declared:
+        return declared[0](message=message)
+    return TApplicationException(TApplicationException.INTERNAL_ERROR, message)
+
+
+def _thrift_method(fn: Callable) -> Callable:
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def call(self: Handler, *args: object) -> object:
+        try:
+            return fn(self, *args)
+        except MetastoreError as exc:
+            raise _declared_exception(name, exc) from None
+        except ValueError as exc:  # a malformed value inside an otherwise well-formed request
+            raise _declared_exception(name, InvalidInput(str(exc))) from None
+
+    return call
+
+
+def _engine(value: str | None) -> str:
+    return value or DEFAULT_ENGINE
+
+
+def _catalog(value: str | None) -> str:
+    return (value or DEFAULT_CATALOG).lower()
+
+
+def _max(value: int | None) -> int:
+    return -1 if value is None or value < 0 else value
+
+
+# Configuration keys clients may ask for with getMetaConf / get_config_value.
+def _meta_conf(settings: Settings) -> dict[str, str]:
+    return {
+        "hive.metastore.warehouse.dir": settings.warehouse,
+        "metastore.warehouse.dir": settings.warehouse,
+        "hive.metastore.stats.fetch.bitvector": str(settings.fetch_bitvector).lower(),
+        "metastore.stats.fetch.bitvector": str(settings.fetch_bitvector).lower(),
+        "metastore.stats.fetch.kll": str(settings.fetch_kll).lower(),
+        "hive.metastore.try.direct.sql": "true",
+        "hive.metastore.aggregate.stats.cache.enabled": "false",
+        "hive.metastore.stats.ndv.tuner": "0.0",
+        "hive.metastore.stats.ndv.densityfunction": "false",
+        "hive.metastore.client.socket.timeout": "600s",
+        "metastore.batch.retrieve.max": "300",
+    }
+
+
+class Handler:
+    """Implements ThriftHiveMetastore.Iface over the domain services."""
+
+    def __init__(self, metastore: Metastore, settings: Settings) -> None:
+        self.ms = metastore
+        self.settings = settings
+        self._started = int(time.time())
+        self._conf = _meta_conf(settings)
+
+    def __getattr__(self, name: str) -> Callable:
+        # Methods of the IDL this server does not implement answer with a clear error instead of crashing
+        # the generated processor with an AttributeError.
+        if hasattr(gen.Iface, name):
+
+            def unsupported(*_args: object) -> None:
+                raise TApplicationException(
+                    TApplicationException.UNKNOWN_METHOD, f"{name} is not supported by this metastore"
+                )
+
+            return unsupported
+        raise AttributeError(name)
+
+    # ------------------------------------------------------------------ fb303
+
+    def getName(self) -> str:  # noqa: N802 - Thrift names
+        return "metastore"
+
+    def getVersion(self) -> str:  # noqa: N802
+        return __version__
+
+    def getStatus(self) -> int:  # noqa: N802
+        return fb_status.ALIVE
+
+    def getStatusDetails(self) -> str:  # noqa: N802
+        return "alive"
+
+    def getCounters(self) -> dict[str, int]:  # noqa: N802
+        return {}
+
+    def getCounter(self, key: str) -> int:  # noqa: N802
+        return 0
+
+    def setOption(self, key: str, value: str) -> None:  # noqa: N802
+        return None
+
+    def getOption(self, key: str) -> str:  # noqa: N802
+        return ""
+
+    def getOptions(self) -> dict[str, str]:  # noqa: N802
+        return {}
+
+    def getCpuProfile(self, profileDurationInSec: int) -> str:  # noqa: N802, N803
+        return ""
+
+    def aliveSince(self) -> int:  # noqa: N802
+        return self._started
+
+    def reinitialize(self) -> None:
+        return None
+
+    def shutdown(self) -> None:
+        # A remote shutdown request is ignored: stop the server with SIGTERM.
+        log.warning("ignoring a shutdown() call from a client")
+
+    # ------------------------------------------------------------------ session and configuration
+
+    @_thrift_method
+    def set_ugi(self, user_name: str, group_names: Sequence[str] | None) -> list[str]:
+        return [*(group_names or []), user_name]
+
+    @_thrift_method
+    def getMetaConf(self, key: str) -> str:  # noqa: N802
+        if key not in self._conf:
+            raise MetastoreError(f"Invalid configuration key {key}")
+        return self._conf[key]
+
+    @_thrift_method
+    def setMetaConf(self, key: str, value: str) -> None:  # noqa: N802
+        raise MetastoreError(f"setMetaConf is not supported: configure '{key}' with `metastore serve` flags")
+
+    @_thrift_method
+    def get_config_value(self, name: str, defaultValue: str) -> str:  # noqa: N803
+        return self._conf.get(name, defaultValue)
+
+    @_thrift_method
+    def get_all_functions(self) -> tt.GetAllFunctionsResponse:
+        return tt.GetAllFunctionsResponse(functions=[])
+
+    @_thrift_method
+    def get_functions(self, dbName: str, pattern: str) -> list[str]:  # noqa: N803
+        self.ms.catalog.get_database(dbName)
+        return []
+
+    @_thrift_method
+    def get_function(self, dbName: str, funcName: str) -> tt.Function:  # noqa: N803
+        raise NoSuchObject(f"function {dbName}.{funcName} does not exist")
+
+    @_thrift_method
+    def get_current_notificationEventId(self) -> tt.CurrentNotificationEventId:  # noqa: N802
+        return tt.CurrentNotificationEventId(eventId=0)
+
+    @_thrift_method
+    def get_primary_keys(self, request: tt.PrimaryKeysRequest) -> tt.PrimaryKeysResponse:
+        self.ms.catalog.get_table(request.db_name, request.tbl_name, _catalog(request.catName))
+        return tt.PrimaryKeysResponse(primaryKeys=[])
+
+    @_thrift_method
+    def get_foreign_keys(self, request: tt.ForeignKeysRequest) -> tt.ForeignKeysResponse:
+        return tt.ForeignKeysResponse(foreignKeys=[])
+
+    @_thrift_method
+    def get_indexes(self, db_name: str, tbl_name: str, max_indexes: int) -> list:
+        self.ms.catalog.get_table(db_name, tbl_name)
+        return []
+
+    @_thrift_method
+    def get_index_names(self, db_name: str, tbl_name: str, max_indexes: int) -> list[str]:
+        self.ms.catalog.get_table(db_name, tbl_name)
+        return []
+
+    # ------------------------------------------------------------------ databases
+
+    @_thrift_method
+    def create_database(self, database: tt.Database) -> None:
+        self.ms.catalog.create_database(convert.database_from_thrift(database))
+
+    @_thrift_method
+    def get_database(self, name: str) -> tt.Database:
+        return convert.database_to_thrift(self.ms.catalog.get_database(name))
+
+    @_thrift_method
+    def get_databases(self, pattern: str) -> list[str]:
+        return self.ms.catalog.list_databases(pattern)
+
+    @_thrift_method
+    def get_all_databases(self) -> list[str]:
+        return self.ms.catalog.list_databases()
+
+    @_thrift_method
+    def alter_database(self, dbname: str, db: tt.Database) -> None:
+        self.ms.catalog.alter_database(dbname, convert.database_from_thrift(db))
+
+    @_thrift_method
+    def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:  # noqa: N803
+        self.ms.catalog.drop_database(name, delete_data=bool(deleteData), cascade=bool(cascade))
+
+    # ------------------------------------------------------------------ tables
+
+    @_thrift_method
+    def create_table(self, tbl: tt.Table) -> None:
+        self.ms.catalog.create_table(convert.table_from_thrift(tbl))
+
+    @_thrift_method
+    def create_table_with_environment_context(self, tbl: tt.Table, environment_context: object) -> None:
+        self.ms.catalog.create_table(convert.table_from_thrift(tbl))
+
+    @_thrift_method
+    def get_table(self, dbname: str, tbl_name: str) -> tt.Table:
+        return convert.table_to_thrift(self.ms.catalog.get_table(dbname, tbl_name))
+
+    @_thrift_method
+    def get_table_req(self, req: tt.GetTableRequest) -> tt.GetTableResult:
+        table = self.ms.catalog.get_table(req.dbName, req.tblName, _catalog(req.catName))
+        return tt.GetTableResult(table=convert.table_to_thrift(table))
+
+    @_thrift_method
+    def get_tables(self, db_name: str, pattern: str) -> list[str]:
+        return self.ms.catalog.list_tables(db_name, pattern)
+
+    @_thrift_method
+    def get_tables_by_type(self, db_name: str, pattern: str, tableType: str) -> list[str]:  # noqa: N803
+        return self.ms.catalog.list_tables(db_name, pattern, tableType or None)
+
+    @_thrift_method
+    def get_all_tables(self, db_name: str) -> list[str]:
+        return self.ms.catalog.list_tables(db_name)
+
+    @_thrift_method
+    def get_table_meta(self, db_patterns: str, tbl_patterns: str, tbl_types: Sequence[str] | None) -> list[tt.TableMeta]:
+        out: list[tt.TableMeta] = []
+        types = set(tbl_types or [])
+        for db in self.ms.catalog.list_databases(db_patterns or "*"):
+            names = self.ms.catalog.list_tables(db, tbl_patterns or "*")
+            for t in self.ms.catalog.get_tables(db, names):
+                if types and t.table_type not in types:
+                    continue
+                out.append(
+                    tt.TableMeta(
+                        dbName=t.db_name, tableName=t.table_name, tableType=t.table_type,
+                        comments=t.parameters.get("comment"), catName=t.catalog_name,
+                    )
+                )
+        return out
+
+    @_thrift_method
+    def get_table_objects_by_name(self, dbname: str, tbl_names: Sequence[str] | None) -> list[tt.Table]:
+        return [convert.table_to_thrift(t) for t in self.ms.catalog.get_tables(dbname, list(tbl_names or []))]
+
+    @_thrift_method
+    def get_table_objects_by_name_req(self, req: tt.GetTablesRequest) -> tt.GetTablesResult:
+        names = list(req.tblNames or [])
+        if not names:
+            names = self.ms.catalog.list_tables(req.dbName, getattr(req, "tablesPattern", None), catalog=_catalog(req.catName))
+        tables = self.ms.catalog.get_tables(req.dbName, names, _catalog(req.catName))
+        return tt.GetTablesResult(tables=[convert.table_to_thrift(t) for t in tables])
+
+    @_thrift_method
+    def get_fields(self, db_name: str, table_name: str) -> list[tt.FieldSchema]:
+        table = self.ms.catalog.get_table(db_name, table_name)
+        return [convert.field_to_thrift(c) for c in table.sd.cols]
+
+    @_thrift_method
+    def get_fields_with_environment_context(self, db_name: str, table_name: str, environment_context: object) -> list[tt.FieldSchema]:
+        table = self.ms.catalog.get_table(db_name, table_name)
+        return [convert.field_to_thrift(c) for c in table.sd.cols]
+
+    @_thrift_method
+    def get_schema(self, db_name: str, table_name: str) -> list[tt.FieldSchema]:
+        table = self.ms.catalog.get_table(db_name, table_name)
+        return [convert.field_to_thrift(c) for c in (*table.sd.cols, *table.partition_keys)]
+
+    @_thrift_method
+    def get_schema_with_environment_context(self, db_name: str, table_name: str, environment_context: object) -> list[tt.FieldSchema]:
+        table = self.ms.catalog.get_table(db_name, table_name)
+        return [convert.field_to_thrift(c) for c in (*table.sd.cols, *table.partition_keys)]
+
+    def _alter_table(self, dbname: str, tbl_name: str, new_tbl: tt.Table, cascade: bool) -> None:
+        self.ms.catalog.alter_table(dbname, tbl_name, convert.table_from_thrift(new_tbl), cascade=cascade)
+
+    @_thrift_method
+    def alter_table(self, dbname: str, tbl_name: str, new_tbl: tt.Table) -> None:
+        self._alter_table(dbname, tbl_name, new_tbl, False)
+
+    @_thrift_method
+    def alter_table_with_environment_context(
+        self, dbname: str, tbl_name: str, new_tbl: tt.Table, environment_context: tt.EnvironmentContext | None
+    ) -> None:
+        props = (environment_context.properties or {}) if environment_context else {}
+        self._alter_table(dbname, tbl_name, new_tbl, str(props.get("CASCADE", "")).lower() == "true")
+
+    @_thrift_method
+    def alter_table_with_cascade(self, dbname: str, tbl_name: str, new_tbl: tt.Table, cascade: bool) -> None:
+        self._alter_table(dbname, tbl_name, new_tbl, bool(cascade))
+
+    @_thrift_method
+    def drop_table(self, dbname: str, name: str, deleteData: bool) -> None:  # noqa: N803
+        self.ms.catalog.drop_table(dbname, name, delete_data=bool(deleteData))
+
+    @_thrift_method
+    def drop_table_with_environment_context(
+        self, dbname: str, name: str, deleteData: bool, environment_context: object  # noqa: N803
+    ) -> None:
+        self.ms.catalog.drop_table(dbname, name, delete_data=bool(deleteData))
+
+    # ------------------------------------------------------------------ partitions
+
+    def _add(self, parts: Sequence[tt.Partition], if_not_exists: bool = False) -> list[Partition]:
+        if not parts:
+            return []
+        domain = [convert.partition_from_thrift(p) for p in parts]
+        first = domain[0]
+        return self.ms.catalog.add_partitions(
+            first.db_name, first.table_name, domain, if_not_exists=if_not_exists, catalog=first.catalog_name
+        )
+
+    @_thrift_method
+    def add_partition(self, new_part: tt.Partition) -> tt.Partition:
+        return convert.partition_to_thrift(self._add([new_part])[0])
+
+    @_thrift_method
+    def add_partition_with_environment_context(self, new_part: tt.Partition, environment_context: object) -> tt.Partition:
+        return convert.partition_to_thrift(self._add([new_part])[0])
+
+    @_thrift_method
+    def add_partitions(self, new_parts: Sequence[tt.Partition] | None) -> int:
+        return len(self._add(list(new_parts or [])))
+
+    @_thrift_method
+    def add_partitions_req(self, request: tt.AddPartitionsRequest) -> tt.AddPartitionsResult:
+        parts = [
+            convert.partition_from_thrift(p, db_name=request.dbName, table_name=request.tblName)
+            for p in request.parts or []
+        ]
+        added = self.ms.catalog.add_partitions(
+            request.dbName, request.tblName, parts, if_not_exists=bool(request.ifNotExists),
+            catalog=_catalog(request.catName),
+        )
+        result = tt.AddPartitionsResult()
+        if request.needResult is None or request.needResult:
+            result.partitions = [convert.partition_to_thrift(p) for p in added]
+        return result
+
+    @_thrift_method
+    def append_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str]) -> tt.Partition:
+        return convert.partition_to_thrift(self.ms.catalog.append_partition(db_name, tbl_name, list(part_vals or [])))
+
+    @_thrift_method
+    def append_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> tt.Partition:
+        values = [v for _, v in parse_part_name(part_name)]
+        return convert.partition_to_thrift(self.ms.catalog.append_partition(db_name, tbl_name, values))
+
+    @_thrift_method
+    def get_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str]) -> tt.Partition:
+        return convert.partition_to_thrift(self.ms.catalog.get_partition(db_name, tbl_name, list(part_vals or [])))
+
+    @_thrift_method
+    def get_partition_with_auth(
+        self, db_name: str, tbl_name: str, part_vals: Sequence[str], user_name: str, group_names: object
+    ) -> tt.Partition:
+        return convert.partition_to_thrift(self.ms.catalog.get_partition(db_name, tbl_name, list(part_vals or [])))
+
+    @_thrift_method
+    def get_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> tt.Partition:
+        return convert.partition_to_thrift(self.ms.catalog.get_partition_by_name(db_name, tbl_name, part_name))
+
+    @_thrift_method
+    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[tt.Partition]:
+        return [convert.partition_to_thrift(p) for p in self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts))]
+
+    @_thrift_method
+    def get_partitions_with_auth(
+        self, db_name: str, tbl_name: str, max_parts: int, user_name: str, group_names: object
+    ) -> list[tt.Partition]:
+        return [convert.partition_to_thrift(p) for p in self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts))]
+
+    @_thrift_method
+    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> list[tt.Partition]:
+        parts = self.ms.catalog.list_partitions_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
+        return [convert.partition_to_thrift(p) for p in parts]
+
+    @_thrift_method
+    def get_partitions_ps_with_auth(
+        self, db_name: str, tbl_name: str, part_vals: Sequence[str] | None, max_parts: int, user_name: str,
+        group_names: object,
+    ) -> list[tt.Partition]:
+        parts = self.ms.catalog.list_partitions_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
+        return [convert.partition_to_thrift(p) for p in parts]
+
+    @_thrift_method
+    def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
+        return self.ms.catalog.list_partition_names(db_name, tbl_name, _max(max_parts))
+
+    @_thrift_method
+    def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> list[str]:
+        return self.ms.catalog.list_partition_names_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
+
+    @_thrift_method
+    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str] | None) -> list[tt.Partition]:
+        parts = self.ms.catalog.get_partitions_by_names(db_name, tbl_name, list(names or []))
+        return [convert.partition_to_thrift(p) for p in parts]
+
+    @_thrift_method
+    def get_partitions_by_names_req(self, req: tt.GetPartitionsByNamesRequest) -> tt.GetPartitionsByNamesResult:
+        parts = self.ms.catalog.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []))
+        return tt.GetPartitionsByNamesResult(partitions=[convert.partition_to_thrift(p) for p in parts])
+
+    @_thrift_method
+    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str, max_parts: int) -> list[tt.Partition]:  # noqa: A002
+        parts = self.ms.catalog.list_partitions_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
+        return [convert.partition_to_thrift(p) for p in parts]
+
+    @_thrift_method
+    def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:  # noqa: A002
+        return self.ms.catalog.count_partitions_by_filter(db_name, tbl_name, filter or "")
+
+    def _alter_partitions(self, db_name: str, tbl_name: str, parts: Sequence[tt.Partition] | None) -> None:
+        domain = [convert.partition_from_thrift(p, db_name=db_name, table_name=tbl_name) for p in parts or []]
+        self.ms.catalog.alter_partitions(db_name, tbl_name, domain)
+
+    @_thrift_method
+    def alter_partition(self, db_name: str, tbl_name: str, new_part: tt.Partition) -> None:
+        self._alter_partitions(db_name, tbl_name, [new_part])
+
+    @_thrift_method
+    def alter_partition_with_environment_context(
+        self, db_name: str, tbl_name: str, new_part: tt.Partition, environment_context: object
+    ) -> None:
+        self._alter_partitions(db_name, tbl_name, [new_part])
+
+    @_thrift_method
+    def alter_partitions(self, db_name: str, tbl_name: str, new_parts: Sequence[tt.Partition]) -> None:
+        self._alter_partitions(db_name, tbl_name, new_parts)
+
+    @_thrift_method
+    def alter_partitions_with_environment_context(
+        self, db_name: str, tbl_name: str, new_parts: Sequence[tt.Partition], environment_context: object
+    ) -> None:
+        self._alter_partitions(db_name, tbl_name, new_parts)
+
+    @_thrift_method
+    def rename_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str], new_part: tt.Partition) -> None:
+        self.ms.catalog.rename_partition(
+            db_name, tbl_name, list(part_vals or []),
+            convert.partition_from_thrift(new_part, db_name=db_name, table_name=tbl_name),
+        )
+
+    @_thrift_method
+    def drop_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str], deleteData: bool) -> bool:  # noqa: N803
+        self.ms.catalog.drop_partitions(db_name, tbl_name, values=list(part_vals or []), delete_data=bool(deleteData))
+        return True
+
+    @_thrift_method
+    def drop_partition_with_environment_context(
+        self, db_name: str, tbl_name: str, part_vals: Sequence[str], deleteData: bool, environment_context: object  # noqa: N803
+    ) -> bool:
+        self.ms.catalog.drop_partitions(db_name, tbl_name, values=list(part_vals or []), delete_data=bool(deleteData))
+        return True
+
+    @_thrift_method
+    def drop_partition_by_name(self, db_name: str, tbl_name: str, part_name: str, deleteData: bool) -> bool:  # noqa: N803
+        self.ms.catalog.drop_partitions(db_name, tbl_name, names=[part_name], delete_data=bool(deleteData))
+        return True
+
+    @_thrift_method
+    def drop_partition_by_name_with_environment_context(
+        self, db_name: str, tbl_name: str, part_name: str, deleteData: bool, environment_context: object  # noqa: N803
+    ) -> bool:
+        self.ms.catalog.drop_partitions(db_name, tbl_name, names=[part_name], delete_data=bool(deleteData))
+        return True
+
+    @_thrift_method
+    def drop_partitions_req(self, req: tt.DropPartitionsRequest) -> tt.DropPartitionsResult:
+        spec = req.parts
+        if spec is None or (spec.names is None and spec.exprs is None):
+            raise InvalidInput("drop_partitions_req needs partition names")
+        if spec.exprs is not None:
+            raise InvalidInput("drop_partitions_req with expressions is not supported; send partition names")
+        dropped = self.ms.catalog.drop_partitions(
+            req.dbName, req.tblName, names=list(spec.names), delete_data=bool(req.deleteData),
+            if_exists=req.ifExists is None or bool(req.ifExists), catalog=_catalog(req.catName),
+        )
+        result = tt.DropPartitionsResult()
+        if req.needResult is None or req.needResult:
+            result.partitions = [convert.partition_to_thrift(p) for p in dropped]
+        return result
+
+    @_thrift_method
+    def partition_name_to_vals(self, part_name: str) -> list[str]:
+        return [v for _, v in parse_part_name(part_name)]
+
+    @_thrift_method
+    def partition_name_to_spec(self, part_name: str) -> dict[str, str]:
+        return dict(parse_part_name(part_name))
+
+    # ------------------------------------------------------------------ column statistics: writes
+
+    @staticmethod
+    def _stats_write(stats: tt.ColumnStatistics, *, table_level: bool | None) -> StatsWrite:
+        desc = stats.statsDesc
+        if desc is None:
+            raise InvalidInput("ColumnStatistics has no statsDesc")
+        if not desc.dbName or not desc.tableName:
+            raise InvalidInput("ColumnStatisticsDesc needs dbName and tableName")
+        is_table = bool(desc.isTblLevel)
+        if table_level is not None and is_table != table_level:
+            want = "table" if table_level else "partition"
+            raise InvalidInput(f"statsDesc.isTblLevel={is_table} in a {want}-level statistics call")
+        if not is_table and not desc.partName:
+            raise InvalidInput("partition-level statistics need statsDesc.partName")
+        return StatsWrite(
+            db_name=desc.dbName,
+            table_name=desc.tableName,
+            entries=[entry_from_thrift(o) for o in stats.statsObj or []],
+            partition_name=None if is_table else desc.partName,
+            last_analyzed=desc.lastAnalyzed,
+            catalog=_catalog(desc.catName),
+        )
+
+    @_thrift_method
+    def update_table_column_statistics(self, stats_obj: tt.ColumnStatistics) -> bool:
+        self.ms.stats.write([self._stats_write(stats_obj, table_level=True)], engine=_engine(stats_obj.engine))
+        return True
+
+    @_thrift_method
+    def update_partition_column_statistics(self, stats_obj: tt.ColumnStatistics) -> bool:
+        self.ms.stats.write([self._stats_write(stats_obj, table_level=False)], engine=_engine(stats_obj.engine))
+        return True
+
+    def _write_request(self, req: tt.SetPartitionsStatsRequest, table_level: bool | None) -> None:
+        if req is None:
+            raise InvalidInput("the statistics request is missing")
+        writes = [self._stats_write(cs, table_level=table_level) for cs in req.colStats or []]
+        self.ms.stats.write(writes, merge=bool(req.needMerge), engine=_engine(req.engine))
+
+    @_thrift_method
+    def update_table_column_statistics_req(self, req: tt.SetPartitionsStatsRequest) -> tt.SetPartitionsStatsResponse:
+        self._write_request(req, True)
+        return tt.SetPartitionsStatsResponse(result=True)
+
+    @_thrift_method
+    def update_partition_column_statistics_req(self, req: tt.SetPartitionsStatsRequest) -> tt.SetPartitionsStatsResponse:
+        self._write_request(req, False)
+        return tt.SetPartitionsStatsResponse(result=True)
+
+    @_thrift_method
+    def set_aggr_stats_for(self, request: tt.SetPartitionsStatsRequest) -> bool:
+        self._write_request(request, None)
+        return True
+
+    # ------------------------------------------------------------------ column statistics: reads
+
+    def _obj(self, entry: object) -> tt.ColumnStatisticsObj:
+        return entry_to_thrift(entry, bit_vectors=self.settings.fetch_bitvector, histograms=self.settings.fetch_kll)
+
+    @_thrift_method
+    def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> tt.ColumnStatistics:
+        entry, when = self.ms.stats.table_column_stats(db_name, tbl_name, col_name)
+        desc = tt.ColumnStatisticsDesc(
+            isTblLevel=True, dbName=db_name.lower(), tableName=tbl_name.lower(), lastAnalyzed=when,
+            catName=DEFAULT_CATALOG,
+        )
+        return tt.ColumnStatistics(statsDesc=desc, statsObj=[self._obj(entry)], engine=DEFAULT_ENGINE)
+
+    @_thrift_method
+    def get_partition_column_statistics(
+        self, db_name: str, tbl_name: str, part_name: str, col_name: str
+    ) -> tt.ColumnStatistics:
+        entry, name, when = self.ms.stats.partition_column_stats(db_name, tbl_name, part_name, col_name)
+        desc = tt.ColumnStatisticsDesc(
+            isTblLevel=False, dbName=db_name.lower(), tableName=tbl_name.lower(), partName=name, lastAnalyzed=when,
+            catName=DEFAULT_CATALOG,
+        )
+        return tt.ColumnStatistics(statsDesc=desc, statsObj=[self._obj(entry)], engine=DEFAULT_ENGINE)
+
+    @_thrift_method
+    def get_table_statistics_req(self, request: tt.TableStatsRequest) -> tt.TableStatsResult:
+        entries = self.ms.stats.table_stats(
+            request.dbName, request.tblName, list(request.colNames or []), engine=_engine(request.engine),
+            catalog=_catalog(request.catName),
+        )
+        return tt.TableStatsResult(tableStats=[self._obj(e) for e in entries])
+
+    @_thrift_method
+    def get_partitions_statistics_req(self, request: tt.PartitionsStatsRequest) -> tt.PartitionsStatsResult:
+        found = self.ms.stats.partitions_stats(
+            request.dbName, request.tblName, list(request.partNames or []), list(request.colNames or []),
+            engine=_engine(request.engine), catalog=_catalog(request.catName),
+        )
+        return tt.PartitionsStatsResult(partStats={n: [self._obj(e) for e in es] for n, es in found.items()})
+
+    @_thrift_method
+    def get_aggr_stats_for(self, request: tt.PartitionsStatsRequest) -> tt.AggrStats:
+        result = self.ms.stats.aggregate(
+            request.dbName, request.tblName, list(request.partNames or []), list(request.colNames or []),
+            engine=_engine(request.engine), catalog=_catalog(request.catName),
+        )
+        return tt.AggrStats(colStats=[self._obj(e) for e in result.entries], partsFound=result.parts_found)
+
+    # ------------------------------------------------------------------ column statistics: deletes
+
+    @_thrift_method
+    def delete_table_column_statistics(
+        self, db_name: str, tbl_name: str, col_name: str | None, engine: str | None = None
+    ) -> bool:
+        self.ms.stats.delete_table_stats(db_name, tbl_name, None if col_name is None else [col_name], engine=_engine(engine))
+        return True
+
+    @_thrift_method
+    def delete_partition_column_statistics(
+        self, db_name: str, tbl_name: str, part_name: str, col_name: str | None, engine: str | None = None
+    ) -> bool:
+        self.ms.stats.delete_partition_stats(
+            db_name, tbl_name, [part_name], None if col_name is None else [col_name], engine=_engine(engine)
+        )
+        return True
+
+    @_thrift_method
+    def delete_column_statistics_req(self, req: tt.DeleteColumnStatisticsRequest) -> bool:
+        columns = None if req.col_names is None else list(req.col_names)
+        catalog = _catalog(req.cat_name)
+        if req.tableLevel:
+            self.ms.stats.delete_table_stats(req.db_name, req.tbl_name, columns, engine=_engine(req.engine), catalog=catalog)
+        else:
+            parts = None if req.part_names is None else list(req.part_names)
+            self.ms.stats.delete_partition_stats(
+                req.db_name, req.tbl_name, parts, columns, engine=_engine(req.engine), catalog=catalog
+            )
+        return True
+

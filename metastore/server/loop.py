@@ -1,0 +1,241 @@
+"""The serving loop: pre-forked worker processes sharing one listening socket, a thread per connection.
+
+Python's GIL would cap a single process at one core; N worker processes (default: one per core) each accept
+from the same socket, and each serves its connections on threads (clients hold connections open for long,
+and database round trips release the GIL). The parent only supervises: it restarts a worker that dies and
+forwards SIGTERM/SIGINT for a clean shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from thrift.protocol.TProtocol import TProtocolException
+from thrift.Thrift import TApplicationException
+from thrift.transport.TTransport import TTransportException
+
+from metastore.server.transport import open_connection
+
+log = logging.getLogger("metastore.server")
+
+# A processor has Thrift's generated interface: process(iprot, oprot) handles one call.
+ProcessorFactory = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    host: str
+    port: int
+    workers: int
+    framed: bool
+    max_frame_size: int
+    max_string_size: int
+    max_container_size: int
+    # How long a worker waits for in-flight calls when asked to stop.
+    grace_seconds: float = 10.0
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Open the listening socket before forking, so every worker accepts from the same one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(512)
+    return sock
+
+
+class Worker:
+    """One worker process: accepts connections and serves each on its own thread until told to stop."""
+
+    def __init__(self, listener: socket.socket, make_processor: ProcessorFactory, options: ServeOptions) -> None:
+        self._listener = listener
+        self._make_processor = make_processor
+        self._options = options
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._busy = 0
+
+    def run(self) -> None:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        processor = self._make_processor()
+        # A timeout on accept lets the loop notice a stop request without another thread closing the socket.
+        self._listener.settimeout(0.5)
+        while not self._stopping.is_set():
+            try:
+                conn, peer = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError as exc:
+                if self._stopping.is_set():
+                    break
+                log.warning("accept failed: %s", exc)
+                time.sleep(0.05)
+                continue
+            conn.settimeout(None)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                self._connections.add(conn)
+            threading.Thread(
+                target=self._serve_connection, args=(processor, conn, peer), daemon=True, name=f"conn-{peer}"
+            ).start()
+        self._drain()
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self._stopping.set()
+
+    def _drain(self) -> None:
+        """Stop taking calls: wait for in-flight calls, then close idle connections."""
+        deadline = time.monotonic() + self._options.grace_seconds
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._busy == 0:
+                    break
+            time.sleep(0.05)
+        with self._lock:
+            conns = list(self._connections)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _serve_connection(self, processor: object, conn: socket.socket, peer: object) -> None:
+        opts = self._options
+        trans, proto = open_connection(
+            conn,
+            framed=opts.framed,
+            max_frame_size=opts.max_frame_size,
+            max_string_size=opts.max_string_size,
+            max_container_size=opts.max_container_size,
+        )
+        log.debug("connection from %s", peer)
+        try:
+            while not self._stopping.is_set():
+                # Wait for the first byte of the next call outside the busy count, so shutdown does not
+                # wait for idle clients.
+                if not (_has_buffered_input(trans) or _wait_readable(conn, self._stopping)):
+                    break
+                with self._lock:
+                    self._busy += 1
+                try:
+                    processor.process(proto, proto)  # type: ignore[attr-defined]
+                finally:
+                    with self._lock:
+                        self._busy -= 1
+        except TTransportException as exc:
+            if exc.type != TTransportException.END_OF_FILE:
+                log.info("closing connection from %s: %s", peer, exc)
+        except (TProtocolException, TApplicationException, EOFError, UnicodeDecodeError, ValueError) as exc:
+            # Malformed input: the stream can no longer be trusted, so this connection ends; others go on.
+            log.info("closing connection from %s after malformed input: %s", peer, exc)
+        except OSError as exc:
+            log.debug("connection from %s lost: %s", peer, exc)
+        except Exception:  # noqa: BLE001 - one bad connection must never take the worker down
+            log.exception("unexpected error on connection from %s; closing it", peer)
+        finally:
+            with self._lock:
+                self._connections.discard(conn)
+            try:
+                trans.close()
+            except OSError:
+                pass
+
+
+def _has_buffered_input(trans: object) -> bool:
+    """True when the transport already holds bytes of the next call (a client that pipelined calls)."""
+    buf = getattr(trans, "cstringio_buf", None)
+    return buf is not None and buf.tell() < len(buf.getbuffer())
+
+
+def _wait_readable(conn: socket.socket, stopping: threading.Event) -> bool:
+    """Block until the connection has data (True) or is closed / the worker is stopping (False)."""
+    import select
+
+    while not stopping.is_set():
+        try:
+            readable, _, _ = select.select([conn], [], [], 0.5)
+        except (OSError, ValueError):
+            return False
+        if readable:
+            return True
+    return False
+
+
+def serve_forever(
+    listener: socket.socket, make_processor: ProcessorFactory, options: ServeOptions, on_ready: Callable[[], None]
+) -> int:
+    """Fork `options.workers` workers on `listener` and supervise them until SIGTERM/SIGINT; returns an exit code."""
+    if options.workers <= 1:
+        on_ready()
+        Worker(listener, make_processor, options).run()
+        return 0
+
+    children: dict[int, int] = {}
+    stopping = False
+
+    def spawn(slot: int) -> None:
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                Worker(listener, make_processor, options).run()
+            except BaseException:  # noqa: BLE001 - report, then leave the child without running parent code
+                log.exception("worker %d failed", slot)
+                code = 1
+            finally:
+                logging.shutdown()
+                os._exit(code)
+        children[pid] = slot
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    for slot in range(options.workers):
+        spawn(slot)
+    on_ready()
+    restarts: list[float] = []
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        slot = children.pop(pid, None)
+        if slot is None or stopping:
+            continue
+        code = os.waitstatus_to_exitcode(status)
+        log.error("worker %d (pid %d) exited with %s; starting a new one", slot, pid, code)
+        now = time.monotonic()
+        restarts = [t for t in restarts if now - t < 60] + [now]
+        if len(restarts) > 10:
+            log.error("workers keep dying (more than 10 restarts in a minute); shutting down")
+            on_signal(signal.SIGTERM, None)
+            continue
+        spawn(slot)
+    listener.close()
+    sys.stdout.flush()
+    return 0

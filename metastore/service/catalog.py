@@ -1,0 +1,296 @@
+"""Catalog operations with Hive's defaults: locations under the warehouse, directories, data on drop."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from metastore.catalog import DEFAULT_CATALOG, Database, Partition, Table
+from metastore.errors import InvalidObject
+from metastore.partnames import make_part_name
+from metastore.store import Store
+
+log = logging.getLogger(__name__)
+
+EXTERNAL_TABLE = "EXTERNAL_TABLE"
+
+
+def local_path(location: str | None) -> Path | None:
+    """The local filesystem path of a location (`file:/x`, `file:///x` or `/x`); None for other schemes."""
+    if not location:
+        return None
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        return Path(unquote(parsed.path))
+    return None
+
+
+def _make_dir(location: str | None) -> None:
+    path = local_path(location)
+    if path is not None:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning("cannot create directory %s: %s", path, exc)
+
+
+def _delete_dir(location: str | None) -> None:
+    path = local_path(location)
+    if path is not None and path.exists():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _is_external(table: Table) -> bool:
+    return table.table_type == EXTERNAL_TABLE or table.parameters.get("EXTERNAL", "").upper() == "TRUE"
+
+
+class CatalogService:
+    """Databases, tables and partitions, one transaction per call."""
+
+    def __init__(self, store: Store, warehouse: str) -> None:
+        self.store = store
+        self.warehouse = warehouse.rstrip("/")
+
+    # ------------------------------------------------------------------ databases
+
+    def create_database(self, db: Database) -> None:
+        """Create a database; its location defaults to <warehouse>/<name>.db, as Hive's."""
+        location = db.location_uri or f"{self.warehouse}/{db.name.lower()}.db"
+        db = replace(db, location_uri=location, create_time=db.create_time or int(time.time()))
+        with self.store.transaction() as uow:
+            uow.databases.create(db)
+        _make_dir(location)
+
+    def get_database(self, name: str, catalog: str = DEFAULT_CATALOG) -> Database:
+        with self.store.read() as uow:
+            return uow.databases.get(name, catalog=catalog)
+
+    def list_databases(self, pattern: str | None = None, catalog: str = DEFAULT_CATALOG) -> list[str]:
+        with self.store.read() as uow:
+            return uow.databases.list_names(pattern, catalog=catalog)
+
+    def alter_database(self, name: str, db: Database, catalog: str = DEFAULT_CATALOG) -> None:
+        with self.store.transaction() as uow:
+            uow.databases.alter(name, db, catalog=catalog)
+
+    def drop_database(self, name: str, *, delete_data: bool, cascade: bool, catalog: str = DEFAULT_CATALOG) -> None:
+        """Drop a database (with its tables when cascade); delete_data removes its managed data directories."""
+        with self.store.transaction() as uow:
+            managed: list[str | None] = []
+            if cascade and delete_data:
+                names = uow.tables.list_names(name, catalog=catalog)
+                managed = [t.sd.location for t in uow.tables.get_many(name, names, catalog=catalog) if not _is_external(t)]
+            db = uow.databases.drop(name, cascade=cascade, catalog=catalog)
+        if delete_data:
+            for location in managed:
+                _delete_dir(location)
+            _delete_dir(db.location_uri)
+
+    # ------------------------------------------------------------------ tables
+
+    def create_table(self, table: Table) -> Table:
+        """Create a table; a managed table without a location gets <database location>/<table name>."""
+        with self.store.transaction() as uow:
+            if not table.sd.location and table.table_type != "VIRTUAL_VIEW":
+                db = uow.databases.get(table.db_name, catalog=table.catalog_name)
+                base = (db.location_uri or f"{self.warehouse}/{db.name}.db").rstrip("/")
+                table = replace(table, sd=replace(table.sd, location=f"{base}/{table.table_name.lower()}"))
+            table = replace(table, create_time=table.create_time or int(time.time()))
+            uow.tables.create(table)
+        _make_dir(table.sd.location)
+        return table
+
+    def get_table(self, db_name: str, table_name: str, catalog: str = DEFAULT_CATALOG) -> Table:
+        with self.store.read() as uow:
+            return uow.tables.get(db_name, table_name, catalog=catalog)
+
+    def get_tables(self, db_name: str, table_names: Sequence[str], catalog: str = DEFAULT_CATALOG) -> list[Table]:
+        with self.store.read() as uow:
+            return uow.tables.get_many(db_name, table_names, catalog=catalog)
+
+    def list_tables(
+        self, db_name: str, pattern: str | None = None, table_type: str | None = None, catalog: str = DEFAULT_CATALOG
+    ) -> list[str]:
+        with self.store.read() as uow:
+            return uow.tables.list_names(db_name, pattern, table_type=table_type, catalog=catalog)
+
+    def alter_table(
+        self, db_name: str, table_name: str, new_table: Table, *, cascade: bool = False, catalog: str = DEFAULT_CATALOG
+    ) -> None:
+        """Replace a table's definition; a rename of a managed table in its default location moves its data."""
+        with self.store.transaction() as uow:
+            old = uow.tables.get(db_name, table_name, catalog=catalog)
+            renamed = (new_table.db_name, new_table.table_name) != (old.db_name, old.table_name)
+            moved_from = moved_to = None
+            if renamed and not _is_external(old) and new_table.sd.location == old.sd.location:
+                # Hive moves a managed table's directory with it when the location was not changed explicitly.
+                db = uow.databases.get(new_table.db_name, catalog=catalog)
+                base = (db.location_uri or f"{self.warehouse}/{db.name}.db").rstrip("/")
+                moved_from, moved_to = old.sd.location, f"{base}/{new_table.table_name.lower()}"
+                new_table = replace(new_table, sd=replace(new_table.sd, location=moved_to))
+                if old.partition_keys:
+                    uow.partitions.relocate(
+                        db_name, table_name, old_prefix=moved_from or "", new_prefix=moved_to, catalog=catalog
+                    )
+            uow.tables.alter(db_name, table_name, new_table, cascade=cascade, catalog=catalog)
+            if moved_from and moved_to:
+                src, dst = local_path(moved_from), local_path(moved_to)
+                if src is not None and dst is not None and src.exists() and not dst.exists():
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    src.rename(dst)
+
+    def drop_table(self, db_name: str, table_name: str, *, delete_data: bool, catalog: str = DEFAULT_CATALOG) -> None:
+        """Drop a table with its partitions and statistics; delete_data removes a managed table's data."""
+        with self.store.transaction() as uow:
+            table = uow.tables.drop(db_name, table_name, catalog=catalog)
+        if delete_data and not _is_external(table):
+            _delete_dir(table.sd.location)
+
+    # ------------------------------------------------------------------ partitions
+
+    def _with_defaults(self, table: Table, partition: Partition) -> Partition:
+        """Hive fills a new partition's storage from the table's and puts it under the table's location."""
+        if len(partition.values) != len(table.partition_keys):
+            raise InvalidObject(
+                f"partition values {partition.values} do not match the partition keys "
+                f"{[k.name for k in table.partition_keys]} of {table.db_name}.{table.table_name}"
+            )
+        sd = partition.sd
+        if not sd.cols and not sd.input_format and not sd.serde_info.serialization_lib:
+            sd = replace(table.sd, location=None)
+        if not sd.location and table.sd.location:
+            name = make_part_name([k.name for k in table.partition_keys], partition.values)
+            sd = replace(sd, location=f"{table.sd.location.rstrip('/')}/{name}")
+        return replace(
+            partition,
+            db_name=table.db_name,
+            table_name=table.table_name,
+            sd=sd,
+            create_time=partition.create_time or int(time.time()),
+        )
+
+    def add_partitions(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition], *, if_not_exists: bool = False,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> list[Partition]:
+        """Add partitions of one table in one transaction; returns those added."""
+        if not partitions:
+            return []
+        with self.store.transaction() as uow:
+            table = uow.tables.get(db_name, table_name, catalog=catalog)
+            filled = [self._with_defaults(table, p) for p in partitions]
+            added = uow.partitions.add(filled, if_not_exists=if_not_exists)
+        for p in added:
+            _make_dir(p.sd.location)
+        return added
+
+    def append_partition(
+        self, db_name: str, table_name: str, values: Sequence[str], catalog: str = DEFAULT_CATALOG
+    ) -> Partition:
+        """Add a partition with the table's storage (Hive's append_partition)."""
+        part = Partition(db_name=db_name, table_name=table_name, values=list(values), catalog_name=catalog)
+        (added,) = self.add_partitions(db_name, table_name, [part], catalog=catalog)
+        return added
+
+    def get_partition(
+        self, db_name: str, table_name: str, values: Sequence[str], catalog: str = DEFAULT_CATALOG
+    ) -> Partition:
+        with self.store.read() as uow:
+            return uow.partitions.get(db_name, table_name, values, catalog=catalog)
+
+    def get_partition_by_name(self, db_name: str, table_name: str, name: str, catalog: str = DEFAULT_CATALOG) -> Partition:
+        with self.store.read() as uow:
+            return uow.partitions.get_by_name(db_name, table_name, name, catalog=catalog)
+
+    def get_partitions_by_names(
+        self, db_name: str, table_name: str, names: Sequence[str], catalog: str = DEFAULT_CATALOG
+    ) -> list[Partition]:
+        with self.store.read() as uow:
+            return uow.partitions.get_by_names(db_name, table_name, names, catalog=catalog)
+
+    def list_partitions(
+        self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[Partition]:
+        with self.store.read() as uow:
+            return uow.partitions.list(db_name, table_name, max_parts=max_parts, catalog=catalog)
+
+    def list_partition_names(
+        self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[str]:
+        with self.store.read() as uow:
+            return uow.partitions.list_names(db_name, table_name, max_parts=max_parts, catalog=catalog)
+
+    def list_partitions_ps(
+        self, db_name: str, table_name: str, values: Sequence[str], max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[Partition]:
+        with self.store.read() as uow:
+            return uow.partitions.list_by_partial_values(
+                db_name, table_name, values, max_parts=max_parts, catalog=catalog
+            )
+
+    def list_partition_names_ps(
+        self, db_name: str, table_name: str, values: Sequence[str], max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[str]:
+        with self.store.read() as uow:
+            return uow.partitions.list_names_by_partial_values(
+                db_name, table_name, values, max_parts=max_parts, catalog=catalog
+            )
+
+    def list_partitions_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[Partition]:
+        with self.store.read() as uow:
+            return uow.partitions.list_by_filter(db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog)
+
+    def count_partitions_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, catalog: str = DEFAULT_CATALOG
+    ) -> int:
+        with self.store.read() as uow:
+            return uow.partitions.count_by_filter(db_name, table_name, filter_text, catalog=catalog)
+
+    def alter_partitions(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition], catalog: str = DEFAULT_CATALOG
+    ) -> None:
+        with self.store.transaction() as uow:
+            uow.partitions.alter_many(db_name, table_name, partitions, catalog=catalog)
+
+    def rename_partition(
+        self, db_name: str, table_name: str, values: Sequence[str], new_partition: Partition,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> None:
+        with self.store.transaction() as uow:
+            uow.partitions.rename(db_name, table_name, values, new_partition, catalog=catalog)
+
+    def drop_partitions(
+        self,
+        db_name: str,
+        table_name: str,
+        *,
+        names: Sequence[str] | None = None,
+        values: Sequence[str] | None = None,
+        delete_data: bool,
+        if_exists: bool = False,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> list[Partition]:
+        """Drop partitions by names or one by values, with their statistics; delete_data removes their data."""
+        with self.store.transaction() as uow:
+            table = uow.tables.get(db_name, table_name, catalog=catalog)
+            if values is not None:
+                dropped = [uow.partitions.drop(db_name, table_name, values, catalog=catalog)]
+            else:
+                wanted = list(names or [])
+                if if_exists:
+                    existing = {p for p in uow.partitions.list_names(db_name, table_name, catalog=catalog)}
+                    wanted = [n for n in wanted if n in existing]
+                elif not wanted:
+                    return []
+                dropped = uow.partitions.drop_by_names(db_name, table_name, wanted, catalog=catalog) if wanted else []
+        if delete_data and not _is_external(table):
+            for p in dropped:
+                _delete_dir(p.sd.location)
+        return dropped

@@ -1,0 +1,212 @@
+"""Conversion between Hive's Thrift ColumnStatisticsObj and the statistics model: one function each way."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+from metastore.api.hive_metastore import ttypes as tt
+from metastore.errors import InvalidInput
+from metastore.stats.model import (
+    BinaryStats,
+    BooleanStats,
+    ColumnStats,
+    ColumnStatsEntry,
+    DateStats,
+    DecimalStats,
+    DoubleStats,
+    LongStats,
+    StringStats,
+    TimestampStats,
+)
+
+
+def decimal_from_thrift(d: tt.Decimal | None) -> Decimal | None:
+    """Hive's Decimal struct (big-endian two's complement unscaled bytes + scale) as a Python Decimal."""
+    if d is None:
+        return None
+    if d.unscaled is None or d.scale is None:
+        raise InvalidInput("a Decimal value needs both 'unscaled' and 'scale'")
+    unscaled = int.from_bytes(d.unscaled, "big", signed=True) if d.unscaled else 0
+    return Decimal(unscaled).scaleb(-d.scale)
+
+
+def decimal_to_thrift(value: Decimal | None) -> tt.Decimal | None:
+    """A Python Decimal as Hive's Decimal struct, with the minimal two's-complement encoding Java's BigInteger uses."""
+    if value is None:
+        return None
+    sign, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int):
+        raise InvalidInput(f"decimal value {value} is not finite")
+    unscaled = int("".join(map(str, digits)) or "0")
+    if sign:
+        unscaled = -unscaled
+    scale = -exponent
+    if scale < 0:  # Hive's scale is never negative: fold positive exponents into the unscaled value
+        unscaled *= 10**-scale
+        scale = 0
+    length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
+    return tt.Decimal(unscaled=unscaled.to_bytes(length, "big", signed=True), scale=scale)
+
+
+def _finite(value: float | None, what: str, column: str) -> float | None:
+    if value is not None and math.isnan(value):
+        raise InvalidInput(f"column '{column}': {what} is NaN")
+    return value
+
+
+def entry_from_thrift(obj: tt.ColumnStatisticsObj) -> ColumnStatsEntry:
+    """A Thrift ColumnStatisticsObj as a ColumnStatsEntry; an empty or unknown union member is InvalidInput."""
+    if not obj.colName:
+        raise InvalidInput("a ColumnStatisticsObj has no colName")
+    column = obj.colName
+    data = obj.statsData
+    if data is None:
+        raise InvalidInput(f"column '{column}': statsData is missing")
+    stats: ColumnStats
+    if (b := data.booleanStats) is not None:
+        stats = BooleanStats(
+            num_trues=_req(b.numTrues, "numTrues", column),
+            num_falses=_req(b.numFalses, "numFalses", column),
+            num_nulls=_req(b.numNulls, "numNulls", column),
+            bit_vector=_bytes(b.bitVectors),
+        )
+    elif (lg := data.longStats) is not None:
+        stats = LongStats(
+            low=lg.lowValue,
+            high=lg.highValue,
+            num_nulls=_req(lg.numNulls, "numNulls", column),
+            num_dvs=_req(lg.numDVs, "numDVs", column),
+            bit_vector=_bytes(lg.bitVectors),
+            histogram=_bytes(getattr(lg, "histogram", None)),
+        )
+    elif (d := data.doubleStats) is not None:
+        stats = DoubleStats(
+            low=_finite(d.lowValue, "lowValue", column),
+            high=_finite(d.highValue, "highValue", column),
+            num_nulls=_req(d.numNulls, "numNulls", column),
+            num_dvs=_req(d.numDVs, "numDVs", column),
+            bit_vector=_bytes(d.bitVectors),
+            histogram=_bytes(getattr(d, "histogram", None)),
+        )
+    elif (s := data.stringStats) is not None:
+        stats = StringStats(
+            max_col_len=_req(s.maxColLen, "maxColLen", column),
+            avg_col_len=_finite(_req(s.avgColLen, "avgColLen", column), "avgColLen", column),  # type: ignore[arg-type]
+            num_nulls=_req(s.numNulls, "numNulls", column),
+            num_dvs=_req(s.numDVs, "numDVs", column),
+            bit_vector=_bytes(s.bitVectors),
+        )
+    elif (bn := data.binaryStats) is not None:
+        stats = BinaryStats(
+            max_col_len=_req(bn.maxColLen, "maxColLen", column),
+            avg_col_len=_finite(_req(bn.avgColLen, "avgColLen", column), "avgColLen", column),  # type: ignore[arg-type]
+            num_nulls=_req(bn.numNulls, "numNulls", column),
+            bit_vector=_bytes(bn.bitVectors),
+        )
+    elif (dc := data.decimalStats) is not None:
+        stats = DecimalStats(
+            low=decimal_from_thrift(dc.lowValue),
+            high=decimal_from_thrift(dc.highValue),
+            num_nulls=_req(dc.numNulls, "numNulls", column),
+            num_dvs=_req(dc.numDVs, "numDVs", column),
+            bit_vector=_bytes(dc.bitVectors),
+            histogram=_bytes(getattr(dc, "histogram", None)),
+        )
+    elif (dt := data.dateStats) is not None:
+        stats = DateStats(
+            low=None if dt.lowValue is None else dt.lowValue.daysSinceEpoch,
+            high=None if dt.highValue is None else dt.highValue.daysSinceEpoch,
+            num_nulls=_req(dt.numNulls, "numNulls", column),
+            num_dvs=_req(dt.numDVs, "numDVs", column),
+            bit_vector=_bytes(dt.bitVectors),
+            histogram=_bytes(getattr(dt, "histogram", None)),
+        )
+    elif (ts := data.timestampStats) is not None:
+        stats = TimestampStats(
+            low=None if ts.lowValue is None else ts.lowValue.secondsSinceEpoch,
+            high=None if ts.highValue is None else ts.highValue.secondsSinceEpoch,
+            num_nulls=_req(ts.numNulls, "numNulls", column),
+            num_dvs=_req(ts.numDVs, "numDVs", column),
+            bit_vector=_bytes(ts.bitVectors),
+            histogram=_bytes(getattr(ts, "histogram", None)),
+        )
+    else:
+        raise InvalidInput(f"column '{column}': statsData has no statistics (empty or unknown union member)")
+    return ColumnStatsEntry(column=column, column_type=obj.colType or "", stats=stats)
+
+
+def entry_to_thrift(
+    entry: ColumnStatsEntry, *, bit_vectors: bool = False, histograms: bool = False
+) -> tt.ColumnStatisticsObj:
+    """A ColumnStatsEntry as Thrift; sketches are included only when the server is configured to return them."""
+    s = entry.stats
+    bv = s.bit_vector if bit_vectors else None
+    hist = getattr(s, "histogram", None) if histograms else None
+    data = tt.ColumnStatisticsData()
+    if isinstance(s, BooleanStats):
+        # Hive never returns bit vectors for booleans.
+        data.booleanStats = tt.BooleanColumnStatsData(
+            numTrues=s.num_trues, numFalses=s.num_falses, numNulls=s.num_nulls
+        )
+    elif isinstance(s, LongStats):
+        data.longStats = tt.LongColumnStatsData(
+            lowValue=s.low, highValue=s.high, numNulls=s.num_nulls, numDVs=s.num_dvs, bitVectors=bv, histogram=hist
+        )
+    elif isinstance(s, DoubleStats):
+        data.doubleStats = tt.DoubleColumnStatsData(
+            lowValue=s.low, highValue=s.high, numNulls=s.num_nulls, numDVs=s.num_dvs, bitVectors=bv, histogram=hist
+        )
+    elif isinstance(s, StringStats):
+        data.stringStats = tt.StringColumnStatsData(
+            maxColLen=s.max_col_len, avgColLen=s.avg_col_len, numNulls=s.num_nulls, numDVs=s.num_dvs, bitVectors=bv
+        )
+    elif isinstance(s, BinaryStats):
+        data.binaryStats = tt.BinaryColumnStatsData(
+            maxColLen=s.max_col_len, avgColLen=s.avg_col_len, numNulls=s.num_nulls
+        )
+    elif isinstance(s, DecimalStats):
+        data.decimalStats = tt.DecimalColumnStatsData(
+            lowValue=decimal_to_thrift(s.low),
+            highValue=decimal_to_thrift(s.high),
+            numNulls=s.num_nulls,
+            numDVs=s.num_dvs,
+            bitVectors=bv,
+            histogram=hist,
+        )
+    elif isinstance(s, DateStats):
+        data.dateStats = tt.DateColumnStatsData(
+            lowValue=None if s.low is None else tt.Date(daysSinceEpoch=s.low),
+            highValue=None if s.high is None else tt.Date(daysSinceEpoch=s.high),
+            numNulls=s.num_nulls,
+            numDVs=s.num_dvs,
+            bitVectors=bv,
+            histogram=hist,
+        )
+    elif isinstance(s, TimestampStats):
+        data.timestampStats = tt.TimestampColumnStatsData(
+            lowValue=None if s.low is None else tt.Timestamp(secondsSinceEpoch=s.low),
+            highValue=None if s.high is None else tt.Timestamp(secondsSinceEpoch=s.high),
+            numNulls=s.num_nulls,
+            numDVs=s.num_dvs,
+            bitVectors=bv,
+            histogram=hist,
+        )
+    else:  # pragma: no cover - the model has exactly these kinds
+        raise TypeError(f"unknown statistics type {type(s).__name__}")
+    return tt.ColumnStatisticsObj(colName=entry.column, colType=entry.column_type, statsData=data)
+
+
+def _req(value: int | float | None, name: str, column: str) -> int | float:
+    if value is None:
+        raise InvalidInput(f"column '{column}': required field {name} is missing")
+    return value
+
+
+def _bytes(value: bytes | str | None) -> bytes | None:
+    # Hive-2.3-generated clients declare bitVectors as string; the wire bytes are the same.
+    if value is None or value == b"" or value == "":
+        return None
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape")
+    return value
