@@ -116,10 +116,14 @@ def aggregate_partition_stats(
     if not parts:
         raise InvalidInput(f"no partition statistics to aggregate for a {column_type} column")
     if num_partitions < len(parts):
-        raise InvalidInput(f"{len(parts)} partition statistics given for {num_partitions} requested partitions")
+        raise InvalidInput(
+            f"{len(parts)} partition statistics given for {num_partitions} requested partitions"
+        )
     indices = [i for i, _ in parts]
     if len(set(indices)) != len(indices) or min(indices) < 0 or max(indices) >= num_partitions:
-        raise InvalidInput(f"partition indices must be distinct and within 0..{num_partitions - 1}, got {indices}")
+        raise InvalidInput(
+            f"partition indices must be distinct and within 0..{num_partitions - 1}, got {indices}"
+        )
     ordered = sorted(parts, key=lambda p: p[0])
     kind = _common_kind(column_type, [s for _, s in ordered])
     stats = [s for _, s in ordered]
@@ -308,7 +312,9 @@ def _points(
     return points
 
 
-def _extreme_line(points: list[_Point], value: Callable[[_Point], object]) -> tuple[float, float, object, object] | None:
+def _extreme_line(
+    points: list[_Point], value: Callable[[_Point], object]
+) -> tuple[float, float, object, object] | None:
     """(minInd, maxInd, min, max) of ``value`` over the points that have it, sorted by value (stable)."""
     present = [p for p in points if value(p) is not None]
     if not present:
@@ -401,4 +407,3 @@ def _extrapolate(
             num_dvs = min(max(estimate, lower), higher)
     cls = type(ordered[0][1])
     return cls(num_nulls=num_nulls, num_dvs=num_dvs, low=low, high=high)  # type: ignore[call-arg]
-

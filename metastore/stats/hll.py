@@ -478,7 +478,9 @@ class HyperLogLog:
             raw, pos = _read_vulongs(buf, pos, count)
             if count:
                 # Running sum in 32-bit int arithmetic, as Hive's int delta decoding.
-                entries = (np.cumsum(raw & _U64(0xFFFFFFFF), dtype=np.uint64) & _U64(0xFFFFFFFF)).astype(np.int64)
+                entries = (np.cumsum(raw & _U64(0xFFFFFFFF), dtype=np.uint64) & _U64(0xFFFFFFFF)).astype(
+                    np.int64
+                )
                 keys = entries >> Q_PRIME
                 values = entries & ((1 << Q_PRIME) - 1)
                 sketch._sparse_update(keys, values)

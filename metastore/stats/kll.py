@@ -15,10 +15,20 @@ import numpy as np
 
 from metastore.stats.model import StatsKind
 
-__all__ = ["DEFAULT_K", "KLL_KINDS", "KllFormatError", "histogram_for", "kll_from_bytes", "kll_merge", "kll_of"]
+__all__ = [
+    "DEFAULT_K",
+    "KLL_KINDS",
+    "KllFormatError",
+    "histogram_for",
+    "kll_from_bytes",
+    "kll_merge",
+    "kll_of",
+]
 
 DEFAULT_K = 200
-KLL_KINDS = frozenset({StatsKind.LONG, StatsKind.DOUBLE, StatsKind.DECIMAL, StatsKind.DATE, StatsKind.TIMESTAMP})
+KLL_KINDS = frozenset(
+    {StatsKind.LONG, StatsKind.DOUBLE, StatsKind.DECIMAL, StatsKind.DATE, StatsKind.TIMESTAMP}
+)
 
 
 class KllFormatError(ValueError):

@@ -96,7 +96,9 @@ def _boolean_hashes(values: Iterable[bool] | np.ndarray) -> np.ndarray:
 
 
 def _decimal_hashes(values: Iterable[Decimal | int | float | str]) -> np.ndarray:
-    return _double_hashes(np.fromiter((float(Decimal(v) if isinstance(v, str) else v) for v in values), np.float64))
+    return _double_hashes(
+        np.fromiter((float(Decimal(v) if isinstance(v, str) else v) for v in values), np.float64)
+    )
 
 
 def _date_hashes(values: Iterable[dt.date | int] | np.ndarray) -> np.ndarray:
@@ -178,7 +180,9 @@ class NdvSketch:
             if buf[:2] == FM_MAGIC:
                 return cls(FMSketch.from_bytes(buf))
             if buf[:3] != HLL_MAGIC:
-                raise NdvFormatError(f"bitVector starting {buf[:3]!r} is neither an HLL ('HLL') nor an FM ('FM') sketch")
+                raise NdvFormatError(
+                    f"bitVector starting {buf[:3]!r} is neither an HLL ('HLL') nor an FM ('FM') sketch"
+                )
             return cls(HyperLogLog.from_bytes(buf))
         except (HllFormatError, FmFormatError) as exc:
             raise NdvFormatError(f"bitVector is not a readable sketch: {exc}") from exc

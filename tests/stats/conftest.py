@@ -42,12 +42,16 @@ def java_oracle(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str]
             # One javac for every oracle that pyspark's jars can build (HllGolden needs Hive >= 3 classes).
             sources = [str(p) for p in sorted(RESOURCES.glob("*Oracle.java"))]
             subprocess.run(
-                [javac, "-nowarn", "-d", str(classes), "-cp", classpath, *sources], check=True, capture_output=True
+                [javac, "-nowarn", "-d", str(classes), "-cp", classpath, *sources],
+                check=True,
+                capture_output=True,
             )
             compiled = True
         inp = classes / f"{name}.in"
         inp.write_text(input_text)
-        proc = subprocess.run([java, "-cp", classpath, name, str(inp)], check=True, capture_output=True, text=True)
+        proc = subprocess.run(
+            [java, "-cp", classpath, name, str(inp)], check=True, capture_output=True, text=True
+        )
         return proc.stdout.splitlines()
 
     return run

@@ -52,7 +52,9 @@ def test_ndv_tuner_interpolates_between_max_and_sum() -> None:
 def test_density_estimate_is_clamped() -> None:
     # densities (long division): 100 // 10 = 10 and 200 // 20 = 10, averaged over the 2 requested partitions
     parts = [(0, L(0, 10, 0, 100)), (1, L(0, 20, 50, 250))]
-    assert aggregate_partition_stats("bigint", parts, num_partitions=2, use_density=True).num_dvs == 25  # 250 / 10
+    assert (
+        aggregate_partition_stats("bigint", parts, num_partitions=2, use_density=True).num_dvs == 25
+    )  # 250 / 10
     narrow = [(0, L(0, 10, 0, 100)), (1, L(0, 20, 0, 100))]  # 100 / 7.5 = 13 -> clamped up to 20
     assert aggregate_partition_stats("bigint", narrow, num_partitions=2, use_density=True).num_dvs == 20
     doubles = [
@@ -86,10 +88,20 @@ def test_fewer_than_two_found_is_not_extrapolated() -> None:
 
 
 def test_boolean_and_binary() -> None:
-    parts = [(0, BooleanStats(num_nulls=1, num_trues=2, num_falses=3)), (2, BooleanStats(num_nulls=0, num_trues=5, num_falses=0))]
-    assert aggregate_partition_stats("boolean", parts, num_partitions=3) == BooleanStats(num_nulls=1, num_trues=7, num_falses=3)
-    bins = [(0, BinaryStats(num_nulls=1, max_col_len=4, avg_col_len=2.0)), (1, BinaryStats(num_nulls=2, max_col_len=3, avg_col_len=2.5))]
-    assert aggregate_partition_stats("binary", bins, num_partitions=5) == BinaryStats(num_nulls=3, max_col_len=4, avg_col_len=2.5)
+    parts = [
+        (0, BooleanStats(num_nulls=1, num_trues=2, num_falses=3)),
+        (2, BooleanStats(num_nulls=0, num_trues=5, num_falses=0)),
+    ]
+    assert aggregate_partition_stats("boolean", parts, num_partitions=3) == BooleanStats(
+        num_nulls=1, num_trues=7, num_falses=3
+    )
+    bins = [
+        (0, BinaryStats(num_nulls=1, max_col_len=4, avg_col_len=2.0)),
+        (1, BinaryStats(num_nulls=2, max_col_len=3, avg_col_len=2.5)),
+    ]
+    assert aggregate_partition_stats("binary", bins, num_partitions=5) == BinaryStats(
+        num_nulls=3, max_col_len=4, avg_col_len=2.5
+    )
 
 
 def test_strings_take_max_and_ignore_the_tuner() -> None:
@@ -103,8 +115,16 @@ def test_strings_take_max_and_ignore_the_tuner() -> None:
 
 def test_histograms_merge_when_all_have_one() -> None:
     parts = [
-        (0, LongStats(num_nulls=0, num_dvs=3, low=1, high=3, histogram=histogram_for(StatsKind.LONG, [1, 2, 3]))),
-        (1, LongStats(num_nulls=0, num_dvs=2, low=7, high=9, histogram=histogram_for(StatsKind.LONG, [7, 9]))),
+        (
+            0,
+            LongStats(
+                num_nulls=0, num_dvs=3, low=1, high=3, histogram=histogram_for(StatsKind.LONG, [1, 2, 3])
+            ),
+        ),
+        (
+            1,
+            LongStats(num_nulls=0, num_dvs=2, low=7, high=9, histogram=histogram_for(StatsKind.LONG, [7, 9])),
+        ),
     ]
     out = aggregate_partition_stats("bigint", parts, num_partitions=2)
     assert kll_from_bytes(out.histogram).n == 5
@@ -146,15 +166,24 @@ def test_extrapolation_truncates_like_java() -> None:
 
 
 def test_extrapolation_of_doubles_dates_timestamps_decimals() -> None:
-    doubles = [(0, DoubleStats(num_nulls=0, num_dvs=2, low=1.0, high=2.0)), (2, DoubleStats(num_nulls=0, num_dvs=4, low=2.0, high=3.5))]
+    doubles = [
+        (0, DoubleStats(num_nulls=0, num_dvs=2, low=1.0, high=2.0)),
+        (2, DoubleStats(num_nulls=0, num_dvs=4, low=2.0, high=3.5)),
+    ]
     out = aggregate_partition_stats("double", doubles, num_partitions=4)
     assert out.low == 1.0  # 2 - 1 * 2 / 2
     assert out.high == 2.0 + 1.5 * 4 / 2
     assert out.num_dvs == 6  # 2 + 2 * 4 / 2
-    dates = [(0, DateStats(num_nulls=0, num_dvs=1, low=100, high=110)), (1, DateStats(num_nulls=0, num_dvs=1, low=110, high=120))]
+    dates = [
+        (0, DateStats(num_nulls=0, num_dvs=1, low=100, high=110)),
+        (1, DateStats(num_nulls=0, num_dvs=1, low=110, high=120)),
+    ]
     out = aggregate_partition_stats("date", dates, num_partitions=4)
     assert (out.low, out.high) == (100, 150)  # high: 110 + 10 * (4 - 0) / 1
-    stamps = [(2, TimestampStats(num_nulls=0, num_dvs=1, low=1000, high=2000)), (3, TimestampStats(num_nulls=0, num_dvs=1, low=3000, high=4000))]
+    stamps = [
+        (2, TimestampStats(num_nulls=0, num_dvs=1, low=1000, high=2000)),
+        (3, TimestampStats(num_nulls=0, num_dvs=1, low=3000, high=4000)),
+    ]
     out = aggregate_partition_stats("timestamp", stamps, num_partitions=4)
     assert (out.low, out.high) == (-3000, 6000)  # 3000 - 2000 * 3 / 1 and 2000 + 2000 * (4 - 2) / 1
     decimals = [
@@ -187,7 +216,11 @@ def test_extrapolation_merges_adjacent_sketches_into_pseudo_partitions() -> None
         (3, L(0, 1000, 5000, 5999, _hll(5000, 6000))),
     ]
     out = aggregate_partition_stats("bigint", parts, num_partitions=5)
-    merged = NdvSketch.from_bytes(parts[0][1].bit_vector).merged(NdvSketch.from_bytes(parts[1][1].bit_vector)).estimate()
+    merged = (
+        NdvSketch.from_bytes(parts[0][1].bit_vector)
+        .merged(NdvSketch.from_bytes(parts[1][1].bit_vector))
+        .estimate()
+    )
     assert abs(merged - 1500) < 50
     # ndv: min 1000 at index 3, max `merged` at 0.5 -> 1000 + (merged - 1000) * 3 / (3 - 0.5)
     assert out.num_dvs == int(1000 + (merged - 1000) * 3 / 2.5)
@@ -206,7 +239,9 @@ def test_errors() -> None:
     with pytest.raises(InvalidInput, match="no partition statistics"):
         aggregate_partition_stats("bigint", [], num_partitions=3)
     with pytest.raises(InvalidInput, match="mix kinds: doubleStats, longStats"):
-        aggregate_partition_stats("bigint", [(0, L(0, 1, 1, 1)), (1, DoubleStats(num_nulls=0, num_dvs=1))], num_partitions=2)
+        aggregate_partition_stats(
+            "bigint", [(0, L(0, 1, 1, 1)), (1, DoubleStats(num_nulls=0, num_dvs=1))], num_partitions=2
+        )
     with pytest.raises(InvalidInput, match="a double column cannot aggregate longStats"):
         aggregate_partition_stats("double", [(0, L(0, 1, 1, 1))], num_partitions=1)
     with pytest.raises(InvalidInput, match="distinct and within 0..1"):

@@ -47,7 +47,9 @@ def test_histogram_for_kinds() -> None:
 
 
 def test_merge_and_errors() -> None:
-    merged = kll_from_bytes(kll_merge(histogram_for(StatsKind.LONG, [1, 2]), histogram_for(StatsKind.LONG, [5])))
+    merged = kll_from_bytes(
+        kll_merge(histogram_for(StatsKind.LONG, [1, 2]), histogram_for(StatsKind.LONG, [5]))
+    )
     assert merged.n == 3 and merged.get_max_value() == 5.0
     with pytest.raises(KllFormatError):
         kll_from_bytes(b"\x00\x01")

@@ -52,15 +52,20 @@ def test_other_range_kinds() -> None:
         DecimalStats(num_nulls=1, num_dvs=3, low=Decimal("-2"), high=Decimal("3")),
     ) == DecimalStats(num_nulls=2, num_dvs=3, low=Decimal("-2"), high=Decimal("9.99"))
     assert merge_stats(
-        DateStats(num_nulls=0, num_dvs=2, low=100, high=200), DateStats(num_nulls=4, num_dvs=1, low=150, high=300)
+        DateStats(num_nulls=0, num_dvs=2, low=100, high=200),
+        DateStats(num_nulls=4, num_dvs=1, low=150, high=300),
     ) == DateStats(num_nulls=4, num_dvs=2, low=100, high=300)
     assert merge_stats(
-        TimestampStats(num_nulls=0, num_dvs=2, low=10, high=20), TimestampStats(num_nulls=0, num_dvs=7, low=1, high=2)
+        TimestampStats(num_nulls=0, num_dvs=2, low=10, high=20),
+        TimestampStats(num_nulls=0, num_dvs=7, low=1, high=2),
     ) == TimestampStats(num_nulls=0, num_dvs=7, low=1, high=20)
 
 
 def test_boolean_counts_are_summed() -> None:
-    merged = merge_stats(BooleanStats(num_nulls=1, num_trues=2, num_falses=3), BooleanStats(num_nulls=4, num_trues=5, num_falses=6))
+    merged = merge_stats(
+        BooleanStats(num_nulls=1, num_trues=2, num_falses=3),
+        BooleanStats(num_nulls=4, num_trues=5, num_falses=6),
+    )
     assert merged == BooleanStats(num_nulls=5, num_trues=7, num_falses=9)
 
 
@@ -71,21 +76,28 @@ def test_string_and_binary_lengths_take_max() -> None:
     )
     assert merged == StringStats(num_nulls=2, num_dvs=10, max_col_len=8, avg_col_len=4.5)
     merged = merge_stats(
-        BinaryStats(num_nulls=0, max_col_len=2, avg_col_len=2.0), BinaryStats(num_nulls=3, max_col_len=9, avg_col_len=1.0)
+        BinaryStats(num_nulls=0, max_col_len=2, avg_col_len=2.0),
+        BinaryStats(num_nulls=3, max_col_len=9, avg_col_len=1.0),
     )
     assert merged == BinaryStats(num_nulls=3, max_col_len=9, avg_col_len=2.0)
 
 
 def test_kinds_must_match() -> None:
-    with pytest.raises(InvalidInput, match=r"column 'x' of t: cannot merge doubleStats into stored longStats"):
-        merge_stats(LongStats(num_nulls=0, num_dvs=0), DoubleStats(num_nulls=0, num_dvs=0), where="column 'x' of t")
+    with pytest.raises(
+        InvalidInput, match=r"column 'x' of t: cannot merge doubleStats into stored longStats"
+    ):
+        merge_stats(
+            LongStats(num_nulls=0, num_dvs=0), DoubleStats(num_nulls=0, num_dvs=0), where="column 'x' of t"
+        )
     with pytest.raises(InvalidInput, match="cannot merge timestampStats into stored dateStats"):
         merge_stats(DateStats(num_nulls=0, num_dvs=0), TimestampStats(num_nulls=0, num_dvs=0))
 
 
 def test_ndv_with_both_sketches_uses_the_merged_sketch() -> None:
     a, b = _hll(0, 3000), _hll(2000, 5000)
-    merged = merge_stats(LongStats(num_nulls=0, num_dvs=3000, bit_vector=a), LongStats(num_nulls=0, num_dvs=3000, bit_vector=b))
+    merged = merge_stats(
+        LongStats(num_nulls=0, num_dvs=3000, bit_vector=a), LongStats(num_nulls=0, num_dvs=3000, bit_vector=b)
+    )
     union = NdvSketch.from_bytes(a).merged(NdvSketch.from_bytes(b))
     assert merged.num_dvs == union.estimate()
     assert abs(merged.num_dvs - 5000) < 150
@@ -118,7 +130,9 @@ def test_hll_of_different_p_meet_at_the_smaller() -> None:
 def test_histograms_merge() -> None:
     h1 = histogram_for(StatsKind.LONG, [1, 2, 3])
     h2 = histogram_for(StatsKind.LONG, [10, 20])
-    merged = merge_stats(LongStats(num_nulls=0, num_dvs=3, histogram=h1), LongStats(num_nulls=0, num_dvs=2, histogram=h2))
+    merged = merge_stats(
+        LongStats(num_nulls=0, num_dvs=3, histogram=h1), LongStats(num_nulls=0, num_dvs=2, histogram=h2)
+    )
     sketch = kll_from_bytes(merged.histogram)
     assert (sketch.n, sketch.get_min_value(), sketch.get_max_value()) == (5, 1.0, 20.0)
     only_new = merge_stats(LongStats(num_nulls=0, num_dvs=3), LongStats(num_nulls=0, num_dvs=2, histogram=h2))

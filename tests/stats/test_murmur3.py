@@ -58,7 +58,9 @@ def test_vectorised_bytes_match_scalar_for_every_length_mix() -> None:
 
 def test_vectorised_longs_match_scalar() -> None:
     rng = np.random.default_rng(3)
-    arr = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 3000, dtype=np.int64), [0, -1, 2**63 - 1, -(2**63)]])
+    arr = np.concatenate(
+        [rng.integers(-(2**63), 2**63 - 1, 3000, dtype=np.int64), [0, -1, 2**63 - 1, -(2**63)]]
+    )
     got = hash64_array_long(arr)
     assert got.dtype == np.int64
     assert got.tolist() == [hash64_long(int(v)) for v in arr]

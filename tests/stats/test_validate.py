@@ -57,8 +57,13 @@ def test_valid_entries_pass_and_take_the_declared_type_in_lower_case() -> None:
 
 
 def test_missing_column_names_column_and_owner() -> None:
-    rejects(r"column 'nope' does not exist in sales.orders partition ds=2024-01-01", "nope", None,
-            LongStats(num_nulls=0, num_dvs=0), owner=PART)
+    rejects(
+        r"column 'nope' does not exist in sales.orders partition ds=2024-01-01",
+        "nope",
+        None,
+        LongStats(num_nulls=0, num_dvs=0),
+        owner=PART,
+    )
 
 
 @pytest.mark.parametrize(
@@ -74,13 +79,21 @@ def test_missing_column_names_column_and_owner() -> None:
     ],
 )
 def test_kind_must_fit_the_column_type(col_type: str, stats, member: str) -> None:
-    rejects(rf"column 'price' of sales.orders is {col_type.replace('(', '[(]').replace(')', '[)]')}, got {member}",
-            "price", col_type, stats)
+    rejects(
+        rf"column 'price' of sales.orders is {col_type.replace('(', '[(]').replace(')', '[)]')}, got {member}",
+        "price",
+        col_type,
+        stats,
+    )
 
 
 def test_complex_types_have_no_statistics() -> None:
-    rejects(r"column 'tags' of sales.orders has type array<string>, which has no column statistics",
-            "tags", "array<string>", LongStats(num_nulls=0, num_dvs=0))
+    rejects(
+        r"column 'tags' of sales.orders has type array<string>, which has no column statistics",
+        "tags",
+        "array<string>",
+        LongStats(num_nulls=0, num_dvs=0),
+    )
 
 
 def test_long_stats_for_a_timestamp_column_become_timestamp_stats() -> None:
@@ -102,14 +115,18 @@ def test_long_stats_for_a_timestamp_column_become_timestamp_stats() -> None:
     ],
 )
 def test_negative_counts(stats, field: str) -> None:
-    col_type = {LongStats: "bigint", BooleanStats: "boolean", StringStats: "string", BinaryStats: "binary"}[type(stats)]
+    col_type = {LongStats: "bigint", BooleanStats: "boolean", StringStats: "string", BinaryStats: "binary"}[
+        type(stats)
+    ]
     rejects(rf"column 'c' of sales.orders: {field} must not be negative", "c", col_type, stats)
 
 
 def test_counts_must_be_integers() -> None:
     rejects(r"numNulls must be an integer, got 1.5", "c", "bigint", LongStats(num_nulls=1.5, num_dvs=0))
     rejects(r"numDVs must be an integer, got True", "c", "bigint", LongStats(num_nulls=0, num_dvs=True))
-    rejects(r"lowValue must be an integer, got 1.5", "c", "bigint", LongStats(num_nulls=0, num_dvs=0, low=1.5))
+    rejects(
+        r"lowValue must be an integer, got 1.5", "c", "bigint", LongStats(num_nulls=0, num_dvs=0, low=1.5)
+    )
 
 
 @pytest.mark.parametrize(
@@ -117,42 +134,79 @@ def test_counts_must_be_integers() -> None:
     [
         ("bigint", LongStats(num_nulls=0, num_dvs=2, low=5, high=3), "5", "3"),
         ("double", DoubleStats(num_nulls=0, num_dvs=2, low=2.5, high=-1.0), "2.5", "-1.0"),
-        ("decimal(5,2)", DecimalStats(num_nulls=0, num_dvs=2, low=Decimal("1.10"), high=Decimal("1.01")), "1.10", "1.01"),
+        (
+            "decimal(5,2)",
+            DecimalStats(num_nulls=0, num_dvs=2, low=Decimal("1.10"), high=Decimal("1.01")),
+            "1.10",
+            "1.01",
+        ),
         ("date", DateStats(num_nulls=0, num_dvs=2, low=19000, high=18000), "19000", "18000"),
         ("timestamp", TimestampStats(num_nulls=0, num_dvs=2, low=10, high=9), "10", "9"),
     ],
 )
 def test_low_greater_than_high(col_type: str, stats, low: str, high: str) -> None:
-    rejects(rf"column 'c' of sales.orders: lowValue {low} is greater than highValue {high}", "c", col_type, stats)
+    rejects(
+        rf"column 'c' of sales.orders: lowValue {low} is greater than highValue {high}", "c", col_type, stats
+    )
 
 
 def test_nan_bounds() -> None:
-    rejects(r"column 'c' of sales.orders: lowValue is NaN", "c", "double",
-            DoubleStats(num_nulls=0, num_dvs=1, low=float("nan"), high=1.0))
-    rejects(r"highValue is NaN", "c", "float", DoubleStats(num_nulls=0, num_dvs=1, low=0.0, high=float("nan")))
-    rejects(r"highValue must be a finite decimal", "c", "decimal(4,1)",
-            DecimalStats(num_nulls=0, num_dvs=1, high=Decimal("NaN")))
+    rejects(
+        r"column 'c' of sales.orders: lowValue is NaN",
+        "c",
+        "double",
+        DoubleStats(num_nulls=0, num_dvs=1, low=float("nan"), high=1.0),
+    )
+    rejects(
+        r"highValue is NaN", "c", "float", DoubleStats(num_nulls=0, num_dvs=1, low=0.0, high=float("nan"))
+    )
+    rejects(
+        r"highValue must be a finite decimal",
+        "c",
+        "decimal(4,1)",
+        DecimalStats(num_nulls=0, num_dvs=1, high=Decimal("NaN")),
+    )
     # infinities are legitimate bounds of a double column
     check("c", "double", DoubleStats(num_nulls=0, num_dvs=1, low=float("-inf"), high=float("inf")))
 
 
 def test_avg_col_len_above_max_col_len() -> None:
-    rejects(r"column 'c' of sales.orders: avgColLen 5.5 is greater than maxColLen 5", "c", "string",
-            StringStats(num_nulls=0, num_dvs=1, max_col_len=5, avg_col_len=5.5))
-    rejects(r"avgColLen 2.0 is greater than maxColLen 1", "c", "binary",
-            BinaryStats(num_nulls=0, max_col_len=1, avg_col_len=2))
+    rejects(
+        r"column 'c' of sales.orders: avgColLen 5.5 is greater than maxColLen 5",
+        "c",
+        "string",
+        StringStats(num_nulls=0, num_dvs=1, max_col_len=5, avg_col_len=5.5),
+    )
+    rejects(
+        r"avgColLen 2.0 is greater than maxColLen 1",
+        "c",
+        "binary",
+        BinaryStats(num_nulls=0, max_col_len=1, avg_col_len=2),
+    )
 
 
 def test_row_count_rules_only_when_rows_are_known() -> None:
     stats = LongStats(num_nulls=10, num_dvs=1)
     check("c", "int", stats)  # unknown row count: fine
-    rejects(r"column 'c' of sales.orders partition ds=2024-01-01: numNulls 10 exceeds the 5 rows of "
-            r"sales.orders partition ds=2024-01-01", "c", "int", stats, owner=PART, num_rows=5)
+    rejects(
+        r"column 'c' of sales.orders partition ds=2024-01-01: numNulls 10 exceeds the 5 rows of "
+        r"sales.orders partition ds=2024-01-01",
+        "c",
+        "int",
+        stats,
+        owner=PART,
+        num_rows=5,
+    )
     check("c", "int", stats, num_rows=10)
     flags = BooleanStats(num_nulls=1, num_trues=3, num_falses=3)
     check("c", "boolean", flags, num_rows=7)
-    rejects(r"numTrues \+ numFalses \+ numNulls = 7 exceeds the 6 rows of sales.orders", "c", "boolean", flags,
-            num_rows=6)
+    rejects(
+        r"numTrues \+ numFalses \+ numNulls = 7 exceeds the 6 rows of sales.orders",
+        "c",
+        "boolean",
+        flags,
+        num_rows=6,
+    )
 
 
 def test_bit_vectors_must_be_hll_or_fm() -> None:
@@ -160,13 +214,26 @@ def test_bit_vectors_must_be_hll_or_fm() -> None:
     out = check("c", "bigint", LongStats(num_nulls=0, num_dvs=100, bit_vector=bytearray(good)))
     assert out.stats.bit_vector == good and isinstance(out.stats.bit_vector, bytes)
     check("c", "bigint", LongStats(num_nulls=0, num_dvs=1, bit_vector=FMSketch(16).to_bytes()))
-    rejects(r"column 'c' of sales.orders: bitVector starting b'XYZ' is neither an HLL \('HLL'\) nor an FM",
-            "c", "bigint", LongStats(num_nulls=0, num_dvs=1, bit_vector=b"XYZ123"))
-    rejects(r"column 'c' of sales.orders: bitVector is not a readable sketch: HLL sparse list announces 9",
-            "c", "string", StringStats(num_nulls=0, num_dvs=1, max_col_len=1, avg_col_len=1.0,
-                                       bit_vector=b"HLL\xa0\x01\x09\x01"))
-    rejects(r"FM sketch announces 2 bit vectors", "c", "bigint",
-            LongStats(num_nulls=0, num_dvs=1, bit_vector=b"FM\x02\x00\x00\x00\x00\x00"))
+    rejects(
+        r"column 'c' of sales.orders: bitVector starting b'XYZ' is neither an HLL \('HLL'\) nor an FM",
+        "c",
+        "bigint",
+        LongStats(num_nulls=0, num_dvs=1, bit_vector=b"XYZ123"),
+    )
+    rejects(
+        r"column 'c' of sales.orders: bitVector is not a readable sketch: HLL sparse list announces 9",
+        "c",
+        "string",
+        StringStats(
+            num_nulls=0, num_dvs=1, max_col_len=1, avg_col_len=1.0, bit_vector=b"HLL\xa0\x01\x09\x01"
+        ),
+    )
+    rejects(
+        r"FM sketch announces 2 bit vectors",
+        "c",
+        "bigint",
+        LongStats(num_nulls=0, num_dvs=1, bit_vector=b"FM\x02\x00\x00\x00\x00\x00"),
+    )
     # An empty bitVector means none, as in Hive.
     assert check("c", "bigint", LongStats(num_nulls=0, num_dvs=1, bit_vector=b"")).stats.bit_vector is None
 
@@ -174,8 +241,12 @@ def test_bit_vectors_must_be_hll_or_fm() -> None:
 def test_histograms_must_be_kll() -> None:
     hist = histogram_for(StatsKind.LONG, [1, 2, 3])
     assert check("c", "bigint", LongStats(num_nulls=0, num_dvs=3, histogram=hist)).stats.histogram == hist
-    rejects(r"column 'c' of sales.orders: histogram is not a readable KLL float sketch", "c", "bigint",
-            LongStats(num_nulls=0, num_dvs=3, histogram=b"\x01\x02\x03"))
+    rejects(
+        r"column 'c' of sales.orders: histogram is not a readable KLL float sketch",
+        "c",
+        "bigint",
+        LongStats(num_nulls=0, num_dvs=3, histogram=b"\x01\x02\x03"),
+    )
     assert check("c", "bigint", LongStats(num_nulls=0, num_dvs=3, histogram=b"")).stats.histogram is None
 
 
@@ -185,8 +256,12 @@ def test_decimal_bounds_become_decimals() -> None:
     assert out.stats.high == Decimal(3) and isinstance(out.stats.high, Decimal)
     out = check("amount", "decimal(10,2)", DecimalStats(num_nulls=0, num_dvs=2, low=0.1, high=0.25))
     assert out.stats.low == Decimal("0.1")
-    rejects(r"lowValue must be a decimal, got 'abc'", "amount", "decimal(10,2)",
-            DecimalStats(num_nulls=0, num_dvs=2, low="abc"))
+    rejects(
+        r"lowValue must be a decimal, got 'abc'",
+        "amount",
+        "decimal(10,2)",
+        DecimalStats(num_nulls=0, num_dvs=2, low="abc"),
+    )
 
 
 def test_column_name_comes_from_the_table() -> None:
