@@ -16,9 +16,10 @@ from metastore.catalog import DEFAULT_CATALOG, FieldSchema, Partition, StorageDe
 from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, InvalidOperation, NoSuchObject
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.store import schema
-from metastore.store.chunking import INSERT_BATCH_ROWS, chunks
+from metastore.store.chunking import chunks
 from metastore.store.column_stats import forget_partition_columns
 from metastore.store.identifiers import normalize, validate_columns
+from metastore.store.ids import allocate_ids
 from metastore.store.parameters import PARTITION_PARAMETERS
 from metastore.store.partition_filter import compile_filter
 from metastore.store.refs import TableRef, partition_keys, table_ref
@@ -244,11 +245,11 @@ class PartitionRepository:
             }
             for p, (_, name), sd_id in zip(added, todo, sd_ids, strict=True)
         ]
+        part_ids = allocate_ids(self._conn, PARTITIONS, "PART_ID", len(part_rows))
         try:
-            part_ids: list[int] = []
-            for batch in chunks(part_rows, INSERT_BATCH_ROWS):
-                stmt = sa.insert(PARTITIONS).returning(PARTITIONS.c.PART_ID, sort_by_parameter_order=True)
-                part_ids.extend(r[0] for r in self._conn.execute(stmt, list(batch)))
+            insert_rows(
+                self._conn, PARTITIONS, [{"PART_ID": i, **row} for i, row in zip(part_ids, part_rows, strict=True)]
+            )
         except sa.exc.IntegrityError:  # a concurrent add won the race; this transaction rolls back
             raise AlreadyExists(f"partition(s) of {ref.qualified_name} were added concurrently") from None
         insert_rows(

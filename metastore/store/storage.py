@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from metastore.catalog import FieldSchema, Order, SerDeInfo, SkewedInfo, StorageDescriptor
 from metastore.store.chunking import chunks
+from metastore.store.ids import allocate_ids
 from metastore.store.parameters import SD_PARAMETERS, SERDE_PARAMETERS
 from metastore.store.schema import (
     BUCKETING_COLS,
@@ -132,12 +133,11 @@ def _sd_row(sd: StorageDescriptor, cd_id: int | None, serde_id: int) -> dict:
     }
 
 
-def _insert_returning_ids(conn: sa.Connection, table: sa.Table, id_col: str, rows: list[dict]) -> list[int]:
-    """Insert rows and return their new ids in the same order."""
-    if not rows:
-        return []
-    stmt = sa.insert(table).returning(table.c[id_col], sort_by_parameter_order=True)
-    return [r[0] for r in conn.execute(stmt, rows)]
+def _insert_with_new_ids(conn: sa.Connection, table: sa.Table, id_col: str, rows: list[dict]) -> list[int]:
+    """Insert rows under freshly allocated ids (in a few statements) and return the ids in row order."""
+    ids = allocate_ids(conn, table, id_col, len(rows))
+    insert_rows(conn, table, [{id_col: i, **row} for i, row in zip(ids, rows, strict=True)])
+    return ids
 
 
 def _insert_sd_children(conn: sa.Connection, sd_ids: Sequence[int], sds: Sequence[StorageDescriptor]) -> None:
@@ -167,7 +167,7 @@ def insert_storage(
 ) -> list[int]:
     """Store storage descriptors (each with its own SerDe row, pointing at the given column descriptor);
     returns their SD_IDs in order. A fixed number of statements whatever the count."""
-    serde_ids = _insert_returning_ids(
+    serde_ids = _insert_with_new_ids(
         conn,
         SERDES,
         "SERDE_ID",
@@ -176,7 +176,7 @@ def insert_storage(
     SERDE_PARAMETERS.insert(
         conn, {sid: sd.serde_info.parameters for sid, sd in zip(serde_ids, sds, strict=True)}
     )
-    sd_ids = _insert_returning_ids(
+    sd_ids = _insert_with_new_ids(
         conn,
         SDS,
         "SD_ID",
