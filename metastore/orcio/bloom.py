@@ -114,12 +114,9 @@ def bytes_hash(data: bytes) -> int:
 
 def bytes_hashes(values: Sequence[bytes]) -> np.ndarray:
     """:func:`bytes_hash` over many values (int64 array)."""
-    from . import murmur3
+    from .murmur3 import hash64_array_bytes
 
-    batch = getattr(murmur3, "hash64_many", None)
-    if batch is not None:
-        return np.asarray(batch(values)).astype(np.uint64, copy=False).view(np.int64)
-    return np.fromiter((bytes_hash(v) for v in values), dtype=np.int64, count=len(values))
+    return np.asarray(hash64_array_bytes(values), dtype=np.int64)
 
 
 def decimal_bloom_text(value: Decimal) -> str:

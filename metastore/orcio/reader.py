@@ -79,12 +79,12 @@ class RowGroupIndexEntry:
     statistics: ColumnStatistics | None
 
 
-def _parse(message_type, data: bytes, what: str, file: str):
+def _parse(message_type, data: bytes, what: str, file: str, **where):
     msg = message_type()
     try:
         msg.ParseFromString(data)
     except (DecodeError, RecursionError, ValueError) as exc:
-        raise OrcError(f"cannot parse the {what}: {exc}", file=file) from None
+        raise OrcError(f"cannot parse the {what} (truncated or corrupt): {exc}", file=file, **where) from None
     return msg
 
 
@@ -246,6 +246,11 @@ class OrcReader:
         return WRITER_NAMES.get(self.writer_id, f"unknown writer {self.writer_id}")
 
     @property
+    def software_description(self) -> str:
+        """Writer and software version as ORC C++ prints them (``ORC Java 1.8.0``, ``ORC C++ 2.3.1``)."""
+        return self.writer_name + (f" {self.software_version}" if self.software_version else "")
+
+    @property
     def file_version_name(self) -> str:
         """The format version as ORC prints it (``0.12``; ``0.11`` when the PostScript has none)."""
         return KNOWN_VERSIONS.get(self.file_version[:2], "0.11") if self.file_version else "0.11"
@@ -349,7 +354,7 @@ class OrcReader:
                                      max_output=self.max_stream_bytes)
         except OrcError as err:
             raise err.with_context(file=self.path, stripe=index, stream="stripe footer") from None
-        footer = _parse(pb.StripeFooter, data, f"footer of stripe {index}", self.path)
+        footer = _parse(pb.StripeFooter, data, f"footer of stripe {index}", self.path, stripe=index)
         n = len(self._columns)
         if len(footer.columns) < n:
             raise self._error(
@@ -390,7 +395,7 @@ class OrcReader:
         s = streams.stream(cid, pb.Stream.ROW_INDEX)
         if s is None:
             return []
-        index = _parse(pb.RowIndex, s.data, f"row index of column {cid} in stripe {stripe}", self.path)
+        index = _parse(pb.RowIndex, s.data, "row index", self.path, stripe=stripe, column=cid, stream="ROW_INDEX")
         node = self._columns[cid]
         out = []
         for entry in index.entry:
@@ -439,7 +444,7 @@ class OrcReader:
         return self._parse_blooms(legacy.data, stripe, cid)
 
     def _parse_blooms(self, data: bytes, stripe: int, column: int) -> list[BloomFilter] | None:
-        index = _parse(pb.BloomFilterIndex, data, f"bloom filters of column {column} in stripe {stripe}", self.path)
+        index = _parse(pb.BloomFilterIndex, data, "bloom filter index", self.path, stripe=stripe, column=column)
         out = []
         for entry in index.bloom_filter:
             words = len(entry.utf8bitset) // 8 if entry.HasField("utf8bitset") else len(entry.bitset)
@@ -567,15 +572,17 @@ class OrcReader:
         schema, include = self._projection(columns)
         streams = self._stripe_streams(stripe)
         ctx = self._context(stripe, streams)
-        compressed = self.compression != CompressionKind.NONE
-        cursors: dict[int, PositionCursor] = {}
-        for cid in include - self._encrypted_columns:
-            entries = self.row_index(stripe, cid)
-            if group >= len(entries):
-                raise self._error(f"row index has {len(entries)} entries, row group {group} is missing",
-                                  stripe=stripe, column=cid, stream="ROW_INDEX")
-            cursors[cid] = PositionCursor(list(entries[group].positions), compressed, cid)
-        ctx.cursors = cursors
+        if group > 0:
+            # the first row group starts where the streams start (some Java writers leave its positions out)
+            compressed = self.compression != CompressionKind.NONE
+            cursors: dict[int, PositionCursor] = {}
+            for cid in include - self._encrypted_columns:
+                entries = self.row_index(stripe, cid)
+                if group >= len(entries):
+                    raise self._error(f"row index has {len(entries)} entries, row group {group} is missing",
+                                      stripe=stripe, column=cid, stream="ROW_INDEX")
+                cursors[cid] = PositionCursor(list(entries[group].positions), compressed, cid)
+            ctx.cursors = cursors
         root = self._decode(schema, include, stripe, count, streams, ctx)
         return Batch(root, stripe, info.first_row + first)
 
