@@ -19,7 +19,7 @@ import datetime as dt
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ _INT_RANGES = {
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _NANOS = 1_000_000_000
 _UNIT_NANOS = {"s": _NANOS, "ms": 1_000_000, "us": 1_000, "ns": 1}
+_WIDE = Context(prec=200)
 
 
 @dataclass
@@ -286,7 +287,7 @@ def _decimal_value(v: Any, scale: int, limit: int, path: str, index: int) -> int
             raise _fail(path, f"{v!r} is not a decimal number", index) from None
         if not d.is_finite():
             raise _fail(path, f"{v!r} is not a finite decimal", index)
-        unscaled = int(d.scaleb(scale).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+        unscaled = int(d.scaleb(scale, _WIDE).quantize(Decimal(1), rounding=ROUND_HALF_UP, context=_WIDE))
     if abs(unscaled) >= limit:
         raise _fail(path, f"{v!r} does not fit the column's precision", index)
     return unscaled

@@ -43,6 +43,7 @@ from .stats_builder import (
     TimestampStats,
     hive_decimal_add,
     new_stats,
+    unscaled_decimal,
 )
 from .types import Category, TypeDescription
 
@@ -514,7 +515,7 @@ class DecimalWriter(ColumnWriter):
             raw_bytes = raw.tobytes()
             self._decimal64_stats(stats, values, bounds, scale)
             texts = (
-                [decimal_to_text(Decimal(int(u)).scaleb(-int(s))) for u, s in zip(trimmed.tolist(), scales.tolist(), strict=True)]
+                [decimal_to_text(unscaled_decimal(int(u), int(s))) for u, s in zip(trimmed.tolist(), scales.tolist(), strict=True)]
                 if self.bloom else None
             )
         else:
@@ -533,7 +534,7 @@ class DecimalWriter(ColumnWriter):
             scales = np.array(scale_list, dtype=np.int64)
             self._wide_stats(stats, ints, bounds, scale)
             texts = (
-                [decimal_to_text(Decimal(u).scaleb(-s)) for u, s in zip(trimmed_list, scale_list, strict=True)]
+                [decimal_to_text(unscaled_decimal(u, s)) for u, s in zip(trimmed_list, scale_list, strict=True)]
                 if self.bloom else None
             )
         byte_offsets = np.zeros(len(value_lengths) + 1, dtype=np.int64)
@@ -577,11 +578,11 @@ class DecimalWriter(ColumnWriter):
             if lo == hi:
                 continue
             group = ints[lo:hi]
-            st.minimum = Decimal(min(group)).scaleb(-scale)
-            st.maximum = Decimal(max(group)).scaleb(-scale)
+            st.minimum = unscaled_decimal(min(group), scale)
+            st.maximum = unscaled_decimal(max(group), scale)
             total: Decimal | None = Decimal(0)
             for u in group:
-                total = hive_decimal_add(total, Decimal(u).scaleb(-scale))
+                total = hive_decimal_add(total, unscaled_decimal(u, scale))
                 if total is None:
                     break
             st.sum = total

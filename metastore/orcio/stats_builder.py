@@ -16,7 +16,7 @@ statistics the stripes merged in order, exactly as ``ColumnStatisticsImpl.merge`
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
 
 from .proto import orc_proto_pb2 as pb
 from .statistics import decimal_to_text
@@ -271,8 +271,17 @@ class BinaryStats(ColumnStats):
         return msg
 
 
+#: wide enough that no 38-digit decimal is ever rounded by the context
+WIDE_DECIMALS = Context(prec=200)
+
+
+def unscaled_decimal(unscaled: int, scale: int) -> Decimal:
+    """The decimal ``unscaled * 10**-scale``, exactly."""
+    return Decimal(unscaled).scaleb(-scale, WIDE_DECIMALS)
+
+
 def _decimal_text(unscaled: int, scale: int) -> str:
-    return decimal_to_text(Decimal(unscaled).scaleb(-scale))
+    return decimal_to_text(unscaled_decimal(unscaled, scale))
 
 
 class Decimal64Stats(ColumnStats):
