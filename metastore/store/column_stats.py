@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -19,19 +20,18 @@ from metastore.errors import NoSuchObject
 from metastore.stats.model import ColumnStatsEntry
 from metastore.stats.sql_rows import entry_to_row, row_to_entry
 from metastore.store.chunking import chunks
-from metastore.store.parameters import PARTITION_PARAMETERS, TABLE_PARAMETERS
+from metastore.store.parameters import PARTITION_PARAMETERS, TABLE_PARAMETERS, ParameterTable
 from metastore.store.refs import TableRef, table_exists, table_id_query, table_ref
 from metastore.store.schema import (
     PART_COL_STATS,
-    PARTITION_PARAMS,
     PARTITIONS,
     STATS_VALUE_COLUMNS,
     TAB_COL_STATS,
 )
 from metastore.store.stats_accurate import (
     COLUMN_STATS_ACCURATE,
+    listed_columns,
     with_columns_accurate,
-    without_any_column,
     without_columns,
 )
 from metastore.store.upsert import upsert
@@ -182,10 +182,7 @@ class ColumnStatsRepository:
             for batch in chunks(_lower_unique(columns)):
                 deleted += self._conn.execute(query.where(TAB_COL_STATS.c.COLUMN_NAME.in_(batch))).rowcount
         if deleted:
-            current = TABLE_PARAMETERS.values_of(self._conn, [ref.tbl_id], COLUMN_STATS_ACCURATE).get(ref.tbl_id)
-            if current is not None:
-                new = without_any_column(current) if columns is None else without_columns(current, _lower_unique(columns))
-                TABLE_PARAMETERS.set_values(self._conn, COLUMN_STATS_ACCURATE, {ref.tbl_id: new})
+            _forget_accuracy_without_rows(self._conn, _TABLE_LEVEL, [ref.tbl_id], columns)
         return deleted
 
     # ------------------------------------------------------------------ partition level
@@ -369,29 +366,52 @@ class ColumnStatsRepository:
             else:
                 for batch in chunks(cols):
                     deleted += self._conn.execute(query.where(PART_COL_STATS.c.COLUMN_NAME.in_(batch))).rowcount
-            if deleted:
-                _rewrite_partition_accurate(
-                    self._conn,
-                    owner,
-                    (lambda raw: without_any_column(raw)) if cols is None else (lambda raw: without_columns(raw, cols)),
-                )
+        if deleted:
+            for owner in owners:
+                _forget_accuracy_without_rows(self._conn, _PARTITION_LEVEL, owner, columns)
         return deleted
 
 
-def _rewrite_partition_accurate(conn: sa.Connection, part_ids: Any, rewrite: Any) -> None:
-    """Apply `rewrite` to the COLUMN_STATS_ACCURATE value of the partitions (a list or a PART_ID subquery)."""
-    rows = conn.execute(
-        sa.select(PARTITION_PARAMS.c.PART_ID, PARTITION_PARAMS.c.PARAM_VALUE).where(
-            PARTITION_PARAMS.c.PART_ID.in_(part_ids), PARTITION_PARAMS.c.PARAM_KEY == COLUMN_STATS_ACCURATE
+@dataclass(frozen=True)
+class _Level:
+    """Table- or partition-level statistics with the parameters their owners carry."""
+
+    stats: sa.Table
+    params: ParameterTable
+    owner: str
+
+
+_TABLE_LEVEL = _Level(TAB_COL_STATS, TABLE_PARAMETERS, "TBL_ID")
+_PARTITION_LEVEL = _Level(PART_COL_STATS, PARTITION_PARAMETERS, "PART_ID")
+
+
+def _forget_accuracy_without_rows(
+    conn: sa.Connection, level: _Level, owners: Any, columns: Sequence[str] | None
+) -> None:
+    """After statistics were deleted: drop from the owners' COLUMN_STATS_ACCURATE the columns (of `columns`,
+    or any) that have no statistics row left in any engine. `owners` is a list of ids or an id subquery."""
+    params = level.params.table
+    owner_param = params.c[level.owner]
+    values = conn.execute(
+        sa.select(owner_param, params.c.PARAM_VALUE).where(
+            owner_param.in_(owners), params.c.PARAM_KEY == COLUMN_STATS_ACCURATE
         )
     ).all()
+    if not values:
+        return
+    owner_stats = level.stats.c[level.owner]
+    remaining_query = sa.select(owner_stats, level.stats.c.COLUMN_NAME).where(owner_stats.in_(owners)).distinct()
+    wanted = None if columns is None else set(_lower_unique(columns))
+    remaining = {(o, c) for o, c in conn.execute(remaining_query)}
     changed = {}
-    for part_id, raw in rows:
-        new = rewrite(raw)
-        if new != raw:
-            changed[part_id] = new
+    for owner_id, raw in values:
+        gone = [
+            c for c in listed_columns(raw) if (wanted is None or c in wanted) and (owner_id, c) not in remaining
+        ]
+        if gone:
+            changed[owner_id] = without_columns(raw, gone)
     if changed:
-        PARTITION_PARAMETERS.set_values(conn, COLUMN_STATS_ACCURATE, changed)
+        level.params.set_values(conn, COLUMN_STATS_ACCURATE, changed)
 
 
 def forget_columns(conn: sa.Connection, tbl_id: int, columns: Sequence[str]) -> None:
@@ -405,7 +425,7 @@ def forget_columns(conn: sa.Connection, tbl_id: int, columns: Sequence[str]) -> 
         conn.execute(
             sa.delete(PART_COL_STATS).where(PART_COL_STATS.c.PART_ID.in_(part_ids), PART_COL_STATS.c.COLUMN_NAME.in_(batch))
         )
-    _rewrite_partition_accurate(conn, part_ids, lambda raw: without_columns(raw, cols))
+    _forget_accuracy_without_rows(conn, _PARTITION_LEVEL, part_ids, cols)
 
 
 def forget_partition_columns(conn: sa.Connection, columns_by_part: Mapping[int, Sequence[str]]) -> None:

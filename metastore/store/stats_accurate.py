@@ -45,6 +45,11 @@ def columns_marked_accurate(raw: str | None) -> list[str]:
     return [c for c, ok in _parse(raw)[1].items() if ok]
 
 
+def listed_columns(raw: str | None) -> list[str]:
+    """Every column the parameter value lists, accurate or not."""
+    return list(_parse(raw)[1])
+
+
 def with_columns_accurate(raw: str | None, columns: Iterable[str]) -> str:
     """The parameter value after statistics of `columns` were written (a column already listed keeps its flag,
     as Hive's setColumnStatsState does)."""
@@ -60,12 +65,6 @@ def without_columns(raw: str, columns: Iterable[str]) -> str:
     for c in columns:
         cols.pop(c, None)
     return _render(basic, cols)
-
-
-def without_any_column(raw: str) -> str:
-    """The parameter value after all column statistics were deleted (basic statistics keep their flag)."""
-    basic, _ = _parse(raw)
-    return _render(basic, {})
 
 
 def params_with_columns_removed(params: Mapping[str, str], columns: Iterable[str]) -> dict[str, str]:
