@@ -67,8 +67,16 @@ def start_our_server(
     extra_args: list[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> OurServer:
-    """Run `metastore serve` on db_url; return once it printed "listening on" and answers a Thrift call."""
+    """Create the schema (`metastore db upgrade`), run `metastore serve` on db_url, and return once it printed
+    "listening on" and answers a Thrift call."""
     workdir.mkdir(parents=True, exist_ok=True)
+    upgrade = subprocess.run(
+        [*metastore_command(), "db", "upgrade", "--db", db_url], capture_output=True, text=True, timeout=120
+    )
+    if upgrade.returncode != 0:
+        raise OurServerUnavailable(
+            f"`metastore db upgrade --db {db_url}` exited {upgrade.returncode}:\n{upgrade.stdout}\n{upgrade.stderr}"
+        )
     warehouse = workdir / "warehouse"
     warehouse.mkdir(exist_ok=True)
     port = port or free_port(host)
