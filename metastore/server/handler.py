@@ -37,7 +37,12 @@ log = logging.getLogger("metastore.server")
 
 # For each domain error, the Thrift exceptions that may carry it, best first; MetaException is the fallback.
 _PREFERRED: dict[type[MetastoreError], tuple[type, ...]] = {
-    NoSuchObject: (tt.NoSuchObjectException, tt.UnknownTableException, tt.UnknownDBException),
+    # Hive itself answers a missing table with InvalidObjectException in add_partition(s) and with
+    # InvalidOperationException in alter_table/alter_partition(s), the exceptions those methods declare.
+    NoSuchObject: (
+        tt.NoSuchObjectException, tt.UnknownTableException, tt.UnknownDBException, tt.InvalidObjectException,
+        tt.InvalidOperationException,
+    ),
     AlreadyExists: (tt.AlreadyExistsException,),
     InvalidInput: (tt.InvalidInputException, tt.InvalidObjectException, tt.InvalidOperationException),
     InvalidObject: (tt.InvalidObjectException, tt.InvalidInputException, tt.InvalidOperationException),
