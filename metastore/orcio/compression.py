@@ -70,64 +70,67 @@ def chunk_header(length: int, original: bool) -> bytes:
 # decompression
 
 
-def _inflate(data: memoryview, block_size: int) -> bytes:
+def _inflate(data: memoryview, block_size: int, out: memoryview) -> int:
     inflater = zlib.decompressobj(-15)
     try:
-        out = inflater.decompress(data, block_size)
+        piece = inflater.decompress(data, block_size)
     except zlib.error as exc:
         raise OrcError(f"corrupt ZLIB chunk: {exc}") from None
     if inflater.unconsumed_tail:
         raise OrcError(f"ZLIB chunk decompresses to more than the block size {block_size}")
-    return out
+    if not inflater.eof:
+        raise OrcError("ZLIB chunk is truncated (its deflate stream does not end)")
+    n = len(piece)
+    out[:n] = piece
+    return n
 
 
-def _snappy(data: memoryview, block_size: int) -> bytes:
+def _snappy(data: memoryview, block_size: int, out: memoryview) -> int:
     try:
         size = cramjam.snappy.decompress_raw_len(data)
     except cramjam.DecompressionError as exc:
         raise OrcError(f"corrupt SNAPPY chunk: {exc}") from None
     if size > block_size:
         raise OrcError(f"SNAPPY chunk claims {size} bytes, more than the block size {block_size}")
-    out = bytearray(size)
     try:
-        written = cramjam.snappy.decompress_raw_into(data, out)
+        return cramjam.snappy.decompress_raw_into(data, out[:size])
     except cramjam.DecompressionError as exc:
         raise OrcError(f"corrupt SNAPPY chunk: {exc}") from None
-    return bytes(out[:written]) if written != size else bytes(out)
 
 
-def _lz4(data: memoryview, block_size: int) -> bytes:
-    out = bytearray(block_size)
+def _lz4(data: memoryview, block_size: int, out: memoryview) -> int:
     try:
-        written = cramjam.lz4.decompress_block_into(data, out)
+        return cramjam.lz4.decompress_block_into(data, out[:block_size])
     except cramjam.DecompressionError as exc:
         raise OrcError(f"corrupt LZ4 chunk (or larger than the block size {block_size}): {exc}") from None
-    return bytes(out[:written])
 
 
-def _zstd(data: memoryview, block_size: int) -> bytes:
-    out = bytearray(block_size)
+def _zstd(data: memoryview, block_size: int, out: memoryview) -> int:
     try:
-        written = cramjam.zstd.decompress_into(data, out)
+        return cramjam.zstd.decompress_into(data, out[:block_size])
     except cramjam.DecompressionError as exc:
         raise OrcError(f"corrupt ZSTD chunk (or larger than the block size {block_size}): {exc}") from None
-    return bytes(out[:written])
 
 
-def _lzo(data: memoryview, block_size: int) -> bytes:
+def _lzo(data: memoryview, block_size: int, out: memoryview) -> int:
     from .lzo import lzo1x_decompress
 
-    return lzo1x_decompress(bytes(data), block_size)
+    piece = lzo1x_decompress(bytes(data), block_size)
+    out[: len(piece)] = piece
+    return len(piece)
 
 
-def _unsupported(kind: CompressionKind) -> Callable[[memoryview, int], bytes]:
-    def fail(data: memoryview, block_size: int) -> bytes:
+_Codec = Callable[[memoryview, int, memoryview], int]
+
+
+def _unsupported(kind: CompressionKind) -> _Codec:
+    def fail(data: memoryview, block_size: int, out: memoryview) -> int:
         raise UnsupportedOrcFeature(f"{kind.name} compression is not supported")
 
     return fail
 
 
-_DECOMPRESSORS: dict[CompressionKind, Callable[[memoryview, int], bytes]] = {
+_DECOMPRESSORS: dict[CompressionKind, _Codec] = {
     CompressionKind.ZLIB: _inflate,
     CompressionKind.SNAPPY: _snappy,
     CompressionKind.LZ4: _lz4,
@@ -143,7 +146,10 @@ def decompress_chunk(kind: CompressionKind, data: bytes | memoryview, block_size
         codec = _DECOMPRESSORS[CompressionKind(kind)]
     except (KeyError, ValueError):
         raise OrcError(f"cannot decompress with compression kind {kind}") from None
-    return codec(memoryview(data), block_size)
+    out = bytearray(block_size)
+    n = codec(memoryview(data), block_size, memoryview(out))
+    del out[n:]
+    return bytes(out)
 
 
 @dataclass(frozen=True)
@@ -156,7 +162,7 @@ class DecompressedStream:
     ``compressed_starts[k] == chunk_start``.
     """
 
-    data: bytes
+    data: bytes | bytearray
     compressed_starts: np.ndarray
     decompressed_starts: np.ndarray
 
@@ -188,46 +194,61 @@ def decompress_stream_indexed(
 ) -> DecompressedStream:
     """Decompress a whole chunked stream, remembering chunk boundaries (for row-index seeking)."""
     kind = CompressionKind(kind)
-    view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
     if kind == CompressionKind.NONE:
-        whole = bytes(view)
+        whole = data if isinstance(data, bytes) else bytes(data)
         return DecompressedStream(whole, np.zeros(1, np.int64), np.zeros(1, np.int64))
+    view = memoryview(data).cast("B")
     block = block_size or DEFAULT_BLOCK_SIZE
     codec = _DECOMPRESSORS.get(kind)
     if codec is None:
         raise OrcError(f"cannot decompress with compression kind {kind}")
-    pieces: list[bytes | memoryview] = []
-    comp_starts: list[int] = []
-    decomp_starts: list[int] = []
+    # pass 1: the chunk headers, validated against the bytes present
+    chunks: list[tuple[int, int, bool]] = []
+    bound = 0
     pos = 0
-    produced = 0
     end = len(view)
     while pos < end:
         if pos + 3 > end:
             raise OrcError(f"compressed stream truncated inside a chunk header at byte {pos} of {end}")
         header = view[pos] | (view[pos + 1] << 8) | (view[pos + 2] << 16)
         length = header >> 1
-        body_start = pos + 3
-        if body_start + length > end:
-            raise OrcError(
-                f"compression chunk at byte {pos} claims {length} bytes but only {end - body_start} remain"
-            )
-        body = view[body_start : body_start + length]
-        if header & 1:
-            if length > block:
-                raise OrcError(f"uncompressed chunk of {length} bytes is larger than the block size {block}")
-            piece: bytes | memoryview = body
+        original = bool(header & 1)
+        if pos + 3 + length > end:
+            raise OrcError(f"compression chunk at byte {pos} claims {length} bytes but only {end - pos - 3} remain")
+        if original and length > block:
+            raise OrcError(f"uncompressed chunk of {length} bytes is larger than the block size {block}")
+        chunks.append((pos, length, original))
+        bound += length if original else block
+        pos += 3 + length
+    # pass 2: every chunk straight into one buffer (its size is bounded by the headers and the block size)
+    out = bytearray(min(bound, max_output + block))
+    target = memoryview(out)
+    comp_starts = np.empty(len(chunks), np.int64)
+    decomp_starts = np.empty(len(chunks), np.int64)
+    produced = 0
+    for i, (start, length, original) in enumerate(chunks):
+        body = view[start + 3 : start + 3 + length]
+        comp_starts[i] = start
+        decomp_starts[i] = produced
+        room = len(out) - produced
+        if original:
+            n = length
+            if n > room:
+                raise OrcError(f"stream decompresses to more than the allowed {max_output} bytes")
+            target[produced : produced + n] = body
         else:
-            piece = codec(body, block)
-        comp_starts.append(pos)
-        decomp_starts.append(produced)
-        produced += len(piece)
+            if room < block:
+                if produced >= max_output:
+                    raise OrcError(f"stream decompresses to more than the allowed {max_output} bytes")
+                n = codec(body, min(block, room), target[produced:])
+            else:
+                n = codec(body, block, target[produced : produced + block])
+        produced += n
         if produced > max_output:
             raise OrcError(f"stream decompresses to more than the allowed {max_output} bytes")
-        pieces.append(piece)
-        pos = body_start + length
-    whole = b"".join(pieces)
-    return DecompressedStream(whole, np.asarray(comp_starts, np.int64), np.asarray(decomp_starts, np.int64))
+    target.release()
+    del out[produced:]
+    return DecompressedStream(out, comp_starts, decomp_starts)
 
 
 def decompress_stream(
@@ -241,7 +262,7 @@ def decompress_stream(
     kind = CompressionKind(kind)
     if kind == CompressionKind.NONE:
         return bytes(data)
-    return decompress_stream_indexed(kind, block_size, data, max_output=max_output).data
+    return bytes(decompress_stream_indexed(kind, block_size, data, max_output=max_output).data)
 
 
 # ----------------------------------------------------------------------------------------------------------

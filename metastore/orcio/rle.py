@@ -133,8 +133,9 @@ def decode_byte_rle(data: bytes, count: int, pos: int = 0) -> tuple[np.ndarray, 
     if not starts:
         return np.zeros(0, np.uint8), pos
     lens = np.asarray(lengths, np.int64)
-    run_of, within = _within(lens)
-    src = np.asarray(starts, np.int64)[run_of] + within * np.asarray(literal, np.int64)[run_of]
+    lit = np.asarray(literal, np.int64)
+    g = _run_starts(lens)
+    src = np.repeat(np.asarray(starts, np.int64) - g * lit, lens) + np.arange(int(lens.sum())) * np.repeat(lit, lens)
     buf = np.frombuffer(data, dtype=np.uint8)
     return buf[src[:count]], pos
 
@@ -224,72 +225,154 @@ def decode_big_varints(data: bytes, count: int, pos: int = 0, max_bytes: int = 2
 
 
 class _Runs:
-    """Runs found by a scan, grouped by how their values are produced."""
+    """Runs found by a scan, grouped by how their values are produced (one tuple per run)."""
 
     def __init__(self) -> None:
-        # repeated or arithmetic runs: value i = base + i * delta (mod 2**64)
-        self.arith_out: list[int] = []
-        self.arith_len: list[int] = []
-        self.arith_base: list[int] = []
-        self.arith_delta: list[int] = []
-        # bit-packed runs: value i at bit bit_start + i * width
-        self.packed_out: list[int] = []
-        self.packed_len: list[int] = []
-        self.packed_width: list[int] = []
-        self.packed_bit: list[int] = []
-        # delta runs with packed magnitudes: base, base + delta, then +/- each magnitude
-        self.delta_out: list[int] = []
-        self.delta_len: list[int] = []
-        self.delta_base: list[int] = []
-        self.delta_first: list[int] = []
-        self.delta_negative: list[bool] = []
-        self.delta_width: list[int] = []
-        self.delta_bit: list[int] = []
-        # runs decoded on their own (patched base, RLE v1 literals): (out offset, uint64 values)
+        # repeated or arithmetic runs, value i = base + i * delta (mod 2**64): (out offset, length, base, delta)
+        self.arith: list[tuple[int, int, int, int]] = []
+        # bit-packed runs, value i at bit bit_start + i * width: (out offset, length, width, bit_start)
+        self.packed: list[tuple[int, int, int, int]] = []
+        # delta runs with packed magnitudes (base, base + delta, then +/- each magnitude):
+        # (out offset, length, base, delta, width, bit_start)
+        self.delta: list[tuple[int, int, int, int, int, int]] = []
+        # runs decoded on their own (patched base): (out offset, uint64 values)
         self.ready: list[tuple[int, np.ndarray]] = []
 
 
-def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool) -> np.ndarray:
-    out = np.empty(total, dtype=_U64)
-    if runs.arith_out:
-        lens = np.asarray(runs.arith_len, np.int64)
-        run_of, within = _within(lens)
-        base = np.asarray(runs.arith_base, dtype=_U64)[run_of]
-        delta = np.asarray(runs.arith_delta, dtype=_U64)[run_of]
-        out[np.asarray(runs.arith_out, np.int64)[run_of] + within] = base + delta * within.astype(_U64)
+def _run_starts(lens: np.ndarray) -> np.ndarray:
+    return np.cumsum(lens) - lens
+
+
+def _arith_values(base: np.ndarray, delta: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Values ``base + i * delta`` of every run, concatenated (uint64, wrapping)."""
+    n = int(lens.sum())
+    if not delta.any():
+        return np.repeat(base, lens)
+    g = _run_starts(lens).astype(_U64)
+    j = np.arange(n, dtype=_U64)
+    if (delta == delta[0]).all():
+        d = delta[0]
+        return np.repeat(base - d * g, lens) + d * j
+    return np.repeat(base - delta * g, lens) + np.repeat(delta, lens) * j
+
+
+def _packed_values(words: np.ndarray, bit_start: np.ndarray, widths: np.ndarray, lens: np.ndarray,
+                   skip: int = 0) -> np.ndarray:
+    """Bit-packed values of every run, concatenated: value i of run r at ``bit_start[r] + (i - skip) * w[r]``."""
+    n = int(lens.sum())
+    g = _run_starts(lens)
+    j = np.arange(n, dtype=np.int64)
+    w0 = int(widths[0])
+    if (widths == w0).all():
+        if w0 % 8 == 0 and not (bit_start % 8).any():
+            step = w0 // 8
+            byte_off = np.repeat(bit_start // 8 - (g + skip) * step, lens) + j * step
+            if skip:
+                np.maximum(byte_off, 0, out=byte_off)
+            values = words[byte_off].astype(_U64)
+            if w0 < 64:
+                values >>= _U64(64 - w0)
+            return values
+        bits = np.repeat(bit_start - (g + skip) * w0, lens) + j * w0
+        if skip:
+            np.maximum(bits, 0, out=bits)
+        return unpack_bits(words, bits, w0)
+    w = np.repeat(widths, lens)
+    bits = np.repeat(bit_start - (g + skip) * widths, lens) + j * w
+    if skip:
+        np.maximum(bits, 0, out=bits)
+    return unpack_bits(words, bits, w)
+
+
+def _contiguous_packed(data, bit_start: list[int], lens: list[int], width: int) -> np.ndarray | None:
+    """Values of packed runs of one width whose payloads, joined, form one continuous bit string (every run but
+    the last fills whole bytes, as full 512-value runs always do): decoded without per-value offsets."""
+    last = len(lens) - 1
+    if any((n * width) & 7 for n in lens[:last]) or any(b & 7 for b in bit_start):
+        return None
+    view = memoryview(data)
+    total = sum(lens)
+    joined = b"".join([view[b >> 3 : (b >> 3) + ((width * n + 7) >> 3)] for b, n in zip(bit_start, lens, strict=True)])
+    if width == 8:
+        values = np.frombuffer(joined, np.uint8, count=total)
+    elif width in (16, 32, 64):
+        values = np.frombuffer(joined, f">u{width // 8}", count=total)
+    elif width % 8 == 0:
+        size = width // 8
+        raw = np.frombuffer(joined, np.uint8, count=total * size).reshape(total, size)
+        wide = np.zeros((total, 8), np.uint8)
+        wide[:, 8 - size :] = raw
+        values = wide.view(">u8").ravel()
+    elif width in (1, 2, 4):
+        raw = np.frombuffer(joined, np.uint8)
+        shifts = np.arange(8 - width, -1, -width, dtype=np.uint8)
+        values = ((raw[:, None] >> shifts[None, :]) & np.uint8((1 << width) - 1)).ravel()[:total]
+    else:
+        words = _word_view(_padded(joined))
+        values = unpack_bits(words, np.arange(total, dtype=np.int64) * width, width)
+    return values.astype(_U64)
+
+
+def _columns(rows: list[tuple], dtype) -> np.ndarray:
+    return np.asarray(rows, dtype=dtype).reshape(len(rows), -1).T
+
+
+def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool, more: bool = False) -> np.ndarray:
+    """Values of all runs in stream order (uint64)."""
+    # each kind's values, concatenated in that kind's run order, plus (out offset, length) of its runs
+    groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    if runs.arith:
+        outs, lens, base, delta = _columns(runs.arith, _U64)
+        lens = lens.astype(np.int64)
+        groups.append((_arith_values(base, delta, lens), outs.astype(np.int64), lens))
     words = None
-    if runs.packed_out:
-        words = _word_view(_padded(data))
-        lens = np.asarray(runs.packed_len, np.int64)
-        run_of, within = _within(lens)
-        widths = np.asarray(runs.packed_width, np.int64)[run_of]
-        bits = np.asarray(runs.packed_bit, np.int64)[run_of] + within * widths
-        values = unpack_bits(words, bits, widths)
-        if signed_packed:
-            values = unzigzag_array(values)
-        out[np.asarray(runs.packed_out, np.int64)[run_of] + within] = values
-    if runs.delta_out:
+    if runs.packed:
+        cols = _columns(runs.packed, np.int64)
+        widths = cols[2]
+        for width in np.unique(widths).tolist():
+            sel = cols[:, widths == width] if len(runs.packed) > 1 else cols
+            outs, lens, _, bits = sel
+            values = _contiguous_packed(data, bits.tolist(), lens.tolist(), width)
+            if values is None:
+                if words is None:
+                    words = _word_view(_padded(data))
+                values = _packed_values(words, bits, np.full(len(bits), width, np.int64), lens)
+            if signed_packed:
+                values = unzigzag_array(values)
+            groups.append((values, outs, lens))
+    if runs.delta:
         if words is None:
             words = _word_view(_padded(data))
-        lens = np.asarray(runs.delta_len, np.int64)
-        run_of, within = _within(lens)
-        inc = np.empty(int(lens.sum()), dtype=_U64)
-        first = np.cumsum(lens) - lens
-        inc[first] = np.asarray(runs.delta_base, dtype=_U64)
-        inc[first + 1] = np.asarray(runs.delta_first, dtype=_U64)
-        rest = within >= 2
-        rest_runs = run_of[rest]
-        widths = np.asarray(runs.delta_width, np.int64)[rest_runs]
-        bits = np.asarray(runs.delta_bit, np.int64)[rest_runs] + (within[rest] - 2) * widths
-        mags = unpack_bits(words, bits, widths)
-        negative = np.asarray(runs.delta_negative, bool)[rest_runs]
-        inc[rest] = np.where(negative, _U64(0) - mags, mags)
+        outs, lens, base, first_delta, widths, bits = _columns(runs.delta, _U64)
+        lens = lens.astype(np.int64)
+        first = _run_starts(lens)
+        mags = _packed_values(words, bits.astype(np.int64), widths.astype(np.int64), lens, skip=2)
+        negative = np.repeat((first_delta >> _U64(63)).astype(bool), lens)
+        inc = np.where(negative, _U64(0) - mags, mags)
+        inc[first] = base
+        inc[first + 1] = first_delta
         sums = np.cumsum(inc, dtype=_U64)
         before = np.zeros(len(lens), dtype=_U64)
         before[1:] = sums[first[1:] - 1]
-        out[np.asarray(runs.delta_out, np.int64)[run_of] + within] = sums - before[run_of]
+        groups.append((sums - np.repeat(before, lens), outs.astype(np.int64), lens))
     for start, values in runs.ready:
-        out[start : start + len(values)] = values
+        groups.append((values, np.asarray([start], np.int64), np.asarray([len(values)], np.int64)))
+    if len(groups) == 1 and not runs.ready and not more:
+        # a single kind of run: the runs follow each other, so their concatenation is the output
+        return groups[0][0]
+    run_count = sum(len(g[1]) for g in groups)
+    if run_count * 32 <= total and not more:
+        # few long runs: glue slices together in stream order
+        pieces = []
+        for k, (_, outs, lens) in enumerate(groups):
+            starts = _run_starts(lens)
+            pieces.extend(zip(outs.tolist(), [k] * len(outs), starts.tolist(), lens.tolist(), strict=True))
+        pieces.sort()
+        return np.concatenate([groups[k][0][a : a + n] for _, k, a, n in pieces])
+    out = np.empty(total, dtype=_U64)
+    for values, outs, lens in groups:
+        idx = np.repeat(outs - _run_starts(lens), lens) + np.arange(len(values))
+        out[idx] = values
     return out
 
 
@@ -297,8 +380,11 @@ def decode_int_rle_v2(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
     """Decode ``count`` integers of RLE v2 starting at ``pos``; returns (int64 array, end offset)."""
     n = len(data)
     runs = _Runs()
+    arith = runs.arith
+    packed = runs.packed
     produced = 0
     widths = WIDTH_FROM_CODE
+    mask = _MASK64
     while produced < count:
         if pos >= n:
             raise OrcError(f"integer RLE v2 stream ended after {produced} of {count} values (offset {pos})")
@@ -310,11 +396,10 @@ def decode_int_rle_v2(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
             end = pos + 1 + width
             if end > n:
                 raise _truncated("RLE v2 short repeat", pos, n)
-            value = int.from_bytes(data[pos + 1 : end], "big")
-            runs.arith_out.append(produced)
-            runs.arith_len.append(length)
-            runs.arith_base.append(_unzigzag(value) if signed else value)
-            runs.arith_delta.append(0)
+            value = data[end - 1] if width == 1 else int.from_bytes(data[pos + 1 : end], "big")
+            if signed:
+                value = ((value >> 1) ^ -(value & 1)) & mask
+            arith.append((produced, length, value, 0))
             produced += length
             pos = end
             continue
@@ -327,10 +412,7 @@ def decode_int_rle_v2(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
             end = pos + 2 + ((width * length + 7) >> 3)
             if end > n:
                 raise _truncated("RLE v2 direct run", pos, n)
-            runs.packed_out.append(produced)
-            runs.packed_len.append(length)
-            runs.packed_width.append(width)
-            runs.packed_bit.append((pos + 2) * 8)
+            packed.append((produced, length, width, (pos + 2) * 8))
         elif encoding == 2:  # PATCHED_BASE
             values, end = _patched_base(data, pos, length, widths[code], signed)
             runs.ready.append((produced, values))
@@ -348,21 +430,12 @@ def decode_int_rle_v2(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
                     end = p + ((width * max(length - 2, 0) + 7) >> 3)
                     if end > n:
                         raise _truncated("RLE v2 delta run", pos, n)
-                runs.arith_out.append(produced)
-                runs.arith_len.append(length)
-                runs.arith_base.append(base)
-                runs.arith_delta.append(delta)
+                arith.append((produced, length, base, delta))
             else:
                 end = p + ((width * (length - 2) + 7) >> 3)
                 if end > n:
                     raise _truncated("RLE v2 delta run", pos, n)
-                runs.delta_out.append(produced)
-                runs.delta_len.append(length)
-                runs.delta_base.append(base)
-                runs.delta_first.append(delta)
-                runs.delta_negative.append(bool(delta >> 63))
-                runs.delta_width.append(width)
-                runs.delta_bit.append(p * 8)
+                runs.delta.append((produced, length, base, delta, width, p * 8))
         produced += length
         pos = end
     if produced == 0:
@@ -441,10 +514,7 @@ def decode_int_rle_v1(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
             base, pos = _varint(data, pos + 2, n)
             if signed:
                 base = _unzigzag(base)
-            runs.arith_out.append(produced)
-            runs.arith_len.append(length)
-            runs.arith_base.append(base)
-            runs.arith_delta.append(delta & _MASK64)
+            runs.arith.append((produced, length, base, delta & _MASK64))
             produced += length
         else:
             k = 256 - c
@@ -481,7 +551,7 @@ def decode_int_rle_v1(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
         if signed:
             values = unzigzag_array(values)
         outs = np.asarray([r[0] for r in literal_ranges], np.int64)[run_of] + within
-        out = _assemble(runs, produced, data, False)
+        out = _assemble(runs, produced, data, False, more=True)
         out[outs] = values
     else:
         out = _assemble(runs, produced, data, False)
