@@ -413,7 +413,8 @@ class FloatingWriter(ColumnWriter):
                 lo_value, hi_value = float(finite.min()), float(finite.max())
                 st.minimum = float(group[_first_index_of(group, lo_value, 0, len(group))]) if lo_value == 0 else lo_value
                 st.maximum = float(group[_first_index_of(group, hi_value, 0, len(group))]) if hi_value == 0 else hi_value
-            st.sum = float(np.cumsum(group)[-1]) + 0.0  # left to right, as Java adds
+            with np.errstate(invalid="ignore", over="ignore"):
+                st.sum = float(np.cumsum(group)[-1]) + 0.0  # left to right, as Java adds
         hashes = long_hashes(doubles_to_long_bits(wide)) if self.bloom else None
         return (
             [StreamPiece(Kind.DATA, raw, _byte_positions(bounds[:-1] * itemsize))],

@@ -9,9 +9,11 @@ size, a row index every ``orc.row.index.stride`` rows with Java's positions, ind
 PRESENT dropped from stripes without nulls, statistics and bloom filters as Java computes them, dictionary or
 direct strings decided after the first row group. What differs on purpose:
 
-* ``Footer.writer`` is 99, an id no ORC implementation has registered, with ``writerVersion`` 6 (ORC-135,
-  what non-Java writers start at): readers trust its statistics and bloom filters and apply no Java- or
-  C++-specific workarounds. ``softwareVersion`` is ``metastore-orcio <version>``.
+* ``Footer.writer`` is 0 with ``writerVersion`` 9 (ORC_14, Java's current version), the research's second
+  option: the streams, indexes, statistics and bloom filters are byte-for-byte what ORC Java 2.3 writes, so
+  readers may apply exactly the trust they give Java files. An unregistered writer id (with version 6) would be
+  the other choice, but pyarrow's ``ORCFile.writer`` raises "Unsupported writer ID" on those files.
+  ``softwareVersion`` (``metastore-orcio <version>``) tells the files apart from Java's.
 * Dates and timestamps are proleptic Gregorian (``calendar`` = 2), as Python's ``datetime`` is; every stripe
   footer says ``writerTimezone`` = "UTC" and ``timestamp`` values are wall-clock times stored as UTC.
 * Collection statistics count children per list/map (Java records its batch capacity instead).
@@ -36,14 +38,14 @@ from .stats_builder import ColumnStats, merged, new_stats
 from .types import Category, TypeDescription
 
 MAGIC = b"ORC"
-#: No ORC implementation registered this id (0 Java, 1 C++, 2 Presto, 3 Go, 4 Trino, 5 CUDF).
-WRITER_ID = 99
-#: ORC-135: timestamp statistics in UTC; the first version non-Java writers may claim.
-WRITER_VERSION = 6
+#: Footer.writer: 0 (the ORC Java format rules; see the module docstring for why not an unregistered id)
+WRITER_ID = 0
+#: PostScript.writerVersion 9 = ORC_14, every Java fix included (UTC timestamp stats, UTF-8 bloom filters...)
+WRITER_VERSION = 9
 FILE_VERSION = (0, 12)
 MIN_ROW_INDEX_STRIDE = 1000
 MAX_COMPRESSION_BLOCK = (1 << 23) - 1
-_FIRST_CHUNK_ROWS = 10_000
+_FIRST_CHUNK_ROWS = 1024
 
 
 def _package_version() -> str:
