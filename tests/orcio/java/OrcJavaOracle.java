@@ -4,6 +4,7 @@
 //   RLE <v2|v1|byte|bool> <signed 0/1> <aligned 0/1> <marks|-> <values|->  ->  <hex> <pos;pos;...>
 //   HASH64 <hex>                                                          ->  <signed long>
 //   BLOOM <entries> <fpp> <long|double|bytes> <values|->                  ->  <k> <hex of utf8 bitset>
+//   DECSUM <decimal,decimal,...>        (HiveDecimalWritable.mutateAdd from 0) ->  <sum text|null>
 import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStreamReader;
@@ -118,6 +119,15 @@ public class OrcJavaOracle {
     return builder.getNumHashFunctions() + " " + hex(builder.getUtf8Bitset().toByteArray());
   }
 
+  static String decimalSum(String values) {
+    org.apache.hadoop.hive.serde2.io.HiveDecimalWritable sum =
+        new org.apache.hadoop.hive.serde2.io.HiveDecimalWritable(0);
+    for (String v : values.split(",")) {
+      if (sum.isSet()) sum.mutateAdd(new org.apache.hadoop.hive.serde2.io.HiveDecimalWritable(v));
+    }
+    return sum.isSet() ? sum.toString() : "null";
+  }
+
   public static void main(String[] args) throws Exception {
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"), 1 << 20);
     PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, "UTF-8");
@@ -130,6 +140,7 @@ public class OrcJavaOracle {
           case "RLE": out.println(rle(f)); break;
           case "HASH64": byte[] d = unhex(f[1]); out.println(Murmur3.hash64(d, 0, d.length)); break;
           case "BLOOM": out.println(bloom(f)); break;
+          case "DECSUM": out.println(decimalSum(f[1])); break;
           default: out.println("ERROR unknown request " + f[0]);
         }
       } catch (Exception e) {
