@@ -1,0 +1,433 @@
+"""Load benchmark: our Thrift server against the reference Hive Metastore 2.3.10, side by side, both on PostgreSQL.
+
+Starts both servers on loopback ports, each on a fresh PostgreSQL database, sets up the same table on each
+(20 bigint columns, 200 partitions, table and partition statistics for every column), then runs each call for a
+fixed time from several client processes and prints ops/s, p50 and p99 latency per call and the ratio
+ours/reference. Every request goes to 127.0.0.1 only, and every loop is bounded in time and count.
+
+    python bench/bench_hms.py                      # 4 clients, 10 s per call per server
+    python bench/bench_hms.py --clients 8 --seconds 5
+    python bench/bench_hms.py --only ours --our-address 127.0.0.1:9083   # a server you started yourself
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # the server launchers live with the interop tests
+
+DB = "bench_db"
+TABLE = "stats_wide"
+MAX_OPS_PER_WORKER = 1_000_000  # a hard bound next to the time bound
+LAST_ANALYZED = 1_700_000_000
+
+
+@dataclass(frozen=True)
+class Shape:
+    columns: int
+    partitions: int
+
+    @property
+    def column_names(self) -> list[str]:
+        return [f"c{i:02d}" for i in range(self.columns)]
+
+    @property
+    def partition_names(self) -> list[str]:
+        return [f"ds=p{i:04d}" for i in range(self.partitions)]
+
+
+CALLS = [
+    "get_table_column_statistics",
+    "update_table_column_statistics",
+    "get_table_statistics_req",
+    "get_partitions_statistics_req",
+    "get_aggr_stats_for",
+]
+
+
+def describe_call(call: str, shape: Shape) -> str:
+    return {
+        "get_table_column_statistics": "get_table_column_statistics",
+        "update_table_column_statistics": "update_table_column_statistics (1 column)",
+        "get_table_statistics_req": f"get_table_statistics_req ({shape.columns} columns)",
+        "get_partitions_statistics_req": f"get_partitions_statistics_req ({shape.partitions} partitions × {shape.columns} columns)",
+        "get_aggr_stats_for": f"get_aggr_stats_for ({shape.partitions} partitions × {shape.columns} columns)",
+    }[call]
+
+
+# ---------------------------------------------------------------- client side (also runs in worker processes)
+
+
+def connect(host: str, port: int, timeout_s: float = 120.0):
+    from thrift.protocol import TBinaryProtocol
+    from thrift.transport import TSocket, TTransport
+
+    from metastore.api.hive_metastore import ThriftHiveMetastore
+
+    sock = TSocket.TSocket(host, port)
+    sock.setTimeout(timeout_s * 1000)
+    transport = TTransport.TBufferedTransport(sock)
+    transport.open()
+    return ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport)), transport
+
+
+def long_stats(T: Any, i: int, salt: int = 0) -> Any:
+    return T.ColumnStatisticsData(
+        longStats=T.LongColumnStatsData(
+            lowValue=-i - salt, highValue=1000 * (i + 1) + salt, numNulls=i % 7, numDVs=100 + i
+        )
+    )
+
+
+def column_statistics(T: Any, cols: list[str], part_name: str | None, salt: int = 0) -> Any:
+    desc = T.ColumnStatisticsDesc(
+        isTblLevel=part_name is None,
+        dbName=DB,
+        tableName=TABLE,
+        partName=part_name,
+        lastAnalyzed=LAST_ANALYZED,
+    )
+    objs = [
+        T.ColumnStatisticsObj(colName=c, colType="bigint", statsData=long_stats(T, i, salt))
+        for i, c in enumerate(cols)
+    ]
+    return T.ColumnStatistics(statsDesc=desc, statsObj=objs)
+
+
+def set_up(host: str, port: int, shape: Shape) -> None:
+    """Create the database, the table, its partitions and every statistic; idempotent on a fresh server only."""
+    from metastore.api.hive_metastore import ttypes as T
+
+    client, transport = connect(host, port)
+    try:
+        client.create_database(T.Database(name=DB, description="benchmark", parameters={}))
+        cols = [T.FieldSchema(name=c, type="bigint") for c in shape.column_names]
+
+        def sd(location: str | None) -> Any:
+            return T.StorageDescriptor(
+                cols=cols,
+                location=location,
+                inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+                outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+                compressed=False,
+                numBuckets=-1,
+                serdeInfo=T.SerDeInfo(
+                    serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde", parameters={}
+                ),
+                bucketCols=[],
+                sortCols=[],
+                parameters={},
+            )
+
+        client.create_table(
+            T.Table(
+                tableName=TABLE,
+                dbName=DB,
+                owner="bench",
+                sd=sd(None),
+                partitionKeys=[T.FieldSchema(name="ds", type="string")],
+                parameters={},
+                tableType="MANAGED_TABLE",
+                createTime=0,
+                lastAccessTime=0,
+                retention=0,
+            )
+        )
+        table = client.get_table(DB, TABLE)
+        names = shape.partition_names
+        for start in range(0, len(names), 50):
+            parts = [
+                T.Partition(
+                    values=[n.split("=", 1)[1]],
+                    dbName=DB,
+                    tableName=TABLE,
+                    sd=sd(f"{table.sd.location}/{n}"),
+                    parameters={},
+                )
+                for n in names[start : start + 50]
+            ]
+            client.add_partitions(parts)
+        client.update_table_column_statistics(column_statistics(T, shape.column_names, None))
+        for start in range(0, len(names), 20):
+            batch = [
+                column_statistics(T, shape.column_names, n, salt=j + start)
+                for j, n in enumerate(names[start : start + 20])
+            ]
+            client.set_aggr_stats_for(T.SetPartitionsStatsRequest(colStats=batch, needMerge=False))
+        # A check that the set-up really holds what the load reads.
+        got = client.get_partitions_statistics_req(
+            T.PartitionsStatsRequest(dbName=DB, tblName=TABLE, colNames=shape.column_names, partNames=names)
+        )
+        cells = sum(len(v) for v in got.partStats.values())
+        if cells != shape.partitions * shape.columns:
+            raise RuntimeError(
+                f"set-up on {host}:{port} holds {cells} partition statistics, expected {shape.partitions * shape.columns}"
+            )
+    finally:
+        transport.close()
+
+
+def request_for(call: str, shape: Shape, worker: int) -> Callable[[Any], Any]:
+    from metastore.api.hive_metastore import ttypes as T
+
+    cols, parts = shape.column_names, shape.partition_names
+    if call == "get_table_column_statistics":
+        col = cols[worker % len(cols)]
+        return lambda c: c.get_table_column_statistics(DB, TABLE, col)
+    if call == "update_table_column_statistics":
+        col = cols[worker % len(cols)]
+        counter = iter(range(MAX_OPS_PER_WORKER + 1))
+        return lambda c: c.update_table_column_statistics(
+            column_statistics(T, [col], None, salt=next(counter))
+        )
+    if call == "get_table_statistics_req":
+        req = T.TableStatsRequest(dbName=DB, tblName=TABLE, colNames=cols)
+        return lambda c: c.get_table_statistics_req(req)
+    if call == "get_partitions_statistics_req":
+        req = T.PartitionsStatsRequest(dbName=DB, tblName=TABLE, colNames=cols, partNames=parts)
+        return lambda c: c.get_partitions_statistics_req(req)
+    if call == "get_aggr_stats_for":
+        req = T.PartitionsStatsRequest(dbName=DB, tblName=TABLE, colNames=cols, partNames=parts)
+        return lambda c: c.get_aggr_stats_for(req)
+    raise ValueError(f"unknown call {call}")
+
+
+def worker_loop(args: tuple[str, int, str, Shape, int, float, Any, Any]) -> None:
+    host, port, call, shape, worker, seconds, barrier, results = args
+    client, transport = connect(host, port)
+    try:
+        op = request_for(call, shape, worker)
+        op(client)  # warm-up: connection, server-side caches of the first call
+        barrier.wait(timeout=120)
+        latencies = []
+        errors = 0
+        deadline = time.perf_counter() + seconds
+        for _ in range(MAX_OPS_PER_WORKER):
+            t0 = time.perf_counter()
+            if t0 >= deadline:
+                break
+            try:
+                op(client)
+            except Exception:  # noqa: BLE001 - counted, the run goes on; a broken connection ends the worker
+                errors += 1
+                if not transport.isOpen():
+                    break
+            latencies.append(time.perf_counter() - t0)
+        results.put((worker, latencies, errors))
+    finally:
+        transport.close()
+
+
+@dataclass(frozen=True)
+class CallResult:
+    ops: int
+    errors: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+
+    @property
+    def ops_per_s(self) -> float:
+        return self.ops / self.seconds if self.seconds else 0.0
+
+
+def run_call(host: str, port: int, call: str, shape: Shape, clients: int, seconds: float) -> CallResult:
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(clients + 1)
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=worker_loop, args=((host, port, call, shape, w, seconds, barrier, results),), daemon=True
+        )
+        for w in range(clients)
+    ]
+    for p in procs:
+        p.start()
+    barrier.wait(timeout=180)
+    t0 = time.perf_counter()
+    collected = [results.get(timeout=seconds + 300) for _ in procs]
+    elapsed = time.perf_counter() - t0
+    for p in procs:
+        p.join(timeout=30)
+    latencies = sorted(x for _, lat, _ in collected for x in lat)
+    errors = sum(e for _, _, e in collected)
+    if not latencies:
+        return CallResult(0, errors, elapsed, float("nan"), float("nan"))
+    q = (
+        statistics.quantiles(latencies, n=100, method="inclusive")
+        if len(latencies) > 1
+        else [latencies[0]] * 99
+    )
+    return CallResult(len(latencies), errors, elapsed, q[49] * 1000, q[98] * 1000)
+
+
+# ---------------------------------------------------------------- servers
+
+
+def start_servers(
+    which: list[str], workdir: Path, pg_admin: str, our_address: str | None, ref_address: str | None
+):
+    """Start (or point at) the servers; returns ({name: (host, port)}, cleanup)."""
+    from interop.our_server import start_our_server
+    from interop.postgres_db import create_scratch_database, drop_scratch_database
+    from interop.reference_hms import PostgresTarget, start_reference_hms
+
+    addresses: dict[str, tuple[str, int]] = {}
+    cleanups: list[Callable[[], None]] = []
+
+    def parse(addr: str) -> tuple[str, int]:
+        host, _, port = addr.rpartition(":")
+        host = host or "127.0.0.1"
+        if not (host.startswith("127.") or host in ("localhost", "::1")):
+            raise SystemExit(f"{addr}: the benchmark only sends load to loopback addresses")
+        return host, int(port)
+
+    try:
+        if "reference" in which:
+            if ref_address:
+                addresses["reference"] = parse(ref_address)
+            else:
+                db = create_scratch_database(pg_admin, "benchref")
+                cleanups.append(lambda db=db: drop_scratch_database(db))
+                print(f"starting the reference HMS 2.3.10 on PostgreSQL database {db.name} ...", flush=True)
+                ref = start_reference_hms(
+                    workdir / "reference",
+                    postgres=PostgresTarget(db.host, db.port, db.name, db.user, db.password),
+                )
+                cleanups.append(ref.stop)
+                addresses["reference"] = ref.address
+        if "ours" in which:
+            if our_address:
+                addresses["ours"] = parse(our_address)
+            else:
+                db = create_scratch_database(pg_admin, "benchours")
+                cleanups.append(lambda db=db: drop_scratch_database(db))
+                print(f"starting metastore serve on PostgreSQL database {db.name} ...", flush=True)
+                ours = start_our_server(workdir / "ours", db.url)
+                cleanups.append(ours.stop)
+                addresses["ours"] = ours.address
+    except BaseException:
+        for c in reversed(cleanups):
+            c()
+        raise
+
+    def cleanup() -> None:
+        for c in reversed(cleanups):
+            try:
+                c()
+            except Exception as exc:  # noqa: BLE001 - keep cleaning up the rest
+                print(f"cleanup: {exc}", file=sys.stderr)
+
+    return addresses, cleanup
+
+
+def fmt(x: float, digits: int = 1) -> str:
+    return "–" if x != x else f"{x:,.{digits}f}"
+
+
+def print_table(
+    results: dict[str, dict[str, CallResult]], shape: Shape, clients: int, calls: list[str]
+) -> None:
+    servers = [s for s in ("ours", "reference") if s in results]
+    header = ["call"]
+    for s in servers:
+        header += [f"{s} ops/s", f"{s} p50 ms", f"{s} p99 ms"]
+    if len(servers) == 2:
+        header.append("ops/s ours/reference")
+    rows = []
+    for call in calls:
+        row = [describe_call(call, shape)]
+        for s in servers:
+            r = results[s][call]
+            row += [fmt(r.ops_per_s), fmt(r.p50_ms), fmt(r.p99_ms)]
+            if r.errors:
+                row[-3] += f" ({r.errors} errors)"
+        if len(servers) == 2:
+            ref = results["reference"][call].ops_per_s
+            row.append(fmt(results["ours"][call].ops_per_s / ref, 2) + "×" if ref else "–")
+        rows.append(row)
+    print(
+        f"\n{clients} client processes, {platform.node()} ({os.cpu_count()} cores, {platform.python_version()})"
+    )
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    parser.add_argument("--clients", type=int, default=4, help="client processes per call (default 4)")
+    parser.add_argument(
+        "--seconds", type=float, default=10.0, help="load time per call per server (default 10)"
+    )
+    parser.add_argument("--columns", type=int, default=20, help="bigint columns of the table (default 20)")
+    parser.add_argument("--partitions", type=int, default=200, help="partitions of the table (default 200)")
+    parser.add_argument("--only", choices=["ours", "reference"], help="run one server only")
+    parser.add_argument("--calls", nargs="+", choices=CALLS, default=CALLS, help="which calls to load")
+    parser.add_argument(
+        "--pg-admin",
+        default=os.environ.get(
+            "METASTORE_BENCH_PG", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+        ),
+        help="PostgreSQL admin URL used to create (and drop) a fresh database per server",
+    )
+    parser.add_argument(
+        "--our-address", help="host:port of a running server of ours (skips starting one; loopback only)"
+    )
+    parser.add_argument("--reference-address", help="host:port of a running reference HMS (loopback only)")
+    args = parser.parse_args(argv)
+    if args.clients < 1 or args.seconds <= 0 or args.columns < 1 or args.partitions < 1:
+        parser.error("--clients, --seconds, --columns and --partitions must be positive")
+    if args.seconds > 120:
+        parser.error("--seconds is capped at 120 per call per server")
+    shape = Shape(args.columns, args.partitions)
+    which = [args.only] if args.only else ["ours", "reference"]
+    calls = [c for c in CALLS if c in args.calls]
+
+    with tempfile.TemporaryDirectory(prefix="bench-hms-") as tmp:
+        addresses, cleanup = start_servers(
+            which, Path(tmp), args.pg_admin, args.our_address, args.reference_address
+        )
+        try:
+            results: dict[str, dict[str, CallResult]] = {}
+            for server, (host, port) in addresses.items():
+                t0 = time.perf_counter()
+                set_up(host, port, shape)
+                print(
+                    f"{server}: set-up of {shape.partitions} partitions × {shape.columns} columns took {time.perf_counter() - t0:.1f} s",
+                    flush=True,
+                )
+            for call in calls:
+                for server, (host, port) in addresses.items():
+                    r = run_call(host, port, call, shape, args.clients, args.seconds)
+                    results.setdefault(server, {})[call] = r
+                    print(
+                        f"  {server:9s} {call:32s} {r.ops_per_s:9.1f} ops/s  p50 {r.p50_ms:8.1f} ms  p99 {r.p99_ms:8.1f} ms"
+                        + (f"  errors {r.errors}" if r.errors else ""),
+                        flush=True,
+                    )
+            print_table(results, shape, args.clients, calls)
+        finally:
+            cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
