@@ -475,19 +475,25 @@ def _patched_base(data: bytes, pos: int, length: int, width: int, signed: bool) 
         entry_bits = (values_end - p) * 8 + np.arange(patch_count, dtype=np.int64) * entry_width
         entries = unpack_bits(words, entry_bits, entry_width).tolist()
         patch_mask = (1 << patch_width) - 1
-        index = 0
+        # applied as ORC Java/C++ do: each patch lands `gap` values after the previous one (255-gap, 0-patch
+        # entries only move on); a patch that does not move forward, or lands past the run, ends the patching
+        last = -1
+        skipped = 0
         patch_index: list[int] = []
         patch_value: list[int] = []
         for entry in entries:
             gap = entry >> patch_width
             patch = entry & patch_mask
-            index += gap
             if gap == 255 and patch == 0:
-                continue  # a filler entry: only moves the index on
-            if index >= length:
-                raise OrcError(f"RLE v2 patched base run at offset {pos}: patch index {index} beyond {length} values")
-            patch_index.append(index)
+                skipped += 255
+                continue
+            target = max(last, 0) + skipped + gap
+            skipped = 0
+            if (last >= 0 and target == last) or target >= length:
+                break
+            patch_index.append(target)
             patch_value.append((patch << width) & _MASK64)
+            last = target
         if patch_index:
             values[np.asarray(patch_index)] |= np.asarray(patch_value, dtype=_U64)
     # base + value with Java long wraparound
