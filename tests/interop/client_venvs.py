@@ -120,23 +120,33 @@ def run_scenario(
     client: OutsideClient, host: str, port: int, timeout: float = 300.0, prefix: str = "interop"
 ) -> dict:
     """Run the client's scenario against host:port in its virtualenv; return the JSON it printed."""
+    return run_in_venv(
+        client,
+        client.scenario_path,
+        ["--host", host, "--port", str(port), "--prefix", prefix],
+        timeout=timeout,
+    )
+
+
+def run_in_venv(client: OutsideClient, script: Path, args: list[str], timeout: float = 300.0) -> dict:
+    """Run a script of tests/interop/scenarios in the client's virtualenv; return the JSON it printed."""
     python = ensure_venv(client)
-    cmd = [str(python), str(client.scenario_path), "--host", host, "--port", str(port), "--prefix", prefix]
-    # PYTHONPATH is cleared so the scenario sees only its own virtualenv (and the shared scenario helpers).
+    cmd = [str(python), str(script), *args]
+    # PYTHONPATH is cleared so the script sees only its own virtualenv (and the shared scenario helpers).
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=SCENARIO_DIR)
     except subprocess.TimeoutExpired as exc:
         raise ClientVenvError(
-            f"{client.name} scenario did not finish in {timeout:.0f} s; stderr:\n{exc.stderr}"
+            f"{client.name}: {script.name} did not finish in {timeout:.0f} s; stderr:\n{exc.stderr}"
         ) from exc
     if proc.returncode != 0:
         raise ClientVenvError(
-            f"{client.name} scenario exited {proc.returncode} against {host}:{port}:\n{proc.stderr[-6000:]}"
+            f"{client.name}: {script.name} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-6000:]}"
         )
     try:
         return json.loads(proc.stdout)
     except json.JSONDecodeError as exc:
         raise ClientVenvError(
-            f"{client.name} scenario printed no JSON ({exc}); stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+            f"{client.name}: {script.name} printed no JSON ({exc}); stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
         ) from exc

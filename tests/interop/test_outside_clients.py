@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from interop.client_venvs import CLIENTS, ClientVenvError, run_scenario
+from interop.client_venvs import CLIENTS, SCENARIO_DIR, ClientVenvError, run_in_venv, run_scenario
 from interop.expected_outcomes import check_steps, client_expectations, common_expectations
 from interop.scenarios.scenario_common import Names
 
@@ -96,3 +96,70 @@ def test_every_step_has_an_expectation(client_run) -> None:
     names = Names(scenario_prefix(name))
     expectations = {**common_expectations(names), **client_expectations(name, names)}
     assert [s["step"] for s in doc["steps"] if s["step"] not in expectations] == []
+
+
+def test_hmsclient_reads_statistics_that_carry_hll_bit_vectors(our_server: tuple[str, int]) -> None:
+    """hmsclient decodes bitVectors as UTF-8 (its IDL says string): statistics stored with a real HLL sketch must
+    still be readable by it, because the server sends sketches only when asked to (--fetch-bitvector)."""
+    from interop.differential_calls import connect
+    from interop.scenarios.scenario_common import orc_storage
+    from metastore.api.hive_metastore import ttypes as T
+    from metastore.stats.hll import HyperLogLog
+
+    sketch = HyperLogLog()
+    sketch.add_hashes(range(1, 5000, 7))
+    bit_vector = sketch.to_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        bit_vector.decode("utf-8")  # the premise: these bytes break a UTF-8 decode
+    db, table = "cl_bitvector_db", "with_sketch"
+    with connect(*our_server) as conn:
+        c = conn.client
+        c.create_database(T.Database(name=db, parameters={}))
+        c.create_table(
+            T.Table(
+                tableName=table,
+                dbName=db,
+                owner="interop",
+                sd=orc_storage(T, [("id", "bigint")]),
+                partitionKeys=[],
+                parameters={},
+                tableType="MANAGED_TABLE",
+            )
+        )
+        data = T.ColumnStatisticsData(
+            longStats=T.LongColumnStatsData(
+                lowValue=1, highValue=4999, numNulls=0, numDVs=714, bitVectors=bit_vector
+            )
+        )
+        stats = T.ColumnStatistics(
+            statsDesc=T.ColumnStatisticsDesc(
+                isTblLevel=True, dbName=db, tableName=table, lastAnalyzed=1_700_000_000
+            ),
+            statsObj=[T.ColumnStatisticsObj(colName="id", colType="bigint", statsData=data)],
+        )
+        assert c.update_table_column_statistics(stats) is True
+    try:
+        out = run_in_venv(
+            CLIENTS["hmsclient"],
+            SCENARIO_DIR / "hmsclient_read_stats.py",
+            [
+                "--host",
+                our_server[0],
+                "--port",
+                str(our_server[1]),
+                "--db",
+                db,
+                "--table",
+                table,
+                "--column",
+                "id",
+            ],
+        )
+        (step,) = out["steps"]
+        assert "error" not in step, f"hmsclient could not read the statistics: {step}"
+        assert step["result"]["statsObj"][0]["statsData"] == {
+            "longStats": {"lowValue": 1, "highValue": 4999, "numNulls": 0, "numDVs": 714}
+        }
+    finally:
+        with connect(*our_server) as conn:
+            conn.client.drop_database(db, True, True)
