@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
+from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException
 
 from metastore import __version__
@@ -50,16 +51,27 @@ _PREFERRED: dict[type[MetastoreError], tuple[type, ...]] = {
 }
 
 
+@functools.cache
 def _declared_exceptions(method: str) -> tuple[type, ...]:
     result = getattr(gen, f"{method}_result", None)
     spec = getattr(result, "thrift_spec", None) or ()
     return tuple(f[3][0] for f in spec if f and f[0] != 0 and isinstance(f[3], list | tuple) and inspect.isclass(f[3][0]))
 
 
+# Messages often quote what the client sent; a 60 MB name must not come back in a 60 MB error.
+_MAX_MESSAGE = 4000
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= _MAX_MESSAGE:
+        return message
+    return f"{message[:_MAX_MESSAGE]}... ({len(message) - _MAX_MESSAGE} more characters)"
+
+
 def _declared_exception(method: str, exc: MetastoreError) -> Exception:
     """The Thrift exception `method` declares that best carries `exc`."""
     declared = _declared_exceptions(method)
-    message = str(exc)
+    message = _bounded(str(exc))
     for kind, candidates in _PREFERRED.items():
         if isinstance(exc, kind):
             for cls in candidates:
@@ -72,12 +84,40 @@ def _declared_exception(method: str, exc: MetastoreError) -> Exception:
     return TApplicationException(TApplicationException.INTERNAL_ERROR, message)
 
 
+def _required_arguments(fn: Callable) -> list[tuple[int, str]]:
+    """(position, name) of the arguments whose annotation does not admit None."""
+    params = list(inspect.signature(fn).parameters.values())[1:]  # without self
+    return [
+        (i, p.name)
+        for i, p in enumerate(params)
+        if p.default is inspect.Parameter.empty and "None" not in str(p.annotation)
+    ]
+
+
+def _check_arguments(method: str, required: list[tuple[int, str]], args: tuple) -> None:
+    """Refuse missing arguments and request structs lacking required fields, as Hive's Java server does.
+
+    A missing argument is also what a client sending the wrong wire type produces (the reader skips it)."""
+    missing = [pname for i, pname in required if i >= len(args) or args[i] is None]
+    if missing:
+        names = ", ".join(f"'{m}'" for m in missing)
+        raise InvalidInput(f"{method}: argument(s) {names} missing or not of the declared type")
+    for value in args:
+        if value is not None and hasattr(value, "thrift_spec") and hasattr(value, "validate"):
+            try:
+                value.validate()
+            except TProtocolException as exc:
+                raise InvalidInput(f"{method}: {type(value).__name__}: {exc.message or exc}") from None
+
+
 def _thrift_method(fn: Callable) -> Callable:
     name = fn.__name__
+    required = _required_arguments(fn)
 
     @functools.wraps(fn)
     def call(self: Handler, *args: object) -> object:
         try:
+            _check_arguments(name, required, args)
             return fn(self, *args)
         except MetastoreError as exc:
             raise _declared_exception(name, exc) from None
@@ -197,7 +237,7 @@ class Handler:
         raise MetastoreError(f"setMetaConf is not supported: configure '{key}' with `metastore serve` flags")
 
     @_thrift_method
-    def get_config_value(self, name: str, defaultValue: str) -> str:  # noqa: N803
+    def get_config_value(self, name: str, defaultValue: str | None) -> str:  # noqa: N803
         return self._conf.get(name, defaultValue)
 
     @_thrift_method
@@ -205,7 +245,7 @@ class Handler:
         return tt.GetAllFunctionsResponse(functions=[])
 
     @_thrift_method
-    def get_functions(self, dbName: str, pattern: str) -> list[str]:  # noqa: N803
+    def get_functions(self, dbName: str, pattern: str | None) -> list[str]:  # noqa: N803
         self.ms.catalog.get_database(dbName)
         return []
 
@@ -247,7 +287,7 @@ class Handler:
         return convert.database_to_thrift(self.ms.catalog.get_database(name))
 
     @_thrift_method
-    def get_databases(self, pattern: str) -> list[str]:
+    def get_databases(self, pattern: str | None) -> list[str]:
         return self.ms.catalog.list_databases(pattern)
 
     @_thrift_method
@@ -259,7 +299,7 @@ class Handler:
         self.ms.catalog.alter_database(dbname, convert.database_from_thrift(db))
 
     @_thrift_method
-    def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:  # noqa: N803
+    def drop_database(self, name: str, deleteData: bool | None, cascade: bool | None) -> None:  # noqa: N803
         self.ms.catalog.drop_database(name, delete_data=bool(deleteData), cascade=bool(cascade))
 
     # ------------------------------------------------------------------ tables
@@ -269,7 +309,7 @@ class Handler:
         self.ms.catalog.create_table(convert.table_from_thrift(tbl))
 
     @_thrift_method
-    def create_table_with_environment_context(self, tbl: tt.Table, environment_context: object) -> None:
+    def create_table_with_environment_context(self, tbl: tt.Table, environment_context: object | None) -> None:
         self.ms.catalog.create_table(convert.table_from_thrift(tbl))
 
     @_thrift_method
@@ -282,11 +322,11 @@ class Handler:
         return tt.GetTableResult(table=convert.table_to_thrift(table))
 
     @_thrift_method
-    def get_tables(self, db_name: str, pattern: str) -> list[str]:
+    def get_tables(self, db_name: str, pattern: str | None) -> list[str]:
         return self.ms.catalog.list_tables(db_name, pattern)
 
     @_thrift_method
-    def get_tables_by_type(self, db_name: str, pattern: str, tableType: str) -> list[str]:  # noqa: N803
+    def get_tables_by_type(self, db_name: str, pattern: str | None, tableType: str | None) -> list[str]:  # noqa: N803
         return self.ms.catalog.list_tables(db_name, pattern, tableType or None)
 
     @_thrift_method
@@ -294,7 +334,7 @@ class Handler:
         return self.ms.catalog.list_tables(db_name)
 
     @_thrift_method
-    def get_table_meta(self, db_patterns: str, tbl_patterns: str, tbl_types: Sequence[str] | None) -> list[tt.TableMeta]:
+    def get_table_meta(self, db_patterns: str | None, tbl_patterns: str | None, tbl_types: Sequence[str] | None) -> list[tt.TableMeta]:
         out: list[tt.TableMeta] = []
         types = set(tbl_types or [])
         for db in self.ms.catalog.list_databases(db_patterns or "*"):
@@ -328,7 +368,7 @@ class Handler:
         return [convert.field_to_thrift(c) for c in table.sd.cols]
 
     @_thrift_method
-    def get_fields_with_environment_context(self, db_name: str, table_name: str, environment_context: object) -> list[tt.FieldSchema]:
+    def get_fields_with_environment_context(self, db_name: str, table_name: str, environment_context: object | None) -> list[tt.FieldSchema]:
         table = self.ms.catalog.get_table(db_name, table_name)
         return [convert.field_to_thrift(c) for c in table.sd.cols]
 
@@ -338,11 +378,11 @@ class Handler:
         return [convert.field_to_thrift(c) for c in (*table.sd.cols, *table.partition_keys)]
 
     @_thrift_method
-    def get_schema_with_environment_context(self, db_name: str, table_name: str, environment_context: object) -> list[tt.FieldSchema]:
+    def get_schema_with_environment_context(self, db_name: str, table_name: str, environment_context: object | None) -> list[tt.FieldSchema]:
         table = self.ms.catalog.get_table(db_name, table_name)
         return [convert.field_to_thrift(c) for c in (*table.sd.cols, *table.partition_keys)]
 
-    def _alter_table(self, dbname: str, tbl_name: str, new_tbl: tt.Table, cascade: bool) -> None:
+    def _alter_table(self, dbname: str, tbl_name: str, new_tbl: tt.Table, cascade: bool | None) -> None:
         self.ms.catalog.alter_table(dbname, tbl_name, convert.table_from_thrift(new_tbl), cascade=cascade)
 
     @_thrift_method
@@ -357,16 +397,16 @@ class Handler:
         self._alter_table(dbname, tbl_name, new_tbl, str(props.get("CASCADE", "")).lower() == "true")
 
     @_thrift_method
-    def alter_table_with_cascade(self, dbname: str, tbl_name: str, new_tbl: tt.Table, cascade: bool) -> None:
+    def alter_table_with_cascade(self, dbname: str, tbl_name: str, new_tbl: tt.Table, cascade: bool | None) -> None:
         self._alter_table(dbname, tbl_name, new_tbl, bool(cascade))
 
     @_thrift_method
-    def drop_table(self, dbname: str, name: str, deleteData: bool) -> None:  # noqa: N803
+    def drop_table(self, dbname: str, name: str, deleteData: bool | None) -> None:  # noqa: N803
         self.ms.catalog.drop_table(dbname, name, delete_data=bool(deleteData))
 
     @_thrift_method
     def drop_table_with_environment_context(
-        self, dbname: str, name: str, deleteData: bool, environment_context: object  # noqa: N803
+        self, dbname: str, name: str, deleteData: bool | None, environment_context: object | None  # noqa: N803
     ) -> None:
         self.ms.catalog.drop_table(dbname, name, delete_data=bool(deleteData))
 
@@ -386,7 +426,7 @@ class Handler:
         return convert.partition_to_thrift(self._add([new_part])[0])
 
     @_thrift_method
-    def add_partition_with_environment_context(self, new_part: tt.Partition, environment_context: object) -> tt.Partition:
+    def add_partition_with_environment_context(self, new_part: tt.Partition, environment_context: object | None) -> tt.Partition:
         return convert.partition_to_thrift(self._add([new_part])[0])
 
     @_thrift_method
@@ -423,7 +463,7 @@ class Handler:
 
     @_thrift_method
     def get_partition_with_auth(
-        self, db_name: str, tbl_name: str, part_vals: Sequence[str], user_name: str, group_names: object
+        self, db_name: str, tbl_name: str, part_vals: Sequence[str], user_name: str | None, group_names: object | None
     ) -> tt.Partition:
         return convert.partition_to_thrift(self.ms.catalog.get_partition(db_name, tbl_name, list(part_vals or [])))
 
@@ -437,7 +477,7 @@ class Handler:
 
     @_thrift_method
     def get_partitions_with_auth(
-        self, db_name: str, tbl_name: str, max_parts: int, user_name: str, group_names: object
+        self, db_name: str, tbl_name: str, max_parts: int, user_name: str | None, group_names: object | None
     ) -> list[tt.Partition]:
         return [convert.partition_to_thrift(p) for p in self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts))]
 
@@ -448,8 +488,8 @@ class Handler:
 
     @_thrift_method
     def get_partitions_ps_with_auth(
-        self, db_name: str, tbl_name: str, part_vals: Sequence[str] | None, max_parts: int, user_name: str,
-        group_names: object,
+        self, db_name: str, tbl_name: str, part_vals: Sequence[str] | None, max_parts: int, user_name: str | None,
+        group_names: object | None,
     ) -> list[tt.Partition]:
         parts = self.ms.catalog.list_partitions_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
         return [convert.partition_to_thrift(p) for p in parts]
@@ -473,12 +513,12 @@ class Handler:
         return tt.GetPartitionsByNamesResult(partitions=[convert.partition_to_thrift(p) for p in parts])
 
     @_thrift_method
-    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str, max_parts: int) -> list[tt.Partition]:  # noqa: A002
+    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str | None, max_parts: int) -> list[tt.Partition]:  # noqa: A002
         parts = self.ms.catalog.list_partitions_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
         return [convert.partition_to_thrift(p) for p in parts]
 
     @_thrift_method
-    def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:  # noqa: A002
+    def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str | None) -> int:  # noqa: A002
         return self.ms.catalog.count_partitions_by_filter(db_name, tbl_name, filter or "")
 
     def _alter_partitions(self, db_name: str, tbl_name: str, parts: Sequence[tt.Partition] | None) -> None:
@@ -491,7 +531,7 @@ class Handler:
 
     @_thrift_method
     def alter_partition_with_environment_context(
-        self, db_name: str, tbl_name: str, new_part: tt.Partition, environment_context: object
+        self, db_name: str, tbl_name: str, new_part: tt.Partition, environment_context: object | None
     ) -> None:
         self._alter_partitions(db_name, tbl_name, [new_part])
 
@@ -501,7 +541,7 @@ class Handler:
 
     @_thrift_method
     def alter_partitions_with_environment_context(
-        self, db_name: str, tbl_name: str, new_parts: Sequence[tt.Partition], environment_context: object
+        self, db_name: str, tbl_name: str, new_parts: Sequence[tt.Partition], environment_context: object | None
     ) -> None:
         self._alter_partitions(db_name, tbl_name, new_parts)
 
@@ -513,25 +553,25 @@ class Handler:
         )
 
     @_thrift_method
-    def drop_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str], deleteData: bool) -> bool:  # noqa: N803
+    def drop_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str], deleteData: bool | None) -> bool:  # noqa: N803
         self.ms.catalog.drop_partitions(db_name, tbl_name, values=list(part_vals or []), delete_data=bool(deleteData))
         return True
 
     @_thrift_method
     def drop_partition_with_environment_context(
-        self, db_name: str, tbl_name: str, part_vals: Sequence[str], deleteData: bool, environment_context: object  # noqa: N803
+        self, db_name: str, tbl_name: str, part_vals: Sequence[str], deleteData: bool | None, environment_context: object | None  # noqa: N803
     ) -> bool:
         self.ms.catalog.drop_partitions(db_name, tbl_name, values=list(part_vals or []), delete_data=bool(deleteData))
         return True
 
     @_thrift_method
-    def drop_partition_by_name(self, db_name: str, tbl_name: str, part_name: str, deleteData: bool) -> bool:  # noqa: N803
+    def drop_partition_by_name(self, db_name: str, tbl_name: str, part_name: str, deleteData: bool | None) -> bool:  # noqa: N803
         self.ms.catalog.drop_partitions(db_name, tbl_name, names=[part_name], delete_data=bool(deleteData))
         return True
 
     @_thrift_method
     def drop_partition_by_name_with_environment_context(
-        self, db_name: str, tbl_name: str, part_name: str, deleteData: bool, environment_context: object  # noqa: N803
+        self, db_name: str, tbl_name: str, part_name: str, deleteData: bool | None, environment_context: object | None  # noqa: N803
     ) -> bool:
         self.ms.catalog.drop_partitions(db_name, tbl_name, names=[part_name], delete_data=bool(deleteData))
         return True

@@ -133,6 +133,7 @@ class Worker:
                 with self._lock:
                     self._busy += 1
                 try:
+                    trans.begin_call()
                     processor.process(proto, proto)  # type: ignore[attr-defined]
                 finally:
                     with self._lock:

@@ -1,11 +1,25 @@
-"""The Thrift processor: generated dispatch plus integer-width tolerance and per-call timing."""
+"""The Thrift processor: dispatch driven by the generated argument/result structs.
+
+Compared with the generated `Processor` it
+- tells malformed requests (unreadable header or arguments: the stream can no longer be trusted) apart from
+  errors of the call itself, by raising `MalformedRequest` for the former;
+- accepts i16, i32 or i64 wherever an argument is declared as an integer of another width;
+- answers an unexpected error with a TApplicationException naming the method and the error (and logs it once),
+  and never leaves half a reply on the wire when a reply cannot be encoded;
+- logs each call's name and duration at debug level.
+"""
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from thrift.Thrift import TType
+from thrift.protocol.TProtocol import TProtocolException
+from thrift.Thrift import TApplicationException, TMessageType, TType
+from thrift.transport.TTransport import TTransportException
 
 from metastore.api.hive_metastore import ThriftHiveMetastore
 
@@ -13,6 +27,10 @@ log = logging.getLogger("metastore.server.calls")
 
 _INT_TYPES = (TType.I16, TType.I32, TType.I64)
 _READ_INT = {TType.I16: "readI16", TType.I32: "readI32", TType.I64: "readI64"}
+
+
+class MalformedRequest(TProtocolException):
+    """A request whose bytes cannot be decoded; its connection must be closed."""
 
 
 def _read_with_any_int_width(self: object, iprot: object) -> None:
@@ -32,6 +50,7 @@ def _read_with_any_int_width(self: object, iprot: object) -> None:
         if field is None:
             iprot.skip(ftype)  # type: ignore[attr-defined]
         elif field[1] in _INT_TYPES and ftype in _INT_TYPES:
+            # The value is kept as sent: max_parts=100000 sent as i32 means 100000, not a wrapped i16.
             setattr(self, field[2], getattr(iprot, _READ_INT[ftype])())
         elif field[1] == ftype:
             setattr(self, field[2], iprot.readFieldByTType(ftype, field[3]))  # type: ignore[attr-defined]
@@ -41,34 +60,137 @@ def _read_with_any_int_width(self: object, iprot: object) -> None:
     iprot.readStructEnd()  # type: ignore[attr-defined]
 
 
-def _install_lenient_integer_args() -> None:
-    for name in dir(ThriftHiveMetastore):
-        if not name.endswith("_args"):
-            continue
-        cls = getattr(ThriftHiveMetastore, name)
-        spec = getattr(cls, "thrift_spec", None) or ()
-        if any(f and f[1] == TType.I16 for f in spec):
-            cls.read = _read_with_any_int_width
+@dataclass(frozen=True)
+class MethodSpec:
+    """What the processor needs to serve one method of the IDL."""
+
+    name: str
+    args_cls: type
+    result_cls: type | None  # None for oneway methods
+    arg_names: tuple[str, ...]
+    returns_value: bool
+    # Declared exception class → name of its field in the result struct.
+    exceptions: tuple[tuple[type, str], ...]
+    lenient_ints: bool
 
 
-_install_lenient_integer_args()
+def _method_specs() -> dict[str, MethodSpec]:
+    """Every method of ThriftHiveMetastore (and fb303) from the generated structs."""
+    dummy = ThriftHiveMetastore.Processor(None)
+    specs = {}
+    for name, fn in dummy._processMap.items():
+        module = sys.modules[fn.__module__]
+        args_cls = getattr(module, f"{name}_args")
+        result_cls = getattr(module, f"{name}_result", None)
+        arg_spec = [f for f in args_cls.thrift_spec or () if f]
+        result_spec = [f for f in (result_cls.thrift_spec if result_cls else ()) or () if f] if result_cls else []
+        specs[name] = MethodSpec(
+            name=name,
+            args_cls=args_cls,
+            result_cls=result_cls,
+            arg_names=tuple(f[2] for f in arg_spec),
+            returns_value=any(f[0] == 0 for f in result_spec),
+            exceptions=tuple((f[3][0], f[2]) for f in result_spec if f[0] != 0),
+            lenient_ints=any(f[1] in _INT_TYPES for f in arg_spec),
+        )
+    return specs
 
 
-class MetastoreProcessor(ThriftHiveMetastore.Processor):
-    """Generated dispatch; each call's name and duration go to the debug log."""
+_METHODS = _method_specs()
+
+
+class MetastoreProcessor:
+    """Serves one call per `process` on a protocol pair; shares nothing mutable between threads."""
 
     def __init__(self, handler: object) -> None:
-        super().__init__(handler)
-        if log.isEnabledFor(logging.DEBUG):
-            self._processMap = {name: _timed(name, fn) for name, fn in self._processMap.items()}
+        self._handler = handler
+        self._calls: dict[str, tuple[MethodSpec, Callable]] = {
+            name: (spec, getattr(handler, name)) for name, spec in _METHODS.items()
+        }
 
-
-def _timed(name: str, fn):  # noqa: ANN001, ANN202 - generated processor callables
-    def call(processor, seqid, iprot, oprot):  # noqa: ANN001, ANN202
-        start = time.perf_counter()
+    def process(self, iprot, oprot) -> bool:  # noqa: ANN001 - Thrift protocols
         try:
-            return fn(processor, seqid, iprot, oprot)
-        finally:
-            log.debug("%s took %.2f ms", name, (time.perf_counter() - start) * 1000)
+            name, mtype, seqid = iprot.readMessageBegin()
+        except TTransportException:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any decoding failure means garbage on the wire
+            raise MalformedRequest(TProtocolException.INVALID_DATA, f"unreadable message header: {exc}") from None
+        if mtype not in (TMessageType.CALL, TMessageType.ONEWAY):
+            raise MalformedRequest(TProtocolException.INVALID_DATA, f"message type {mtype} of {name!r} is not a call")
+        entry = self._calls.get(name)
+        if entry is None:
+            self._read_or_fail(name, lambda: iprot.skip(TType.STRUCT))
+            self._write(
+                oprot, name, TMessageType.EXCEPTION, seqid,
+                TApplicationException(TApplicationException.UNKNOWN_METHOD, f"Unknown function {name[:200]}"),
+            )
+            return True
+        spec, call = entry
+        args = spec.args_cls()
+        if spec.lenient_ints:
+            self._read_or_fail(name, lambda: _read_with_any_int_width(args, iprot))
+        else:
+            self._read_or_fail(name, lambda: args.read(iprot))
 
-    return call
+        start = time.perf_counter()
+        reply_type = TMessageType.REPLY
+        reply: object
+        try:
+            value = call(*(getattr(args, n) for n in spec.arg_names))
+            reply = spec.result_cls() if spec.result_cls is not None else None
+            if spec.returns_value:
+                reply.success = value  # type: ignore[union-attr]
+        except TTransportException:
+            raise
+        except TApplicationException as exc:
+            reply_type, reply = TMessageType.EXCEPTION, exc
+        except Exception as exc:  # noqa: BLE001 - declared exceptions travel in the reply; others are reported
+            reply = spec.result_cls() if spec.result_cls is not None else None
+            field = next((f for cls, f in spec.exceptions if isinstance(exc, cls)), None)
+            if field is not None and reply is not None:
+                setattr(reply, field, exc)
+            else:
+                log.exception("%s failed", name)
+                reply_type = TMessageType.EXCEPTION
+                reply = TApplicationException(
+                    TApplicationException.INTERNAL_ERROR, f"{name} failed: {type(exc).__name__}: {exc}"
+                )
+        finally:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("%s took %.2f ms", name, (time.perf_counter() - start) * 1000)
+        if mtype == TMessageType.ONEWAY or spec.result_cls is None:
+            return True
+        self._write(oprot, name, reply_type, seqid, reply)
+        return True
+
+    @staticmethod
+    def _read_or_fail(name: str, read: Callable[[], None]) -> None:
+        try:
+            read()
+        except (TTransportException, MalformedRequest):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the C decoder raises TypeError, OverflowError, ...
+            raise MalformedRequest(
+                TProtocolException.INVALID_DATA, f"unreadable arguments of {name[:200]}: {exc}"
+            ) from None
+
+    @staticmethod
+    def _write(oprot, name: str, mtype: int, seqid: int, reply: object) -> None:  # noqa: ANN001
+        try:
+            oprot.writeMessageBegin(name, mtype, seqid)
+            reply.write(oprot)  # type: ignore[attr-defined]
+            oprot.writeMessageEnd()
+        except TTransportException:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a reply that cannot be encoded is our bug: say so, in one piece
+            log.exception("cannot encode the reply of %s", name)
+            discard = getattr(oprot.trans, "discard_pending_writes", None)
+            if discard is None:
+                raise
+            discard()
+            oprot.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
+            TApplicationException(
+                TApplicationException.INTERNAL_ERROR, f"{name} failed: its reply cannot be encoded: {exc}"
+            ).write(oprot)
+            oprot.writeMessageEnd()
+        oprot.trans.flush()

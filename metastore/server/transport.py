@@ -1,4 +1,10 @@
-"""Per-connection transports and protocols with limits against memory exhaustion from one request."""
+"""Per-connection transports and protocols with limits against memory exhaustion from one request.
+
+Both transports bound the bytes one call may take (`max_message_size`: the frame size for framed transport, the
+bytes read since the call began for buffered transport), on top of the protocol's string and container limits,
+and read long values in linear time (Thrift's stock `readAll` concatenates chunk by chunk, which is quadratic:
+one 60 MB string would pin a core for seconds).
+"""
 
 from __future__ import annotations
 
@@ -7,17 +13,18 @@ import struct
 from io import BytesIO
 
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
-from thrift.transport import TTransport
 from thrift.transport.TTransport import CReadableTransport, TTransportBase, TTransportException
 
 _FRAME_HEADER = struct.Struct("!i")
+_READ_CHUNK = 64 * 1024
 
 
 class SocketTransport(TTransportBase):
-    """A plain blocking socket as a Thrift transport (the server side of TSocket)."""
+    """A plain blocking socket as a Thrift transport (the server side of TSocket), counting bytes received."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
+        self.received = 0
 
     def isOpen(self) -> bool:  # noqa: N802 - Thrift's naming
         return self._sock.fileno() >= 0
@@ -29,7 +36,18 @@ class SocketTransport(TTransportBase):
             raise TTransportException(TTransportException.END_OF_FILE, f"connection lost: {exc}") from exc
         if not data:
             raise TTransportException(TTransportException.END_OF_FILE, "client closed the connection")
+        self.received += len(data)
         return data
+
+    def readAll(self, sz: int) -> bytes:  # noqa: N802
+        """Exactly sz bytes; memory grows with what arrives, not with what a length field claims."""
+        parts: list[bytes] = []
+        have = 0
+        while have < sz:
+            chunk = self.read(min(sz - have, 1 << 20))
+            parts.append(chunk)
+            have += len(chunk)
+        return b"".join(parts)
 
     def write(self, buf: bytes) -> None:
         self._sock.sendall(buf)
@@ -45,14 +63,107 @@ class SocketTransport(TTransportBase):
         self._sock.close()
 
 
-class BoundedFramedTransport(TTransportBase, CReadableTransport):
+class _BufferedWrites:
+    """Writes collected until flush, so a reply goes out in one send."""
+
+    _trans: SocketTransport
+
+    def _reset_writes(self) -> None:
+        self._wbuf: list[bytes] = []
+
+    def write(self, buf: bytes) -> None:
+        self._wbuf.append(buf)
+
+    def discard_pending_writes(self) -> None:
+        """Forget what was written since the last flush (a reply that failed half-way)."""
+        self._wbuf = []
+
+
+class BoundedBufferedTransport(_BufferedWrites, TTransportBase, CReadableTransport):
+    """Thrift's buffered transport (what HMS clients speak) with a per-call byte budget."""
+
+    def __init__(self, trans: SocketTransport, max_message_size: int, rbuf_size: int = _READ_CHUNK) -> None:
+        self._trans = trans
+        self._max = max_message_size
+        self._rbuf_size = rbuf_size
+        self._rbuf = BytesIO(b"")
+        self._call_start = 0
+        self._reset_writes()
+
+    def begin_call(self) -> None:
+        """Start counting the next call's bytes (bytes already buffered belong to it too)."""
+        self._call_start = self._trans.received - (len(self._rbuf.getbuffer()) - self._rbuf.tell())
+
+    def _check_budget(self) -> None:
+        used = self._trans.received - self._call_start
+        if used > self._max:
+            raise TTransportException(
+                TTransportException.SIZE_LIMIT, f"request larger than the limit of {self._max} bytes"
+            )
+
+    def isOpen(self) -> bool:  # noqa: N802
+        return self._trans.isOpen()
+
+    def close(self) -> None:
+        self._trans.close()
+
+    def read(self, sz: int) -> bytes:
+        ret = self._rbuf.read(sz)
+        if ret:
+            return ret
+        self._rbuf = BytesIO(self._trans.read(max(sz, self._rbuf_size)))
+        self._check_budget()
+        return self._rbuf.read(sz)
+
+    def readAll(self, sz: int) -> bytes:  # noqa: N802
+        head = self._rbuf.read(sz)
+        if len(head) == sz:
+            return head
+        rest = self._read_exact(sz - len(head))
+        return head + rest
+
+    def _read_exact(self, sz: int) -> bytes:
+        parts: list[bytes] = []
+        have = 0
+        while have < sz:
+            chunk = self._trans.read(min(sz - have, 1 << 20))
+            self._check_budget()
+            parts.append(chunk)
+            have += len(chunk)
+        return b"".join(parts)
+
+    def flush(self) -> None:
+        payload = b"".join(self._wbuf)
+        self._wbuf = []
+        self._trans.write(payload)
+
+    # CReadableTransport, so the accelerated protocol decodes straight from our buffer.
+    @property
+    def cstringio_buf(self) -> BytesIO:
+        return self._rbuf
+
+    def cstringio_refill(self, partialread: bytes, reqlen: int) -> BytesIO:
+        data = partialread
+        if len(data) < reqlen:
+            data += self._trans.read(max(self._rbuf_size, reqlen - len(data)))
+            self._check_budget()
+        if len(data) < reqlen:
+            data += self._read_exact(reqlen - len(data))
+        self._rbuf = BytesIO(data)
+        return self._rbuf
+
+
+class BoundedFramedTransport(_BufferedWrites, TTransportBase, CReadableTransport):
     """Thrift framed transport that refuses frames larger than `max_frame_size` before allocating them."""
 
-    def __init__(self, trans: TTransportBase, max_frame_size: int) -> None:
+    def __init__(self, trans: SocketTransport, max_frame_size: int) -> None:
         self._trans = trans
         self._max = max_frame_size
         self._rbuf = BytesIO(b"")
-        self._wbuf: list[bytes] = []
+        self._reset_writes()
+
+    def begin_call(self) -> None:
+        """Frames carry their own size; nothing to count."""
 
     def isOpen(self) -> bool:  # noqa: N802
         return self._trans.isOpen()
@@ -75,16 +186,11 @@ class BoundedFramedTransport(TTransportBase, CReadableTransport):
             )
         self._rbuf = BytesIO(self._trans.readAll(size))
 
-    def write(self, buf: bytes) -> None:
-        self._wbuf.append(buf)
-
     def flush(self) -> None:
         payload = b"".join(self._wbuf)
         self._wbuf = []
         self._trans.write(_FRAME_HEADER.pack(len(payload)) + payload)
-        self._trans.flush()
 
-    # CReadableTransport, so the accelerated protocol can decode straight from our buffer.
     @property
     def cstringio_buf(self) -> BytesIO:
         return self._rbuf
@@ -99,14 +205,16 @@ class BoundedFramedTransport(TTransportBase, CReadableTransport):
 
 def open_connection(
     sock: socket.socket, *, framed: bool, max_frame_size: int, max_string_size: int, max_container_size: int
-) -> tuple[TTransportBase, TBinaryProtocolAccelerated]:
-    """Wrap an accepted socket in the transport HMS clients speak and a size-limited binary protocol."""
+) -> tuple[BoundedBufferedTransport | BoundedFramedTransport, TBinaryProtocolAccelerated]:
+    """Wrap an accepted socket in the transport HMS clients speak and a size-limited binary protocol.
+
+    max_frame_size bounds one request: a frame for framed transport, the bytes of one call otherwise."""
     raw = SocketTransport(sock)
-    trans: TTransportBase
+    trans: BoundedBufferedTransport | BoundedFramedTransport
     if framed:
         trans = BoundedFramedTransport(raw, max_frame_size)
     else:
-        trans = TTransport.TBufferedTransport(raw)
+        trans = BoundedBufferedTransport(raw, max_frame_size)
     proto = TBinaryProtocolAccelerated(
         trans,
         strictRead=False,

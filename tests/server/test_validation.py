@@ -1,0 +1,174 @@
+"""Statistics validation (issue §5): clear errors naming the column and the rule, nothing of a rejected request
+written, and NoSuchObjectException (not "unknown result") for statistics that do not exist."""
+
+from __future__ import annotations
+
+import pytest
+
+from metastore.api.hive_metastore import ttypes as tt
+from server import thrift_builders as b
+from server.db_inspect import partition_stats_rows, table_stats_rows
+
+PART = "ds=2024-01-01/hr=1"
+PART2 = "ds=2024-01-02/hr=1"
+
+
+@pytest.fixture
+def db(client, dbname):
+    """A database with table t (every kind, partitioned, two partitions) and u (unpartitioned, numRows known)."""
+    b.create_db_and_table(client, dbname, "t", partitioned=True)
+    client.add_partitions([b.partition(dbname, "t", ["2024-01-01", "1"]), b.partition(dbname, "t", ["2024-01-02", "1"])])
+    client.create_table(
+        b.table(dbname, "u", [("flag", "boolean"), ("n", "int")], numRows="10",
+                COLUMN_STATS_ACCURATE='{"BASIC_STATS":"true"}')
+    )
+    return dbname
+
+
+GOOD = [b.obj("l", "bigint", b.data_long(1, 2, 0, 2)), b.obj("s", "string", b.data_string(3, 1.5, 0, 2))]
+
+
+def _bad_long(**fields):
+    data = tt.LongColumnStatsData(lowValue=1, highValue=2, numNulls=0, numDVs=2)
+    for k, v in fields.items():
+        setattr(data, k, v)
+    return b.obj("l", "bigint", tt.ColumnStatisticsData(longStats=data))
+
+
+# Each case: a bad statistics object and words the error must contain (column and rule).
+BAD_ENTRIES = {
+    "unknown column": (b.obj("nosuch", "bigint", b.data_long(1, 2, 0, 2)), ["nosuch", "does not exist"]),
+    "partition key": (b.obj("ds", "string", b.data_string(3, 1.0, 0, 2)), ["ds", "does not exist"]),
+    "kind vs type": (b.obj("s", "string", b.data_long(1, 2, 0, 2)), ["'s'", "string", "longStats"]),
+    "long for double": (b.obj("d", "double", b.data_long(1, 2, 0, 2)), ["'d'", "double", "longStats"]),
+    "complex type": (b.obj("arr", "array<int>", b.data_long(1, 2, 0, 2)), ["arr", "no column statistics"]),
+    "negative nulls": (_bad_long(numNulls=-1), ["'l'", "numNulls", "negative"]),
+    "negative ndv": (_bad_long(numDVs=-3), ["'l'", "numDVs", "negative"]),
+    "negative trues": (b.obj("b", "boolean", b.data_boolean(-1, 2, 0)), ["'b'", "numTrues", "negative"]),
+    "negative max len": (b.obj("s", "string", b.data_string(-1, 0.0, 0, 1)), ["'s'", "maxColLen", "negative"]),
+    "long low > high": (_bad_long(lowValue=5, highValue=4), ["'l'", "lowValue 5", "highValue 4"]),
+    "double low > high": (b.obj("d", "double", b.data_double(2.5, -1.0, 0, 1)), ["'d'", "lowValue", "greater"]),
+    "decimal low > high": (b.obj("dec", "decimal(20,4)", b.data_decimal("1.01", "1.001", 0, 1)), ["'dec'", "lowValue", "greater"]),
+    "date low > high": (b.obj("dt", "date", b.data_date(10, 9, 0, 1)), ["'dt'", "lowValue", "greater"]),
+    "timestamp low > high": (b.obj("ts", "timestamp", b.data_timestamp(10, 9, 0, 1)), ["'ts'", "lowValue", "greater"]),
+    "avg > max len": (b.obj("s", "string", b.data_string(3, 3.5, 0, 1)), ["'s'", "avgColLen", "maxColLen"]),
+    "binary avg > max": (b.obj("bin", "binary", b.data_binary(1, 2.0, 0)), ["'bin'", "avgColLen", "maxColLen"]),
+    "NaN double": (b.obj("d", "double", b.data_double(float("nan"), 1.0, 0, 1)), ["'d'", "NaN"]),
+    "bad bitVector": (b.obj("l", "bigint", b.data_long(1, 2, 0, 2, bv=b"garbage!")), ["'l'", "bitVector"]),
+    "truncated HLL": (b.obj("l", "bigint", b.data_long(1, 2, 0, 2, bv=b.hll_bytes(range(500))[:-7])), ["'l'", "bitVector"]),
+    "bad histogram": (b.obj("l", "bigint", b.data_long(1, 2, 0, 2, hist=b"\x05\x01\x0f\x00junk")), ["'l'", "histogram"]),
+    "missing numNulls": (_bad_long(numNulls=None), ["'l'", "numNulls"]),
+    "empty union": (b.obj("l", "bigint", tt.ColumnStatisticsData()), ["'l'", "statsData"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ENTRIES))
+def test_bad_table_statistics_are_refused_and_nothing_is_written(client, server, db, case):
+    bad, words = BAD_ENTRIES[case]
+    with pytest.raises(tt.InvalidInputException) as info:
+        client.update_table_column_statistics(b.table_stats(db, "t", [GOOD[0], bad, GOOD[1]]))
+    for w in words:
+        assert w in info.value.message, (w, info.value.message)
+    assert table_stats_rows(server.db_url, db, "t") == []
+
+
+@pytest.mark.parametrize("case", ["unknown column", "kind vs type", "negative nulls", "long low > high", "bad bitVector"])
+def test_bad_partition_statistics_in_a_batch_write_nothing(client, server, db, case):
+    bad, words = BAD_ENTRIES[case]
+    mixed = tt.SetPartitionsStatsRequest(
+        colStats=[
+            b.partition_stats(db, "t", PART, GOOD),
+            b.table_stats(db, "t", GOOD),
+            b.partition_stats(db, "t", PART2, [GOOD[1], bad]),
+        ],
+        needMerge=False,
+    )
+    partitions_only = tt.SetPartitionsStatsRequest(colStats=[mixed.colStats[0], mixed.colStats[2]])
+    for call, req in ((client.set_aggr_stats_for, mixed), (client.update_partition_column_statistics_req, partitions_only)):
+        with pytest.raises(tt.InvalidInputException) as info:
+            call(req)
+        assert PART2 in info.value.message and all(w in info.value.message for w in words)
+        assert partition_stats_rows(server.db_url, db, "t") == []
+        assert table_stats_rows(server.db_url, db, "t") == []
+
+
+def test_need_merge_request_with_a_bad_entry_changes_nothing(client, server, db):
+    client.update_partition_column_statistics(b.partition_stats(db, "t", PART, GOOD))
+    before = client.get_partitions_statistics_req(
+        tt.PartitionsStatsRequest(dbName=db, tblName="t", colNames=["l", "s"], partNames=[PART])
+    )
+    req = tt.SetPartitionsStatsRequest(
+        colStats=[b.partition_stats(db, "t", PART, GOOD), b.partition_stats(db, "t", PART2, [BAD_ENTRIES["kind vs type"][0]])],
+        needMerge=True,
+    )
+    with pytest.raises(tt.InvalidInputException):
+        client.set_aggr_stats_for(req)
+    after = client.get_partitions_statistics_req(
+        tt.PartitionsStatsRequest(dbName=db, tblName="t", colNames=["l", "s"], partNames=[PART])
+    )
+    assert after == before
+    assert {p for p, _, _ in partition_stats_rows(server.db_url, db, "t")} == {PART}
+
+
+def test_unknown_objects_are_no_such_object(client, server, db):
+    with pytest.raises(tt.NoSuchObjectException, match="nodb"):
+        client.update_table_column_statistics(b.table_stats("nodb_x", "t", GOOD))
+    with pytest.raises(tt.NoSuchObjectException, match="nope"):
+        client.update_table_column_statistics(b.table_stats(db, "nope", GOOD))
+    with pytest.raises(tt.NoSuchObjectException, match="1999"):
+        client.update_partition_column_statistics(b.partition_stats(db, "t", "ds=1999-01-01/hr=1", GOOD))
+    # A missing partition among existing ones: nothing is written.
+    with pytest.raises(tt.NoSuchObjectException, match="1999"):
+        client.set_aggr_stats_for(
+            tt.SetPartitionsStatsRequest(
+                colStats=[b.partition_stats(db, "t", PART, GOOD), b.partition_stats(db, "t", "ds=1999-01-01/hr=1", GOOD)]
+            )
+        )
+    # A partition name that does not fit the keys is no partition of the table.
+    with pytest.raises(tt.NoSuchObjectException):
+        client.update_partition_column_statistics(b.partition_stats(db, "t", "month=1", GOOD))
+    with pytest.raises((tt.NoSuchObjectException, tt.InvalidInputException), match="not partitioned"):
+        client.update_partition_column_statistics(b.partition_stats(db, "u", "x=1", [b.obj("n", "int", b.data_long(1, 2, 0, 2))]))
+    assert partition_stats_rows(server.db_url, db, "t") == []
+
+
+def test_descriptor_mismatches_are_invalid_input(client, db):
+    tbl_level_for_partition = b.table_stats(db, "t", GOOD)
+    with pytest.raises(tt.InvalidInputException, match="isTblLevel"):
+        client.update_partition_column_statistics(tbl_level_for_partition)
+    part_level_for_table = b.partition_stats(db, "t", PART, GOOD)
+    with pytest.raises(tt.InvalidInputException, match="isTblLevel"):
+        client.update_table_column_statistics(part_level_for_table)
+    no_name = b.partition_stats(db, "t", PART, GOOD)
+    no_name.statsDesc.partName = None
+    with pytest.raises(tt.InvalidInputException, match="partName"):
+        client.update_partition_column_statistics(no_name)
+
+
+def test_counts_above_known_row_count_are_refused(client, server, db):
+    with pytest.raises(tt.InvalidInputException, match="'flag'.*exceeds the 10 rows"):
+        client.update_table_column_statistics(b.table_stats(db, "u", [b.obj("flag", "boolean", b.data_boolean(8, 5, 0))]))
+    with pytest.raises(tt.InvalidInputException, match="'n'.*numNulls 11 exceeds"):
+        client.update_table_column_statistics(b.table_stats(db, "u", [b.obj("n", "int", b.data_long(1, 2, 11, 2))]))
+    client.update_table_column_statistics(b.table_stats(db, "u", [b.obj("flag", "boolean", b.data_boolean(4, 5, 1))]))
+    assert table_stats_rows(server.db_url, db, "u") == [("flag", "hive")]
+
+
+# ---------------------------------------------------------------- reads of statistics that do not exist
+
+
+def test_reading_missing_statistics_is_no_such_object(client, db):
+    with pytest.raises(tt.NoSuchObjectException, match="'l'"):
+        client.get_table_column_statistics(db, "t", "l")
+    with pytest.raises(tt.NoSuchObjectException, match="nosuch"):
+        client.get_table_column_statistics(db, "t", "nosuch")
+    with pytest.raises(tt.NoSuchObjectException, match="nope"):
+        client.get_table_column_statistics(db, "nope", "l")
+    with pytest.raises(tt.NoSuchObjectException, match="'l'"):
+        client.get_partition_column_statistics(db, "t", PART, "l")
+    with pytest.raises(tt.NoSuchObjectException, match="1999"):
+        client.get_partition_column_statistics(db, "t", "ds=1999-01-01/hr=1", "l")
+    with pytest.raises(tt.NoSuchObjectException, match="nope"):
+        client.get_partition_column_statistics(db, "nope", PART, "l")
+    # The client is still usable afterwards (errors are replies, not broken connections).
+    assert client.get_all_tables(db) == ["t", "u"]
