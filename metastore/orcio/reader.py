@@ -163,6 +163,9 @@ class OrcReader:
         )
         footer_len = int(ps.footer_length)
         metadata_len = int(ps.metadata_length)
+        if footer_len == 0:
+            # every writer stores a footer (at least the schema); this is a truncated or foreign file
+            raise self._error("malformed ORC file: the PostScript has no footer length")
         tail_size = 1 + ps_len + footer_len + metadata_len
         if tail_size > size:
             raise self._error(
@@ -178,6 +181,8 @@ class OrcReader:
         self.footer = _parse(
             pb.Footer, self._decompress(footer_bytes, "file footer"), "file footer", self.path
         )
+        if not self.footer.types:
+            raise self._error("malformed ORC file: the footer has no schema types")
         self._finish_tail()
 
     def _decompress(self, data: bytes, what: str) -> bytes:
