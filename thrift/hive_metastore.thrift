@@ -558,6 +558,27 @@ struct DropPartitionsResult {
   1: optional list<Partition> partitions,
 }
 
+// get_partition_values: distinct values of some partition keys (Hive 2.3 and later).
+struct PartitionValuesRequest {
+  1: required string dbName,
+  2: required string tblName,
+  3: required list<FieldSchema> partitionKeys,
+  4: optional bool applyDistinct = true,
+  5: optional string filter,
+  6: optional list<FieldSchema> partitionOrder,
+  7: optional bool ascending = true,
+  8: optional i64 maxParts = -1,
+  9: optional string catName,
+}
+
+struct PartitionValuesRow {
+  1: required list<string> row,
+}
+
+struct PartitionValuesResponse {
+  1: required list<PartitionValuesRow> partitionValues,
+}
+
 // Hive 4 (HIVE-21223 and later).
 struct GetPartitionsByNamesRequest {
   1: required string db_name,
@@ -876,6 +897,8 @@ service ThriftHiveMetastore extends fb303.FacebookService {
       throws (1: NoSuchObjectException o1, 2: MetaException o2)
   list<string> get_partition_names_ps(1: string db_name, 2: string tbl_name,
       3: list<string> part_vals, 4: i16 max_parts = -1)
+      throws (1: MetaException o1, 2: NoSuchObjectException o2)
+  PartitionValuesResponse get_partition_values(1: PartitionValuesRequest request)
       throws (1: MetaException o1, 2: NoSuchObjectException o2)
 
   // filter is Hive's metastore filter language (key = "v" and key2 < 3 ...).

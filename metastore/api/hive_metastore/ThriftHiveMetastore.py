@@ -506,6 +506,14 @@ class Iface(metastore.api.fb303.FacebookService.Iface):
         """
         pass
 
+    def get_partition_values(self, request):
+        """
+        Parameters:
+         - request
+
+        """
+        pass
+
     def get_partitions_by_filter(self, db_name, tbl_name, filter, max_parts):
         """
         Parameters:
@@ -2832,6 +2840,42 @@ class Client(metastore.api.fb303.FacebookService.Client, Iface):
             raise result.o2
         raise TApplicationException(TApplicationException.MISSING_RESULT, "get_partition_names_ps failed: unknown result")
 
+    def get_partition_values(self, request):
+        """
+        Parameters:
+         - request
+
+        """
+        self.send_get_partition_values(request)
+        return self.recv_get_partition_values()
+
+    def send_get_partition_values(self, request):
+        self._oprot.writeMessageBegin('get_partition_values', TMessageType.CALL, self._seqid)
+        args = get_partition_values_args()
+        args.request = request
+        args.write(self._oprot)
+        self._oprot.writeMessageEnd()
+        self._oprot.trans.flush()
+
+    def recv_get_partition_values(self):
+        iprot = self._iprot
+        (fname, mtype, rseqid) = iprot.readMessageBegin()
+        if mtype == TMessageType.EXCEPTION:
+            x = TApplicationException()
+            x.read(iprot)
+            iprot.readMessageEnd()
+            raise x
+        result = get_partition_values_result()
+        result.read(iprot)
+        iprot.readMessageEnd()
+        if result.success is not None:
+            return result.success
+        if result.o1 is not None:
+            raise result.o1
+        if result.o2 is not None:
+            raise result.o2
+        raise TApplicationException(TApplicationException.MISSING_RESULT, "get_partition_values failed: unknown result")
+
     def get_partitions_by_filter(self, db_name, tbl_name, filter, max_parts):
         """
         Parameters:
@@ -4329,6 +4373,7 @@ class Processor(metastore.api.fb303.FacebookService.Processor, Iface, TProcessor
         self._processMap["get_partitions_ps"] = Processor.process_get_partitions_ps
         self._processMap["get_partitions_ps_with_auth"] = Processor.process_get_partitions_ps_with_auth
         self._processMap["get_partition_names_ps"] = Processor.process_get_partition_names_ps
+        self._processMap["get_partition_values"] = Processor.process_get_partition_values
         self._processMap["get_partitions_by_filter"] = Processor.process_get_partitions_by_filter
         self._processMap["get_num_partitions_by_filter"] = Processor.process_get_num_partitions_by_filter
         self._processMap["get_partitions_by_names"] = Processor.process_get_partitions_by_names
@@ -5887,6 +5932,35 @@ class Processor(metastore.api.fb303.FacebookService.Processor, Iface, TProcessor
             msg_type = TMessageType.EXCEPTION
             result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
         oprot.writeMessageBegin("get_partition_names_ps", msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def process_get_partition_values(self, seqid, iprot, oprot):
+        args = get_partition_values_args()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        result = get_partition_values_result()
+        try:
+            result.success = self._handler.get_partition_values(args.request)
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except MetaException as o1:
+            msg_type = TMessageType.REPLY
+            result.o1 = o1
+        except NoSuchObjectException as o2:
+            msg_type = TMessageType.REPLY
+            result.o2 = o2
+        except TApplicationException as ex:
+            logging.exception('TApplication exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except Exception:
+            logging.exception('Unexpected exception in handler')
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, 'Internal error')
+        oprot.writeMessageBegin("get_partition_values", msg_type, seqid)
         result.write(oprot)
         oprot.writeMessageEnd()
         oprot.trans.flush()
@@ -7484,10 +7558,10 @@ class set_ugi_args(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.group_names = []
-                    (_etype428, _size425) = iprot.readListBegin()
-                    for _i429 in range(_size425):
-                        _elem430 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.group_names.append(_elem430)
+                    (_etype456, _size453) = iprot.readListBegin()
+                    for _i457 in range(_size453):
+                        _elem458 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.group_names.append(_elem458)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -7508,8 +7582,8 @@ class set_ugi_args(object):
         if self.group_names is not None:
             oprot.writeFieldBegin('group_names', TType.LIST, 2)
             oprot.writeListBegin(TType.STRING, len(self.group_names))
-            for iter431 in self.group_names:
-                oprot.writeString(iter431.encode('utf-8') if sys.version_info[0] == 2 else iter431)
+            for iter459 in self.group_names:
+                oprot.writeString(iter459.encode('utf-8') if sys.version_info[0] == 2 else iter459)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -7561,10 +7635,10 @@ class set_ugi_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype435, _size432) = iprot.readListBegin()
-                    for _i436 in range(_size432):
-                        _elem437 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem437)
+                    (_etype463, _size460) = iprot.readListBegin()
+                    for _i464 in range(_size460):
+                        _elem465 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem465)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -7586,8 +7660,8 @@ class set_ugi_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter438 in self.success:
-                oprot.writeString(iter438.encode('utf-8') if sys.version_info[0] == 2 else iter438)
+            for iter466 in self.success:
+                oprot.writeString(iter466.encode('utf-8') if sys.version_info[0] == 2 else iter466)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -8173,10 +8247,10 @@ class get_databases_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype442, _size439) = iprot.readListBegin()
-                    for _i443 in range(_size439):
-                        _elem444 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem444)
+                    (_etype470, _size467) = iprot.readListBegin()
+                    for _i471 in range(_size467):
+                        _elem472 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem472)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8198,8 +8272,8 @@ class get_databases_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter445 in self.success:
-                oprot.writeString(iter445.encode('utf-8') if sys.version_info[0] == 2 else iter445)
+            for iter473 in self.success:
+                oprot.writeString(iter473.encode('utf-8') if sys.version_info[0] == 2 else iter473)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -8297,10 +8371,10 @@ class get_all_databases_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype449, _size446) = iprot.readListBegin()
-                    for _i450 in range(_size446):
-                        _elem451 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem451)
+                    (_etype477, _size474) = iprot.readListBegin()
+                    for _i478 in range(_size474):
+                        _elem479 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem479)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8322,8 +8396,8 @@ class get_all_databases_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter452 in self.success:
-                oprot.writeString(iter452.encode('utf-8') if sys.version_info[0] == 2 else iter452)
+            for iter480 in self.success:
+                oprot.writeString(iter480.encode('utf-8') if sys.version_info[0] == 2 else iter480)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -8605,11 +8679,11 @@ class get_fields_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype456, _size453) = iprot.readListBegin()
-                    for _i457 in range(_size453):
-                        _elem458 = FieldSchema()
-                        _elem458.read(iprot)
-                        self.success.append(_elem458)
+                    (_etype484, _size481) = iprot.readListBegin()
+                    for _i485 in range(_size481):
+                        _elem486 = FieldSchema()
+                        _elem486.read(iprot)
+                        self.success.append(_elem486)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8641,8 +8715,8 @@ class get_fields_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter459 in self.success:
-                iter459.write(oprot)
+            for iter487 in self.success:
+                iter487.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -8798,11 +8872,11 @@ class get_fields_with_environment_context_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype463, _size460) = iprot.readListBegin()
-                    for _i464 in range(_size460):
-                        _elem465 = FieldSchema()
-                        _elem465.read(iprot)
-                        self.success.append(_elem465)
+                    (_etype491, _size488) = iprot.readListBegin()
+                    for _i492 in range(_size488):
+                        _elem493 = FieldSchema()
+                        _elem493.read(iprot)
+                        self.success.append(_elem493)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8834,8 +8908,8 @@ class get_fields_with_environment_context_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter466 in self.success:
-                iter466.write(oprot)
+            for iter494 in self.success:
+                iter494.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -8978,11 +9052,11 @@ class get_schema_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype470, _size467) = iprot.readListBegin()
-                    for _i471 in range(_size467):
-                        _elem472 = FieldSchema()
-                        _elem472.read(iprot)
-                        self.success.append(_elem472)
+                    (_etype498, _size495) = iprot.readListBegin()
+                    for _i499 in range(_size495):
+                        _elem500 = FieldSchema()
+                        _elem500.read(iprot)
+                        self.success.append(_elem500)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9014,8 +9088,8 @@ class get_schema_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter473 in self.success:
-                iter473.write(oprot)
+            for iter501 in self.success:
+                iter501.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -9171,11 +9245,11 @@ class get_schema_with_environment_context_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype477, _size474) = iprot.readListBegin()
-                    for _i478 in range(_size474):
-                        _elem479 = FieldSchema()
-                        _elem479.read(iprot)
-                        self.success.append(_elem479)
+                    (_etype505, _size502) = iprot.readListBegin()
+                    for _i506 in range(_size502):
+                        _elem507 = FieldSchema()
+                        _elem507.read(iprot)
+                        self.success.append(_elem507)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9207,8 +9281,8 @@ class get_schema_with_environment_context_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter480 in self.success:
-                iter480.write(oprot)
+            for iter508 in self.success:
+                iter508.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -9953,10 +10027,10 @@ class truncate_table_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.partNames = []
-                    (_etype484, _size481) = iprot.readListBegin()
-                    for _i485 in range(_size481):
-                        _elem486 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partNames.append(_elem486)
+                    (_etype512, _size509) = iprot.readListBegin()
+                    for _i513 in range(_size509):
+                        _elem514 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partNames.append(_elem514)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9981,8 +10055,8 @@ class truncate_table_args(object):
         if self.partNames is not None:
             oprot.writeFieldBegin('partNames', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.partNames))
-            for iter487 in self.partNames:
-                oprot.writeString(iter487.encode('utf-8') if sys.version_info[0] == 2 else iter487)
+            for iter515 in self.partNames:
+                oprot.writeString(iter515.encode('utf-8') if sys.version_info[0] == 2 else iter515)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -10171,10 +10245,10 @@ class get_tables_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype491, _size488) = iprot.readListBegin()
-                    for _i492 in range(_size488):
-                        _elem493 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem493)
+                    (_etype519, _size516) = iprot.readListBegin()
+                    for _i520 in range(_size516):
+                        _elem521 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem521)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10196,8 +10270,8 @@ class get_tables_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter494 in self.success:
-                oprot.writeString(iter494.encode('utf-8') if sys.version_info[0] == 2 else iter494)
+            for iter522 in self.success:
+                oprot.writeString(iter522.encode('utf-8') if sys.version_info[0] == 2 else iter522)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -10338,10 +10412,10 @@ class get_tables_by_type_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype498, _size495) = iprot.readListBegin()
-                    for _i499 in range(_size495):
-                        _elem500 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem500)
+                    (_etype526, _size523) = iprot.readListBegin()
+                    for _i527 in range(_size523):
+                        _elem528 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem528)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10363,8 +10437,8 @@ class get_tables_by_type_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter501 in self.success:
-                oprot.writeString(iter501.encode('utf-8') if sys.version_info[0] == 2 else iter501)
+            for iter529 in self.success:
+                oprot.writeString(iter529.encode('utf-8') if sys.version_info[0] == 2 else iter529)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -10431,10 +10505,10 @@ class get_table_meta_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.tbl_types = []
-                    (_etype505, _size502) = iprot.readListBegin()
-                    for _i506 in range(_size502):
-                        _elem507 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.tbl_types.append(_elem507)
+                    (_etype533, _size530) = iprot.readListBegin()
+                    for _i534 in range(_size530):
+                        _elem535 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.tbl_types.append(_elem535)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10459,8 +10533,8 @@ class get_table_meta_args(object):
         if self.tbl_types is not None:
             oprot.writeFieldBegin('tbl_types', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.tbl_types))
-            for iter508 in self.tbl_types:
-                oprot.writeString(iter508.encode('utf-8') if sys.version_info[0] == 2 else iter508)
+            for iter536 in self.tbl_types:
+                oprot.writeString(iter536.encode('utf-8') if sys.version_info[0] == 2 else iter536)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -10513,11 +10587,11 @@ class get_table_meta_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype512, _size509) = iprot.readListBegin()
-                    for _i513 in range(_size509):
-                        _elem514 = TableMeta()
-                        _elem514.read(iprot)
-                        self.success.append(_elem514)
+                    (_etype540, _size537) = iprot.readListBegin()
+                    for _i541 in range(_size537):
+                        _elem542 = TableMeta()
+                        _elem542.read(iprot)
+                        self.success.append(_elem542)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10539,8 +10613,8 @@ class get_table_meta_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter515 in self.success:
-                iter515.write(oprot)
+            for iter543 in self.success:
+                iter543.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -10657,10 +10731,10 @@ class get_all_tables_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype519, _size516) = iprot.readListBegin()
-                    for _i520 in range(_size516):
-                        _elem521 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem521)
+                    (_etype547, _size544) = iprot.readListBegin()
+                    for _i548 in range(_size544):
+                        _elem549 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem549)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10682,8 +10756,8 @@ class get_all_tables_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter522 in self.success:
-                oprot.writeString(iter522.encode('utf-8') if sys.version_info[0] == 2 else iter522)
+            for iter550 in self.success:
+                oprot.writeString(iter550.encode('utf-8') if sys.version_info[0] == 2 else iter550)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -10903,10 +10977,10 @@ class get_table_objects_by_name_args(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.tbl_names = []
-                    (_etype526, _size523) = iprot.readListBegin()
-                    for _i527 in range(_size523):
-                        _elem528 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.tbl_names.append(_elem528)
+                    (_etype554, _size551) = iprot.readListBegin()
+                    for _i555 in range(_size551):
+                        _elem556 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.tbl_names.append(_elem556)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10927,8 +11001,8 @@ class get_table_objects_by_name_args(object):
         if self.tbl_names is not None:
             oprot.writeFieldBegin('tbl_names', TType.LIST, 2)
             oprot.writeListBegin(TType.STRING, len(self.tbl_names))
-            for iter529 in self.tbl_names:
-                oprot.writeString(iter529.encode('utf-8') if sys.version_info[0] == 2 else iter529)
+            for iter557 in self.tbl_names:
+                oprot.writeString(iter557.encode('utf-8') if sys.version_info[0] == 2 else iter557)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -10984,11 +11058,11 @@ class get_table_objects_by_name_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype533, _size530) = iprot.readListBegin()
-                    for _i534 in range(_size530):
-                        _elem535 = Table()
-                        _elem535.read(iprot)
-                        self.success.append(_elem535)
+                    (_etype561, _size558) = iprot.readListBegin()
+                    for _i562 in range(_size558):
+                        _elem563 = Table()
+                        _elem563.read(iprot)
+                        self.success.append(_elem563)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11020,8 +11094,8 @@ class get_table_objects_by_name_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter536 in self.success:
-                iter536.write(oprot)
+            for iter564 in self.success:
+                iter564.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -11486,10 +11560,10 @@ class get_table_names_by_filter_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype540, _size537) = iprot.readListBegin()
-                    for _i541 in range(_size537):
-                        _elem542 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem542)
+                    (_etype568, _size565) = iprot.readListBegin()
+                    for _i569 in range(_size565):
+                        _elem570 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem570)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11521,8 +11595,8 @@ class get_table_names_by_filter_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter543 in self.success:
-                oprot.writeString(iter543.encode('utf-8') if sys.version_info[0] == 2 else iter543)
+            for iter571 in self.success:
+                oprot.writeString(iter571.encode('utf-8') if sys.version_info[0] == 2 else iter571)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -12428,11 +12502,11 @@ class add_partitions_args(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.new_parts = []
-                    (_etype547, _size544) = iprot.readListBegin()
-                    for _i548 in range(_size544):
-                        _elem549 = Partition()
-                        _elem549.read(iprot)
-                        self.new_parts.append(_elem549)
+                    (_etype575, _size572) = iprot.readListBegin()
+                    for _i576 in range(_size572):
+                        _elem577 = Partition()
+                        _elem577.read(iprot)
+                        self.new_parts.append(_elem577)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -12449,8 +12523,8 @@ class add_partitions_args(object):
         if self.new_parts is not None:
             oprot.writeFieldBegin('new_parts', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.new_parts))
-            for iter550 in self.new_parts:
-                iter550.write(oprot)
+            for iter578 in self.new_parts:
+                iter578.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -12771,10 +12845,10 @@ class append_partition_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.part_vals = []
-                    (_etype554, _size551) = iprot.readListBegin()
-                    for _i555 in range(_size551):
-                        _elem556 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals.append(_elem556)
+                    (_etype582, _size579) = iprot.readListBegin()
+                    for _i583 in range(_size579):
+                        _elem584 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals.append(_elem584)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -12799,8 +12873,8 @@ class append_partition_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.part_vals))
-            for iter557 in self.part_vals:
-                oprot.writeString(iter557.encode('utf-8') if sys.version_info[0] == 2 else iter557)
+            for iter585 in self.part_vals:
+                oprot.writeString(iter585.encode('utf-8') if sys.version_info[0] == 2 else iter585)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -13149,10 +13223,10 @@ class drop_partition_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.part_vals = []
-                    (_etype561, _size558) = iprot.readListBegin()
-                    for _i562 in range(_size558):
-                        _elem563 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals.append(_elem563)
+                    (_etype589, _size586) = iprot.readListBegin()
+                    for _i590 in range(_size586):
+                        _elem591 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals.append(_elem591)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13182,8 +13256,8 @@ class drop_partition_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.part_vals))
-            for iter564 in self.part_vals:
-                oprot.writeString(iter564.encode('utf-8') if sys.version_info[0] == 2 else iter564)
+            for iter592 in self.part_vals:
+                oprot.writeString(iter592.encode('utf-8') if sys.version_info[0] == 2 else iter592)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.deleteData is not None:
@@ -13342,10 +13416,10 @@ class drop_partition_with_environment_context_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.part_vals = []
-                    (_etype568, _size565) = iprot.readListBegin()
-                    for _i569 in range(_size565):
-                        _elem570 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals.append(_elem570)
+                    (_etype596, _size593) = iprot.readListBegin()
+                    for _i597 in range(_size593):
+                        _elem598 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals.append(_elem598)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13381,8 +13455,8 @@ class drop_partition_with_environment_context_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.part_vals))
-            for iter571 in self.part_vals:
-                oprot.writeString(iter571.encode('utf-8') if sys.version_info[0] == 2 else iter571)
+            for iter599 in self.part_vals:
+                oprot.writeString(iter599.encode('utf-8') if sys.version_info[0] == 2 else iter599)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.deleteData is not None:
@@ -14070,10 +14144,10 @@ class get_partition_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.part_vals = []
-                    (_etype575, _size572) = iprot.readListBegin()
-                    for _i576 in range(_size572):
-                        _elem577 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals.append(_elem577)
+                    (_etype603, _size600) = iprot.readListBegin()
+                    for _i604 in range(_size600):
+                        _elem605 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals.append(_elem605)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14098,8 +14172,8 @@ class get_partition_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.part_vals))
-            for iter578 in self.part_vals:
-                oprot.writeString(iter578.encode('utf-8') if sys.version_info[0] == 2 else iter578)
+            for iter606 in self.part_vals:
+                oprot.writeString(iter606.encode('utf-8') if sys.version_info[0] == 2 else iter606)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -14254,10 +14328,10 @@ class get_partition_with_auth_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.part_vals = []
-                    (_etype582, _size579) = iprot.readListBegin()
-                    for _i583 in range(_size579):
-                        _elem584 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals.append(_elem584)
+                    (_etype610, _size607) = iprot.readListBegin()
+                    for _i611 in range(_size607):
+                        _elem612 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals.append(_elem612)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14269,10 +14343,10 @@ class get_partition_with_auth_args(object):
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.group_names = []
-                    (_etype588, _size585) = iprot.readListBegin()
-                    for _i589 in range(_size585):
-                        _elem590 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.group_names.append(_elem590)
+                    (_etype616, _size613) = iprot.readListBegin()
+                    for _i617 in range(_size613):
+                        _elem618 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.group_names.append(_elem618)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14297,8 +14371,8 @@ class get_partition_with_auth_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.part_vals))
-            for iter591 in self.part_vals:
-                oprot.writeString(iter591.encode('utf-8') if sys.version_info[0] == 2 else iter591)
+            for iter619 in self.part_vals:
+                oprot.writeString(iter619.encode('utf-8') if sys.version_info[0] == 2 else iter619)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.user_name is not None:
@@ -14308,8 +14382,8 @@ class get_partition_with_auth_args(object):
         if self.group_names is not None:
             oprot.writeFieldBegin('group_names', TType.LIST, 5)
             oprot.writeListBegin(TType.STRING, len(self.group_names))
-            for iter592 in self.group_names:
-                oprot.writeString(iter592.encode('utf-8') if sys.version_info[0] == 2 else iter592)
+            for iter620 in self.group_names:
+                oprot.writeString(iter620.encode('utf-8') if sys.version_info[0] == 2 else iter620)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -14710,11 +14784,11 @@ class get_partitions_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype596, _size593) = iprot.readListBegin()
-                    for _i597 in range(_size593):
-                        _elem598 = Partition()
-                        _elem598.read(iprot)
-                        self.success.append(_elem598)
+                    (_etype624, _size621) = iprot.readListBegin()
+                    for _i625 in range(_size621):
+                        _elem626 = Partition()
+                        _elem626.read(iprot)
+                        self.success.append(_elem626)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14741,8 +14815,8 @@ class get_partitions_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter599 in self.success:
-                iter599.write(oprot)
+            for iter627 in self.success:
+                iter627.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -14828,10 +14902,10 @@ class get_partitions_with_auth_args(object):
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.group_names = []
-                    (_etype603, _size600) = iprot.readListBegin()
-                    for _i604 in range(_size600):
-                        _elem605 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.group_names.append(_elem605)
+                    (_etype631, _size628) = iprot.readListBegin()
+                    for _i632 in range(_size628):
+                        _elem633 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.group_names.append(_elem633)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14864,8 +14938,8 @@ class get_partitions_with_auth_args(object):
         if self.group_names is not None:
             oprot.writeFieldBegin('group_names', TType.LIST, 5)
             oprot.writeListBegin(TType.STRING, len(self.group_names))
-            for iter606 in self.group_names:
-                oprot.writeString(iter606.encode('utf-8') if sys.version_info[0] == 2 else iter606)
+            for iter634 in self.group_names:
+                oprot.writeString(iter634.encode('utf-8') if sys.version_info[0] == 2 else iter634)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -14922,11 +14996,11 @@ class get_partitions_with_auth_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype610, _size607) = iprot.readListBegin()
-                    for _i611 in range(_size607):
-                        _elem612 = Partition()
-                        _elem612.read(iprot)
-                        self.success.append(_elem612)
+                    (_etype638, _size635) = iprot.readListBegin()
+                    for _i639 in range(_size635):
+                        _elem640 = Partition()
+                        _elem640.read(iprot)
+                        self.success.append(_elem640)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14953,8 +15027,8 @@ class get_partitions_with_auth_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter613 in self.success:
-                iter613.write(oprot)
+            for iter641 in self.success:
+                iter641.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -15102,10 +15176,10 @@ class get_partition_names_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype617, _size614) = iprot.readListBegin()
-                    for _i618 in range(_size614):
-                        _elem619 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem619)
+                    (_etype645, _size642) = iprot.readListBegin()
+                    for _i646 in range(_size642):
+                        _elem647 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem647)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15132,8 +15206,8 @@ class get_partition_names_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter620 in self.success:
-                oprot.writeString(iter620.encode('utf-8') if sys.version_info[0] == 2 else iter620)
+            for iter648 in self.success:
+                oprot.writeString(iter648.encode('utf-8') if sys.version_info[0] == 2 else iter648)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -15207,10 +15281,10 @@ class get_partitions_ps_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.part_vals = []
-                    (_etype624, _size621) = iprot.readListBegin()
-                    for _i625 in range(_size621):
-                        _elem626 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals.append(_elem626)
+                    (_etype652, _size649) = iprot.readListBegin()
+                    for _i653 in range(_size649):
+                        _elem654 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals.append(_elem654)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15240,8 +15314,8 @@ class get_partitions_ps_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.part_vals))
-            for iter627 in self.part_vals:
-                oprot.writeString(iter627.encode('utf-8') if sys.version_info[0] == 2 else iter627)
+            for iter655 in self.part_vals:
+                oprot.writeString(iter655.encode('utf-8') if sys.version_info[0] == 2 else iter655)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.max_parts is not None:
@@ -15301,11 +15375,11 @@ class get_partitions_ps_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype631, _size628) = iprot.readListBegin()
-                    for _i632 in range(_size628):
-                        _elem633 = Partition()
-                        _elem633.read(iprot)
-                        self.success.append(_elem633)
+                    (_etype659, _size656) = iprot.readListBegin()
+                    for _i660 in range(_size656):
+                        _elem661 = Partition()
+                        _elem661.read(iprot)
+                        self.success.append(_elem661)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15332,8 +15406,8 @@ class get_partitions_ps_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter634 in self.success:
-                iter634.write(oprot)
+            for iter662 in self.success:
+                iter662.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -15411,10 +15485,10 @@ class get_partitions_ps_with_auth_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.part_vals = []
-                    (_etype638, _size635) = iprot.readListBegin()
-                    for _i639 in range(_size635):
-                        _elem640 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals.append(_elem640)
+                    (_etype666, _size663) = iprot.readListBegin()
+                    for _i667 in range(_size663):
+                        _elem668 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals.append(_elem668)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15431,10 +15505,10 @@ class get_partitions_ps_with_auth_args(object):
             elif fid == 6:
                 if ftype == TType.LIST:
                     self.group_names = []
-                    (_etype644, _size641) = iprot.readListBegin()
-                    for _i645 in range(_size641):
-                        _elem646 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.group_names.append(_elem646)
+                    (_etype672, _size669) = iprot.readListBegin()
+                    for _i673 in range(_size669):
+                        _elem674 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.group_names.append(_elem674)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15459,8 +15533,8 @@ class get_partitions_ps_with_auth_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.part_vals))
-            for iter647 in self.part_vals:
-                oprot.writeString(iter647.encode('utf-8') if sys.version_info[0] == 2 else iter647)
+            for iter675 in self.part_vals:
+                oprot.writeString(iter675.encode('utf-8') if sys.version_info[0] == 2 else iter675)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.max_parts is not None:
@@ -15474,8 +15548,8 @@ class get_partitions_ps_with_auth_args(object):
         if self.group_names is not None:
             oprot.writeFieldBegin('group_names', TType.LIST, 6)
             oprot.writeListBegin(TType.STRING, len(self.group_names))
-            for iter648 in self.group_names:
-                oprot.writeString(iter648.encode('utf-8') if sys.version_info[0] == 2 else iter648)
+            for iter676 in self.group_names:
+                oprot.writeString(iter676.encode('utf-8') if sys.version_info[0] == 2 else iter676)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -15533,11 +15607,11 @@ class get_partitions_ps_with_auth_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype652, _size649) = iprot.readListBegin()
-                    for _i653 in range(_size649):
-                        _elem654 = Partition()
-                        _elem654.read(iprot)
-                        self.success.append(_elem654)
+                    (_etype680, _size677) = iprot.readListBegin()
+                    for _i681 in range(_size677):
+                        _elem682 = Partition()
+                        _elem682.read(iprot)
+                        self.success.append(_elem682)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15564,8 +15638,8 @@ class get_partitions_ps_with_auth_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter655 in self.success:
-                iter655.write(oprot)
+            for iter683 in self.success:
+                iter683.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -15639,10 +15713,10 @@ class get_partition_names_ps_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.part_vals = []
-                    (_etype659, _size656) = iprot.readListBegin()
-                    for _i660 in range(_size656):
-                        _elem661 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals.append(_elem661)
+                    (_etype687, _size684) = iprot.readListBegin()
+                    for _i688 in range(_size684):
+                        _elem689 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals.append(_elem689)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15672,8 +15746,8 @@ class get_partition_names_ps_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.part_vals))
-            for iter662 in self.part_vals:
-                oprot.writeString(iter662.encode('utf-8') if sys.version_info[0] == 2 else iter662)
+            for iter690 in self.part_vals:
+                oprot.writeString(iter690.encode('utf-8') if sys.version_info[0] == 2 else iter690)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.max_parts is not None:
@@ -15733,10 +15807,10 @@ class get_partition_names_ps_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype666, _size663) = iprot.readListBegin()
-                    for _i667 in range(_size663):
-                        _elem668 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem668)
+                    (_etype694, _size691) = iprot.readListBegin()
+                    for _i695 in range(_size691):
+                        _elem696 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem696)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15763,8 +15837,8 @@ class get_partition_names_ps_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter669 in self.success:
-                oprot.writeString(iter669.encode('utf-8') if sys.version_info[0] == 2 else iter669)
+            for iter697 in self.success:
+                oprot.writeString(iter697.encode('utf-8') if sys.version_info[0] == 2 else iter697)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -15794,6 +15868,155 @@ class get_partition_names_ps_result(object):
 all_structs.append(get_partition_names_ps_result)
 get_partition_names_ps_result.thrift_spec = (
     (0, TType.LIST, 'success', (TType.STRING, 'UTF8', False), None, ),  # 0
+    (1, TType.STRUCT, 'o1', [MetaException, None], None, ),  # 1
+    (2, TType.STRUCT, 'o2', [NoSuchObjectException, None], None, ),  # 2
+)
+
+
+class get_partition_values_args(object):
+    """
+    Attributes:
+     - request
+
+    """
+
+
+    def __init__(self, request=None,):
+        self.request = request
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.request = PartitionValuesRequest()
+                    self.request.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('get_partition_values_args')
+        if self.request is not None:
+            oprot.writeFieldBegin('request', TType.STRUCT, 1)
+            self.request.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(get_partition_values_args)
+get_partition_values_args.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'request', [PartitionValuesRequest, None], None, ),  # 1
+)
+
+
+class get_partition_values_result(object):
+    """
+    Attributes:
+     - success
+     - o1
+     - o2
+
+    """
+
+
+    def __init__(self, success=None, o1=None, o2=None,):
+        self.success = success
+        self.o1 = o1
+        self.o2 = o2
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 0:
+                if ftype == TType.STRUCT:
+                    self.success = PartitionValuesResponse()
+                    self.success.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 1:
+                if ftype == TType.STRUCT:
+                    self.o1 = MetaException.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.o2 = NoSuchObjectException.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('get_partition_values_result')
+        if self.success is not None:
+            oprot.writeFieldBegin('success', TType.STRUCT, 0)
+            self.success.write(oprot)
+            oprot.writeFieldEnd()
+        if self.o1 is not None:
+            oprot.writeFieldBegin('o1', TType.STRUCT, 1)
+            self.o1.write(oprot)
+            oprot.writeFieldEnd()
+        if self.o2 is not None:
+            oprot.writeFieldBegin('o2', TType.STRUCT, 2)
+            self.o2.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+all_structs.append(get_partition_values_result)
+get_partition_values_result.thrift_spec = (
+    (0, TType.STRUCT, 'success', [PartitionValuesResponse, None], None, ),  # 0
     (1, TType.STRUCT, 'o1', [MetaException, None], None, ),  # 1
     (2, TType.STRUCT, 'o2', [NoSuchObjectException, None], None, ),  # 2
 )
@@ -15924,11 +16147,11 @@ class get_partitions_by_filter_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype673, _size670) = iprot.readListBegin()
-                    for _i674 in range(_size670):
-                        _elem675 = Partition()
-                        _elem675.read(iprot)
-                        self.success.append(_elem675)
+                    (_etype701, _size698) = iprot.readListBegin()
+                    for _i702 in range(_size698):
+                        _elem703 = Partition()
+                        _elem703.read(iprot)
+                        self.success.append(_elem703)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15955,8 +16178,8 @@ class get_partitions_by_filter_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter676 in self.success:
-                iter676.write(oprot)
+            for iter704 in self.success:
+                iter704.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -16199,10 +16422,10 @@ class get_partitions_by_names_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.names = []
-                    (_etype680, _size677) = iprot.readListBegin()
-                    for _i681 in range(_size677):
-                        _elem682 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.names.append(_elem682)
+                    (_etype708, _size705) = iprot.readListBegin()
+                    for _i709 in range(_size705):
+                        _elem710 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.names.append(_elem710)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -16227,8 +16450,8 @@ class get_partitions_by_names_args(object):
         if self.names is not None:
             oprot.writeFieldBegin('names', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.names))
-            for iter683 in self.names:
-                oprot.writeString(iter683.encode('utf-8') if sys.version_info[0] == 2 else iter683)
+            for iter711 in self.names:
+                oprot.writeString(iter711.encode('utf-8') if sys.version_info[0] == 2 else iter711)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -16283,11 +16506,11 @@ class get_partitions_by_names_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype687, _size684) = iprot.readListBegin()
-                    for _i688 in range(_size684):
-                        _elem689 = Partition()
-                        _elem689.read(iprot)
-                        self.success.append(_elem689)
+                    (_etype715, _size712) = iprot.readListBegin()
+                    for _i716 in range(_size712):
+                        _elem717 = Partition()
+                        _elem717.read(iprot)
+                        self.success.append(_elem717)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -16314,8 +16537,8 @@ class get_partitions_by_names_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter690 in self.success:
-                iter690.write(oprot)
+            for iter718 in self.success:
+                iter718.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -16697,11 +16920,11 @@ class alter_partitions_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.new_parts = []
-                    (_etype694, _size691) = iprot.readListBegin()
-                    for _i695 in range(_size691):
-                        _elem696 = Partition()
-                        _elem696.read(iprot)
-                        self.new_parts.append(_elem696)
+                    (_etype722, _size719) = iprot.readListBegin()
+                    for _i723 in range(_size719):
+                        _elem724 = Partition()
+                        _elem724.read(iprot)
+                        self.new_parts.append(_elem724)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -16726,8 +16949,8 @@ class alter_partitions_args(object):
         if self.new_parts is not None:
             oprot.writeFieldBegin('new_parts', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.new_parts))
-            for iter697 in self.new_parts:
-                iter697.write(oprot)
+            for iter725 in self.new_parts:
+                iter725.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -16868,11 +17091,11 @@ class alter_partitions_with_environment_context_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.new_parts = []
-                    (_etype701, _size698) = iprot.readListBegin()
-                    for _i702 in range(_size698):
-                        _elem703 = Partition()
-                        _elem703.read(iprot)
-                        self.new_parts.append(_elem703)
+                    (_etype729, _size726) = iprot.readListBegin()
+                    for _i730 in range(_size726):
+                        _elem731 = Partition()
+                        _elem731.read(iprot)
+                        self.new_parts.append(_elem731)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -16903,8 +17126,8 @@ class alter_partitions_with_environment_context_args(object):
         if self.new_parts is not None:
             oprot.writeFieldBegin('new_parts', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.new_parts))
-            for iter704 in self.new_parts:
-                iter704.write(oprot)
+            for iter732 in self.new_parts:
+                iter732.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.environment_context is not None:
@@ -17224,10 +17447,10 @@ class rename_partition_args(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.part_vals = []
-                    (_etype708, _size705) = iprot.readListBegin()
-                    for _i709 in range(_size705):
-                        _elem710 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals.append(_elem710)
+                    (_etype736, _size733) = iprot.readListBegin()
+                    for _i737 in range(_size733):
+                        _elem738 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals.append(_elem738)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -17258,8 +17481,8 @@ class rename_partition_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.part_vals))
-            for iter711 in self.part_vals:
-                oprot.writeString(iter711.encode('utf-8') if sys.version_info[0] == 2 else iter711)
+            for iter739 in self.part_vals:
+                oprot.writeString(iter739.encode('utf-8') if sys.version_info[0] == 2 else iter739)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.new_part is not None:
@@ -17453,10 +17676,10 @@ class partition_name_to_vals_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype715, _size712) = iprot.readListBegin()
-                    for _i716 in range(_size712):
-                        _elem717 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem717)
+                    (_etype743, _size740) = iprot.readListBegin()
+                    for _i744 in range(_size740):
+                        _elem745 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem745)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -17478,8 +17701,8 @@ class partition_name_to_vals_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter718 in self.success:
-                oprot.writeString(iter718.encode('utf-8') if sys.version_info[0] == 2 else iter718)
+            for iter746 in self.success:
+                oprot.writeString(iter746.encode('utf-8') if sys.version_info[0] == 2 else iter746)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -17596,11 +17819,11 @@ class partition_name_to_spec_result(object):
             if fid == 0:
                 if ftype == TType.MAP:
                     self.success = {}
-                    (_ktype720, _vtype721, _size719) = iprot.readMapBegin()
-                    for _i723 in range(_size719):
-                        _key724 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val725 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success[_key724] = _val725
+                    (_ktype748, _vtype749, _size747) = iprot.readMapBegin()
+                    for _i751 in range(_size747):
+                        _key752 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val753 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success[_key752] = _val753
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -17622,9 +17845,9 @@ class partition_name_to_spec_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.MAP, 0)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.success))
-            for kiter726, viter727 in self.success.items():
-                oprot.writeString(kiter726.encode('utf-8') if sys.version_info[0] == 2 else kiter726)
-                oprot.writeString(viter727.encode('utf-8') if sys.version_info[0] == 2 else viter727)
+            for kiter754, viter755 in self.success.items():
+                oprot.writeString(kiter754.encode('utf-8') if sys.version_info[0] == 2 else kiter754)
+                oprot.writeString(viter755.encode('utf-8') if sys.version_info[0] == 2 else viter755)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -17693,11 +17916,11 @@ class markPartitionForEvent_args(object):
             elif fid == 3:
                 if ftype == TType.MAP:
                     self.part_vals = {}
-                    (_ktype729, _vtype730, _size728) = iprot.readMapBegin()
-                    for _i732 in range(_size728):
-                        _key733 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val734 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals[_key733] = _val734
+                    (_ktype757, _vtype758, _size756) = iprot.readMapBegin()
+                    for _i760 in range(_size756):
+                        _key761 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val762 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals[_key761] = _val762
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -17727,9 +17950,9 @@ class markPartitionForEvent_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.MAP, 3)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.part_vals))
-            for kiter735, viter736 in self.part_vals.items():
-                oprot.writeString(kiter735.encode('utf-8') if sys.version_info[0] == 2 else kiter735)
-                oprot.writeString(viter736.encode('utf-8') if sys.version_info[0] == 2 else viter736)
+            for kiter763, viter764 in self.part_vals.items():
+                oprot.writeString(kiter763.encode('utf-8') if sys.version_info[0] == 2 else kiter763)
+                oprot.writeString(viter764.encode('utf-8') if sys.version_info[0] == 2 else viter764)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.eventType is not None:
@@ -17923,11 +18146,11 @@ class isPartitionMarkedForEvent_args(object):
             elif fid == 3:
                 if ftype == TType.MAP:
                     self.part_vals = {}
-                    (_ktype738, _vtype739, _size737) = iprot.readMapBegin()
-                    for _i741 in range(_size737):
-                        _key742 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val743 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.part_vals[_key742] = _val743
+                    (_ktype766, _vtype767, _size765) = iprot.readMapBegin()
+                    for _i769 in range(_size765):
+                        _key770 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val771 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.part_vals[_key770] = _val771
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -17957,9 +18180,9 @@ class isPartitionMarkedForEvent_args(object):
         if self.part_vals is not None:
             oprot.writeFieldBegin('part_vals', TType.MAP, 3)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.part_vals))
-            for kiter744, viter745 in self.part_vals.items():
-                oprot.writeString(kiter744.encode('utf-8') if sys.version_info[0] == 2 else kiter744)
-                oprot.writeString(viter745.encode('utf-8') if sys.version_info[0] == 2 else viter745)
+            for kiter772, viter773 in self.part_vals.items():
+                oprot.writeString(kiter772.encode('utf-8') if sys.version_info[0] == 2 else kiter772)
+                oprot.writeString(viter773.encode('utf-8') if sys.version_info[0] == 2 else viter773)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.eventType is not None:
@@ -18238,11 +18461,11 @@ class get_indexes_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype749, _size746) = iprot.readListBegin()
-                    for _i750 in range(_size746):
-                        _elem751 = Index()
-                        _elem751.read(iprot)
-                        self.success.append(_elem751)
+                    (_etype777, _size774) = iprot.readListBegin()
+                    for _i778 in range(_size774):
+                        _elem779 = Index()
+                        _elem779.read(iprot)
+                        self.success.append(_elem779)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -18269,8 +18492,8 @@ class get_indexes_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRUCT, len(self.success))
-            for iter752 in self.success:
-                iter752.write(oprot)
+            for iter780 in self.success:
+                iter780.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
@@ -18416,10 +18639,10 @@ class get_index_names_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype756, _size753) = iprot.readListBegin()
-                    for _i757 in range(_size753):
-                        _elem758 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem758)
+                    (_etype784, _size781) = iprot.readListBegin()
+                    for _i785 in range(_size781):
+                        _elem786 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem786)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -18441,8 +18664,8 @@ class get_index_names_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter759 in self.success:
-                oprot.writeString(iter759.encode('utf-8') if sys.version_info[0] == 2 else iter759)
+            for iter787 in self.success:
+                oprot.writeString(iter787.encode('utf-8') if sys.version_info[0] == 2 else iter787)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o2 is not None:
@@ -21650,10 +21873,10 @@ class get_functions_result(object):
             if fid == 0:
                 if ftype == TType.LIST:
                     self.success = []
-                    (_etype763, _size760) = iprot.readListBegin()
-                    for _i764 in range(_size760):
-                        _elem765 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.success.append(_elem765)
+                    (_etype791, _size788) = iprot.readListBegin()
+                    for _i792 in range(_size788):
+                        _elem793 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.success.append(_elem793)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -21675,8 +21898,8 @@ class get_functions_result(object):
         if self.success is not None:
             oprot.writeFieldBegin('success', TType.LIST, 0)
             oprot.writeListBegin(TType.STRING, len(self.success))
-            for iter766 in self.success:
-                oprot.writeString(iter766.encode('utf-8') if sys.version_info[0] == 2 else iter766)
+            for iter794 in self.success:
+                oprot.writeString(iter794.encode('utf-8') if sys.version_info[0] == 2 else iter794)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.o1 is not None:
