@@ -14,7 +14,26 @@ from metastore.errors import InvalidObject
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 
 # Characters Hive escapes as %XX: ASCII controls, DEL and the ones that are special in paths, URIs or globs.
-_ESCAPED = frozenset([*map(chr, range(0x00, 0x20)), '"', "#", "%", "'", "*", "/", ":", "=", "?", "\\", "\x7f", "{", "[", "]", "^"])
+_ESCAPED = frozenset(
+    [
+        *map(chr, range(0x00, 0x20)),
+        '"',
+        "#",
+        "%",
+        "'",
+        "*",
+        "/",
+        ":",
+        "=",
+        "?",
+        "\\",
+        "\x7f",
+        "{",
+        "[",
+        "]",
+        "^",
+    ]
+)
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
@@ -66,7 +85,9 @@ def make_part_name(keys: Sequence[str], values: Sequence[str]) -> str:
             f"partition has {len(values)} value(s) {list(values)!r} but the table has {len(keys)} "
             f"partition key(s) {list(keys)!r}"
         )
-    return "/".join(f"{escape_path_name(k.lower())}={escape_path_name(v)}" for k, v in zip(keys, values, strict=True))
+    return "/".join(
+        f"{escape_path_name(k.lower())}={escape_path_name(v)}" for k, v in zip(keys, values, strict=True)
+    )
 
 
 def parse_part_name(name: str) -> list[tuple[str, str]]:
@@ -80,7 +101,9 @@ def parse_part_name(name: str) -> list[tuple[str, str]]:
     for component in name.split("/"):
         eq = component.rfind("=", 0, len(component) - 1)
         if eq <= 0:
-            raise InvalidObject(f"partition name {name!r}: component {component!r} is not of the form key=value")
+            raise InvalidObject(
+                f"partition name {name!r}: component {component!r} is not of the form key=value"
+            )
         pairs.append((unescape_path_name(component[:eq]), unescape_path_name(component[eq + 1 :])))
     return pairs
 

@@ -38,7 +38,9 @@ def _params_table(table: str, owner: str, parent: str) -> None:
         _owner(owner),
         sa.Column("PARAM_KEY", sa.String(256), nullable=False),
         sa.Column("PARAM_VALUE", sa.Text()),
-        sa.ForeignKeyConstraint([owner], [f"{parent}.{owner}"], name=op.f(f"{table}_{owner}_FK"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            [owner], [f"{parent}.{owner}"], name=op.f(f"{table}_{owner}_FK"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint(owner, "PARAM_KEY", name=op.f(f"{table}_PK")),
     )
 
@@ -66,7 +68,9 @@ def _stats_table(table: str, owner: str, parent: str) -> None:
         sa.Column("LAST_ANALYZED", sa.BigInteger(), nullable=False),
         sa.Column("ENGINE", sa.String(128), nullable=False),
         sa.Column("HISTOGRAM", sa.LargeBinary()),
-        sa.ForeignKeyConstraint([owner], [f"{parent}.{owner}"], name=op.f(f"{table}_{owner}_FK"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            [owner], [f"{parent}.{owner}"], name=op.f(f"{table}_{owner}_FK"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("CS_ID", name=op.f(f"{table}_PK")),
         # Unlike Hive: one row per (owner, column, engine), enforced by the database (trino#13787).
         sa.UniqueConstraint(owner, "COLUMN_NAME", "ENGINE", name=f"{table}_UNIQUE"),
@@ -117,7 +121,9 @@ def upgrade() -> None:
         sa.Column("TYPE_NAME", sa.Text(), nullable=False),
         sa.Column("COMMENT", sa.String(4000)),
         sa.Column("INTEGER_IDX", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(["CD_ID"], ["CDS.CD_ID"], name=op.f("COLUMNS_V2_CD_ID_FK"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["CD_ID"], ["CDS.CD_ID"], name=op.f("COLUMNS_V2_CD_ID_FK"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("CD_ID", "COLUMN_NAME", name=op.f("COLUMNS_V2_PK")),
     )
     op.create_table(
@@ -145,7 +151,9 @@ def upgrade() -> None:
         _owner("SD_ID"),
         sa.Column("INTEGER_IDX", sa.Integer(), nullable=False),
         sa.Column("BUCKET_COL_NAME", sa.String(767), nullable=False),
-        sa.ForeignKeyConstraint(["SD_ID"], ["SDS.SD_ID"], name=op.f("BUCKETING_COLS_SD_ID_FK"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["SD_ID"], ["SDS.SD_ID"], name=op.f("BUCKETING_COLS_SD_ID_FK"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("SD_ID", "INTEGER_IDX", name=op.f("BUCKETING_COLS_PK")),
     )
     op.create_table(
@@ -154,7 +162,9 @@ def upgrade() -> None:
         sa.Column("INTEGER_IDX", sa.Integer(), nullable=False),
         sa.Column("COLUMN_NAME", sa.String(767), nullable=False),
         sa.Column("ORDER", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(["SD_ID"], ["SDS.SD_ID"], name=op.f("SORT_COLS_SD_ID_FK"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["SD_ID"], ["SDS.SD_ID"], name=op.f("SORT_COLS_SD_ID_FK"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("SD_ID", "INTEGER_IDX", name=op.f("SORT_COLS_PK")),
     )
 
@@ -188,7 +198,9 @@ def upgrade() -> None:
         sa.Column("PKEY_TYPE", sa.String(767), nullable=False),
         sa.Column("PKEY_COMMENT", sa.String(4000)),
         sa.Column("INTEGER_IDX", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(["TBL_ID"], ["TBLS.TBL_ID"], name=op.f("PARTITION_KEYS_TBL_ID_FK"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["TBL_ID"], ["TBLS.TBL_ID"], name=op.f("PARTITION_KEYS_TBL_ID_FK"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("TBL_ID", "PKEY_NAME", name=op.f("PARTITION_KEYS_PK")),
     )
 
@@ -202,7 +214,9 @@ def upgrade() -> None:
         sa.Column("LAST_ACCESS_TIME", sa.Integer(), nullable=False),
         sa.Column("WRITE_ID", sa.BigInteger(), nullable=False),
         sa.ForeignKeyConstraint(["SD_ID"], ["SDS.SD_ID"], name=op.f("PARTITIONS_SD_ID_FK")),
-        sa.ForeignKeyConstraint(["TBL_ID"], ["TBLS.TBL_ID"], name=op.f("PARTITIONS_TBL_ID_FK"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["TBL_ID"], ["TBLS.TBL_ID"], name=op.f("PARTITIONS_TBL_ID_FK"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("PART_ID", name=op.f("PARTITIONS_PK")),
         sa.UniqueConstraint("TBL_ID", "PART_NAME", name="UNIQUEPARTITION"),
     )
@@ -213,7 +227,10 @@ def upgrade() -> None:
         sa.Column("INTEGER_IDX", sa.Integer(), nullable=False),
         sa.Column("PART_KEY_VAL", sa.String(256), nullable=False),
         sa.ForeignKeyConstraint(
-            ["PART_ID"], ["PARTITIONS.PART_ID"], name=op.f("PARTITION_KEY_VALS_PART_ID_FK"), ondelete="CASCADE"
+            ["PART_ID"],
+            ["PARTITIONS.PART_ID"],
+            name=op.f("PARTITION_KEY_VALS_PART_ID_FK"),
+            ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("PART_ID", "INTEGER_IDX", name=op.f("PARTITION_KEY_VALS_PK")),
     )
@@ -232,8 +249,24 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     for table in (
-        "PART_COL_STATS", "TAB_COL_STATS", "PARTITION_PARAMS", "PARTITION_KEY_VALS", "PARTITIONS",
-        "PARTITION_KEYS", "TABLE_PARAMS", "TBLS", "SORT_COLS", "BUCKETING_COLS", "SD_PARAMS", "SDS",
-        "COLUMNS_V2", "CDS", "SERDE_PARAMS", "SERDES", "DATABASE_PARAMS", "DBS", "CTLGS",
+        "PART_COL_STATS",
+        "TAB_COL_STATS",
+        "PARTITION_PARAMS",
+        "PARTITION_KEY_VALS",
+        "PARTITIONS",
+        "PARTITION_KEYS",
+        "TABLE_PARAMS",
+        "TBLS",
+        "SORT_COLS",
+        "BUCKETING_COLS",
+        "SD_PARAMS",
+        "SDS",
+        "COLUMNS_V2",
+        "CDS",
+        "SERDE_PARAMS",
+        "SERDES",
+        "DATABASE_PARAMS",
+        "DBS",
+        "CTLGS",
     ):
         op.drop_table(table)

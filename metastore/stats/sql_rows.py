@@ -187,6 +187,8 @@ def row_to_entry(row: Mapping[str, Any]) -> ColumnStatsEntry:
         )
     else:
         # entry_to_row refuses such rows; only a database edited by hand can hold one.
-        raise InvalidInput(f"statistics row of column {row['COLUMN_NAME']!r} has type {column_type!r}, "
-                           "which carries no statistics")
+        raise InvalidInput(
+            f"statistics row of column {row['COLUMN_NAME']!r} has type {column_type!r}, "
+            "which carries no statistics"
+        )
     return ColumnStatsEntry(column=row["COLUMN_NAME"], column_type=column_type, stats=stats)

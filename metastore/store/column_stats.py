@@ -88,7 +88,9 @@ class ColumnStatsRepository:
             rows[row["COLUMN_NAME"]] = row
         upsert(self._conn, TAB_COL_STATS, list(rows.values()), key=_TABLE_KEY)
         if mark_accurate and rows:
-            current = TABLE_PARAMETERS.values_of(self._conn, [ref.tbl_id], COLUMN_STATS_ACCURATE).get(ref.tbl_id)
+            current = TABLE_PARAMETERS.values_of(self._conn, [ref.tbl_id], COLUMN_STATS_ACCURATE).get(
+                ref.tbl_id
+            )
             TABLE_PARAMETERS.set_values(
                 self._conn, COLUMN_STATS_ACCURATE, {ref.tbl_id: with_columns_accurate(current, rows)}
             )
@@ -259,7 +261,14 @@ class ColumnStatsRepository:
         (read-merge-write)."""
         result: dict[str, list[ColumnStatsEntry]] = {}
         for name, entry in self._partition_rows(
-            db_name, table_name, partition_names, columns, engine, with_bit_vectors, with_histograms, for_update,
+            db_name,
+            table_name,
+            partition_names,
+            columns,
+            engine,
+            with_bit_vectors,
+            with_histograms,
+            for_update,
             catalog,
         ):
             result.setdefault(name, []).append(entry)
@@ -283,7 +292,15 @@ class ColumnStatsRepository:
         """(partition name, entry) for every stored statistic of the partitions × columns asked, in one query
         (per thousand names): the input of get_aggr_stats_for. NoSuchObject for a missing table."""
         return self._partition_rows(
-            db_name, table_name, partition_names, columns, engine, with_bit_vectors, with_histograms, False, catalog
+            db_name,
+            table_name,
+            partition_names,
+            columns,
+            engine,
+            with_bit_vectors,
+            with_histograms,
+            False,
+            catalog,
         )
 
     def _partition_rows(
@@ -365,7 +382,9 @@ class ColumnStatsRepository:
                 deleted += self._conn.execute(query).rowcount
             else:
                 for batch in chunks(cols):
-                    deleted += self._conn.execute(query.where(PART_COL_STATS.c.COLUMN_NAME.in_(batch))).rowcount
+                    deleted += self._conn.execute(
+                        query.where(PART_COL_STATS.c.COLUMN_NAME.in_(batch))
+                    ).rowcount
         if deleted:
             for owner in owners:
                 _forget_accuracy_without_rows(self._conn, _PARTITION_LEVEL, owner, columns)
@@ -400,13 +419,17 @@ def _forget_accuracy_without_rows(
     if not values:
         return
     owner_stats = level.stats.c[level.owner]
-    remaining_query = sa.select(owner_stats, level.stats.c.COLUMN_NAME).where(owner_stats.in_(owners)).distinct()
+    remaining_query = (
+        sa.select(owner_stats, level.stats.c.COLUMN_NAME).where(owner_stats.in_(owners)).distinct()
+    )
     wanted = None if columns is None else set(_lower_unique(columns))
     remaining = {(o, c) for o, c in conn.execute(remaining_query)}
     changed = {}
     for owner_id, raw in values:
         gone = [
-            c for c in listed_columns(raw) if (wanted is None or c in wanted) and (owner_id, c) not in remaining
+            c
+            for c in listed_columns(raw)
+            if (wanted is None or c in wanted) and (owner_id, c) not in remaining
         ]
         if gone:
             changed[owner_id] = without_columns(raw, gone)
@@ -421,9 +444,15 @@ def forget_columns(conn: sa.Connection, tbl_id: int, columns: Sequence[str]) -> 
     cols = _lower_unique(columns)
     part_ids = sa.select(PARTITIONS.c.PART_ID).where(PARTITIONS.c.TBL_ID == tbl_id)
     for batch in chunks(cols):
-        conn.execute(sa.delete(TAB_COL_STATS).where(TAB_COL_STATS.c.TBL_ID == tbl_id, TAB_COL_STATS.c.COLUMN_NAME.in_(batch)))
         conn.execute(
-            sa.delete(PART_COL_STATS).where(PART_COL_STATS.c.PART_ID.in_(part_ids), PART_COL_STATS.c.COLUMN_NAME.in_(batch))
+            sa.delete(TAB_COL_STATS).where(
+                TAB_COL_STATS.c.TBL_ID == tbl_id, TAB_COL_STATS.c.COLUMN_NAME.in_(batch)
+            )
+        )
+        conn.execute(
+            sa.delete(PART_COL_STATS).where(
+                PART_COL_STATS.c.PART_ID.in_(part_ids), PART_COL_STATS.c.COLUMN_NAME.in_(batch)
+            )
         )
     _forget_accuracy_without_rows(conn, _PARTITION_LEVEL, part_ids, cols)
 

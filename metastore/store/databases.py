@@ -55,7 +55,9 @@ class DatabaseRepository:
         name = validate_database_name(db.name)
         catalog = normalize(db.catalog_name)
         self._require_catalog(catalog)
-        inserted = insert_ignoring_duplicates(self._conn, DBS, _row(db, name, catalog), key=("NAME", "CTLG_NAME"))
+        inserted = insert_ignoring_duplicates(
+            self._conn, DBS, _row(db, name, catalog), key=("NAME", "CTLG_NAME")
+        )
         if not inserted:
             raise AlreadyExists(f"database {catalog_prefix(catalog)}{name} already exists")
         db_id = database_ref(self._conn, catalog, name).db_id
@@ -120,7 +122,9 @@ class DatabaseRepository:
         ref = database_ref(self._conn, catalog, name)
         if ref.name == DEFAULT_DATABASE and ref.catalog == DEFAULT_CATALOG:
             raise InvalidOperation("the default database cannot be dropped")
-        tbl_ids = [r[0] for r in self._conn.execute(sa.select(TBLS.c.TBL_ID).where(TBLS.c.DB_ID == ref.db_id))]
+        tbl_ids = [
+            r[0] for r in self._conn.execute(sa.select(TBLS.c.TBL_ID).where(TBLS.c.DB_ID == ref.db_id))
+        ]
         if tbl_ids and not cascade:
             raise InvalidOperation(
                 f"database {ref.name} is not empty ({len(tbl_ids)} table(s)); drop it with cascade"
@@ -137,13 +141,18 @@ def ensure_default_database(conn: sa.Connection, warehouse: str) -> bool:
     insert_ignoring_duplicates(
         conn,
         CTLGS,
-        {"NAME": DEFAULT_CATALOG, "DESC": "Default catalog for Hive", "LOCATION_URI": warehouse, "CREATE_TIME": now},
+        {
+            "NAME": DEFAULT_CATALOG,
+            "DESC": "Default catalog for Hive",
+            "LOCATION_URI": warehouse,
+            "CREATE_TIME": now,
+        },
         key=("NAME",),
     )
     conn.execute(
-        sa.update(CTLGS).where(CTLGS.c.NAME == DEFAULT_CATALOG, CTLGS.c.LOCATION_URI.is_(None)).values(
-            LOCATION_URI=warehouse
-        )
+        sa.update(CTLGS)
+        .where(CTLGS.c.NAME == DEFAULT_CATALOG, CTLGS.c.LOCATION_URI.is_(None))
+        .values(LOCATION_URI=warehouse)
     )
     default = Database(
         name=DEFAULT_DATABASE,

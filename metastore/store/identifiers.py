@@ -14,9 +14,31 @@ _VALID_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 _PRIMITIVE_TYPES = frozenset(
     [
-        "void", "boolean", "tinyint", "smallint", "int", "integer", "bigint", "float", "double", "real",
-        "decimal", "numeric", "string", "varchar", "char", "binary", "date", "timestamp", "timestamplocaltz",
-        "interval_year_month", "interval_day_time", "array", "map", "struct", "uniontype",
+        "void",
+        "boolean",
+        "tinyint",
+        "smallint",
+        "int",
+        "integer",
+        "bigint",
+        "float",
+        "double",
+        "real",
+        "decimal",
+        "numeric",
+        "string",
+        "varchar",
+        "char",
+        "binary",
+        "date",
+        "timestamp",
+        "timestamplocaltz",
+        "interval_year_month",
+        "interval_day_time",
+        "array",
+        "map",
+        "struct",
+        "uniontype",
     ]
 )
 _TYPE_HEAD = re.compile(r"\s*([A-Za-z_]+)")
@@ -41,7 +63,9 @@ def _validate(name: str, what: str, max_len: int) -> str:
     if not isinstance(name, str) or not _VALID_NAME.fullmatch(name or ""):
         raise InvalidObject(f"{name!r} is not a valid {what} name: use letters, digits and underscores")
     if len(name) > max_len:
-        raise InvalidObject(f"{what} name {name[:40]!r}... is {len(name)} characters long; the limit is {max_len}")
+        raise InvalidObject(
+            f"{what} name {name[:40]!r}... is {len(name)} characters long; the limit is {max_len}"
+        )
     return name.lower()
 
 
@@ -54,7 +78,9 @@ def validate_columns(cols: list[FieldSchema], where: str, *, what: str = "column
         if not name:
             raise InvalidObject(f"{where}: a {what} has an empty name")
         if len(name) > schema.COLUMN_NAME_LEN:
-            raise InvalidObject(f"{where}: {what} name {name[:40]!r}... is longer than {schema.COLUMN_NAME_LEN}")
+            raise InvalidObject(
+                f"{where}: {what} name {name[:40]!r}... is longer than {schema.COLUMN_NAME_LEN}"
+            )
         if name in seen:
             raise InvalidObject(f"{where}: duplicate {what} {name!r}")
         seen.add(name)
@@ -80,6 +106,8 @@ def hive_pattern_matcher(pattern: str | None) -> Callable[[str], bool]:
     if len(pattern) > 4000:
         raise InvalidInput(f"name pattern is {len(pattern)} characters long; the limit is 4000")
     alternatives = [alt.strip() for alt in pattern.split("|")]
-    regex = "|".join("(?:" + ".*".join(re.escape(part) for part in alt.split("*")) + ")" for alt in alternatives)
+    regex = "|".join(
+        "(?:" + ".*".join(re.escape(part) for part in alt.split("*")) + ")" for alt in alternatives
+    )
     compiled = re.compile(regex, re.IGNORECASE | re.DOTALL)
     return lambda name: compiled.fullmatch(name) is not None

@@ -30,7 +30,9 @@ class ParameterTable:
         t = self.table
         for batch in chunks(list(dict.fromkeys(owner_ids))):
             rows = conn.execute(
-                sa.select(self.owner_column, t.c.PARAM_KEY, t.c.PARAM_VALUE).where(self.owner_column.in_(batch))
+                sa.select(self.owner_column, t.c.PARAM_KEY, t.c.PARAM_VALUE).where(
+                    self.owner_column.in_(batch)
+                )
             )
             for owner_id, key, value in rows:
                 out[owner_id][key] = value
@@ -42,7 +44,9 @@ class ParameterTable:
         out: dict[int, str] = {}
         for batch in chunks(list(dict.fromkeys(owner_ids))):
             rows = conn.execute(
-                sa.select(self.owner_column, t.c.PARAM_VALUE).where(self.owner_column.in_(batch), t.c.PARAM_KEY == key)
+                sa.select(self.owner_column, t.c.PARAM_VALUE).where(
+                    self.owner_column.in_(batch), t.c.PARAM_KEY == key
+                )
             )
             out.update({owner_id: value for owner_id, value in rows})
         return out

@@ -274,7 +274,9 @@ class _Parser:
         if self.peek(1).kind == "WORD" and self.peek(1).text.upper() in _KEYWORDS:
             return False
         after = self.peek(3)
-        return self.is_keyword(after, "IN") or (self.is_keyword(after, "NOT") and self.is_keyword(self.peek(4), "IN"))
+        return self.is_keyword(after, "IN") or (
+            self.is_keyword(after, "NOT") and self.is_keyword(self.peek(4), "IN")
+        )
 
     def starts_key(self) -> bool:
         tok = self.peek()
@@ -302,7 +304,9 @@ class _Parser:
             value = self.parse_constant()
             op_tok = self.peek()
             if op_tok.kind != "OP":
-                raise _Error(f"expected a comparison operator after the value, found {_describe(op_tok)}", op_tok.pos)
+                raise _Error(
+                    f"expected a comparison operator after the value, found {_describe(op_tok)}", op_tok.pos
+                )
             self.i += 1
             key = self.parse_key()
             return Compare(key=key, op=_FLIPPED[_normal_op(op_tok.text)], value=value)
@@ -331,7 +335,9 @@ class _Parser:
         if negated:
             raise _Error(f"expected BETWEEN, IN or LIKE after NOT, found {_describe(tok)}", tok.pos)
         if tok.kind != "OP":
-            raise _Error(f"expected a comparison operator after key {key.name!r}, found {_describe(tok)}", tok.pos)
+            raise _Error(
+                f"expected a comparison operator after key {key.name!r}, found {_describe(tok)}", tok.pos
+            )
         self.i += 1
         return Compare(key=key, op=_normal_op(tok.text), value=self.parse_constant())
 
@@ -359,7 +365,9 @@ class _Parser:
             self.i += 1
             kind = tok.text.upper()
             return Literal(_checked_datetime(value.value, kind, value.pos), kind.lower(), tok.pos)
-        raise _Error(f"expected a value (a quoted string, an integer or a date), found {_describe(tok)}", tok.pos)
+        raise _Error(
+            f"expected a value (a quoted string, an integer or a date), found {_describe(tok)}", tok.pos
+        )
 
 
 _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -397,7 +405,9 @@ def parse_filter(text: str) -> Node:
     if not isinstance(text, str):
         raise InvalidInput(f"partition filter must be a string, got {type(text).__name__}")
     if len(text) > MAX_FILTER_LENGTH:
-        raise InvalidInput(f"partition filter is {len(text)} characters long; the limit is {MAX_FILTER_LENGTH}")
+        raise InvalidInput(
+            f"partition filter is {len(text)} characters long; the limit is {MAX_FILTER_LENGTH}"
+        )
     if not text.strip():
         raise InvalidInput("partition filter is empty")
     try:
@@ -422,7 +432,11 @@ def compile_filter(
 
 class _Compiler:
     def __init__(
-        self, text: str, keys: Sequence[FieldSchema], key_value: Callable[[int], sa.ColumnElement[str]], dialect: str
+        self,
+        text: str,
+        keys: Sequence[FieldSchema],
+        key_value: Callable[[int], sa.ColumnElement[str]],
+        dialect: str,
     ) -> None:
         self.text = text
         self.keys = list(keys)
@@ -442,7 +456,9 @@ class _Compiler:
         if isinstance(node, Between):
             column, numeric = self.key(node.key)
             if numeric:
-                cond = self.numeric(column).between(self.int_value(node.low, node.key), self.int_value(node.high, node.key))
+                cond = self.numeric(column).between(
+                    self.int_value(node.low, node.key), self.int_value(node.high, node.key)
+                )
             else:
                 cond = self.ordered(column).between(self.text_value(node.low), self.text_value(node.high))
             return sa.not_(cond) if node.negated else cond
@@ -507,7 +523,9 @@ class _Compiler:
             value = int(value)
         if not isinstance(value, int) or lit.kind in ("date", "timestamp"):
             raise _fail(
-                self.text, f"partition key {key.name!r} is an integer; {str(lit.value)!r} is not an integer", lit.pos
+                self.text,
+                f"partition key {key.name!r} is an integer; {str(lit.value)!r} is not an integer",
+                lit.pos,
             )
         if not _INT64[0] <= value <= _INT64[1]:
             raise _fail(self.text, f"integer {value} is out of range", lit.pos)

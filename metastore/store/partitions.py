@@ -69,7 +69,9 @@ class _KeyValueJoins:
     def apply(self, query: sa.Select) -> sa.Select:
         source: sa.FromClause = PARTITIONS
         for idx, alias in sorted(self.aliases.items()):
-            source = source.join(alias, sa.and_(alias.c.PART_ID == PARTITIONS.c.PART_ID, alias.c.INTEGER_IDX == idx))
+            source = source.join(
+                alias, sa.and_(alias.c.PART_ID == PARTITIONS.c.PART_ID, alias.c.INTEGER_IDX == idx)
+            )
         return query.select_from(source)
 
 
@@ -81,7 +83,9 @@ class PartitionRepository:
 
     # ------------------------------------------------------------------ helpers
 
-    def _table(self, db_name: str, table_name: str, catalog: str, *, for_update: bool = False) -> tuple[TableRef, list[FieldSchema]]:
+    def _table(
+        self, db_name: str, table_name: str, catalog: str, *, for_update: bool = False
+    ) -> tuple[TableRef, list[FieldSchema]]:
         ref = table_ref(self._conn, catalog, db_name, table_name, for_update=for_update)
         return ref, partition_keys(self._conn, ref.tbl_id)
 
@@ -105,7 +109,9 @@ class PartitionRepository:
                 raise InvalidObject(f"partition value for key {key.name!r} contains a NUL character")
         name = make_part_name([k.name for k in keys], list(values))
         if len(name) > schema.PART_NAME_LEN:
-            raise InvalidObject(f"partition name {name[:60]!r}... is longer than {schema.PART_NAME_LEN} characters")
+            raise InvalidObject(
+                f"partition name {name[:60]!r}... is longer than {schema.PART_NAME_LEN} characters"
+            )
         return name
 
     def _rows(
@@ -181,7 +187,11 @@ class PartitionRepository:
         cd_ids: list[int | None] = []
         all_cols: list[list[FieldSchema]] = []
         for i, p in enumerate(partitions):
-            cols = validate_columns(p.sd.cols, f"partition {p.values} of {ref.qualified_name}") if p.sd.cols else table_cols
+            cols = (
+                validate_columns(p.sd.cols, f"partition {p.values} of {ref.qualified_name}")
+                if p.sd.cols
+                else table_cols
+            )
             prev = previous[i] if previous else None
             if prev is not None and same_columns(known.get(prev, []), cols):
                 cd = prev
@@ -228,8 +238,13 @@ class PartitionRepository:
             return []
         now = int(time.time())
         added = [
-            replace(p, db_name=ref.db_name, table_name=ref.table_name, catalog_name=ref.catalog,
-                    create_time=p.create_time or now)
+            replace(
+                p,
+                db_name=ref.db_name,
+                table_name=ref.table_name,
+                catalog_name=ref.catalog,
+                create_time=p.create_time or now,
+            )
             for p, _ in todo
         ]
         cd_ids, _ = self._column_descriptors(ref, added)
@@ -248,7 +263,9 @@ class PartitionRepository:
         part_ids = allocate_ids(self._conn, PARTITIONS, "PART_ID", len(part_rows))
         try:
             insert_rows(
-                self._conn, PARTITIONS, [{"PART_ID": i, **row} for i, row in zip(part_ids, part_rows, strict=True)]
+                self._conn,
+                PARTITIONS,
+                [{"PART_ID": i, **row} for i, row in zip(part_ids, part_rows, strict=True)],
             )
         except sa.exc.IntegrityError:  # a concurrent add won the race; this transaction rolls back
             raise AlreadyExists(f"partition(s) of {ref.qualified_name} were added concurrently") from None
@@ -261,12 +278,16 @@ class PartitionRepository:
                 for i, v in enumerate(p.values)
             ],
         )
-        PARTITION_PARAMETERS.insert(self._conn, {pid: p.parameters for pid, p in zip(part_ids, added, strict=True)})
+        PARTITION_PARAMETERS.insert(
+            self._conn, {pid: p.parameters for pid, p in zip(part_ids, added, strict=True)}
+        )
         return added
 
     # ------------------------------------------------------------------ read
 
-    def get(self, db_name: str, table_name: str, values: Sequence[str], *, catalog: str = DEFAULT_CATALOG) -> Partition:
+    def get(
+        self, db_name: str, table_name: str, values: Sequence[str], *, catalog: str = DEFAULT_CATALOG
+    ) -> Partition:
         """The partition with these values; NoSuchObject if it does not exist."""
         ref, keys = self._table(db_name, table_name, catalog)
         name = self._name(ref, keys, values)
@@ -278,7 +299,9 @@ class PartitionRepository:
             raise NoSuchObject(f"partition {name} of {ref.qualified_name} does not exist")
         return self._load(ref, [row])[0]
 
-    def get_by_name(self, db_name: str, table_name: str, name: str, *, catalog: str = DEFAULT_CATALOG) -> Partition:
+    def get_by_name(
+        self, db_name: str, table_name: str, name: str, *, catalog: str = DEFAULT_CATALOG
+    ) -> Partition:
         """The partition called `name` (`k1=v1/k2=v2`, Hive-escaped); NoSuchObject if there is none or the
         name does not fit the table's partition keys."""
         ref, keys = self._table(db_name, table_name, catalog)
@@ -304,12 +327,16 @@ class PartitionRepository:
         rows = sorted(self._rows_by_names(ref, canonical).values(), key=lambda r: r.PART_NAME)
         return self._load(ref, rows)
 
-    def list(self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG) -> list[Partition]:
+    def list(
+        self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[Partition]:
         """The table's partitions ordered by name, at most max_parts (-1: all)."""
         ref, _ = self._table(db_name, table_name, catalog)
         return self._load(ref, self._rows(ref, max_parts=max_parts))
 
-    def list_names(self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG) -> list[str]:
+    def list_names(
+        self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> list[str]:
         """The table's partition names in order, at most max_parts (-1: all)."""
         ref, _ = self._table(db_name, table_name, catalog)
         return [r.PART_NAME for r in self._rows(ref, max_parts=max_parts, columns=[PARTITIONS.c.PART_NAME])]
@@ -321,7 +348,9 @@ class PartitionRepository:
             sa.select(sa.func.count()).select_from(PARTITIONS).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
         ).scalar_one()
 
-    def _partial(self, ref: TableRef, keys: Sequence[FieldSchema], values: Sequence[str]) -> tuple[sa.ColumnElement[bool] | None, _KeyValueJoins]:
+    def _partial(
+        self, ref: TableRef, keys: Sequence[FieldSchema], values: Sequence[str]
+    ) -> tuple[sa.ColumnElement[bool] | None, _KeyValueJoins]:
         if not keys:
             raise InvalidObject(f"table {ref.qualified_name} is not partitioned")
         if len(values) > len(keys):
@@ -333,7 +362,13 @@ class PartitionRepository:
         return (sa.and_(*conditions) if conditions else None), joins
 
     def list_by_partial_values(
-        self, db_name: str, table_name: str, values: Sequence[str], *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+        self,
+        db_name: str,
+        table_name: str,
+        values: Sequence[str],
+        *,
+        max_parts: int = -1,
+        catalog: str = DEFAULT_CATALOG,
     ) -> list[Partition]:
         """Partitions whose leading key values match `values` ('' matches any value; Hive's
         get_partitions_ps), ordered by name."""
@@ -342,21 +377,40 @@ class PartitionRepository:
         return self._load(ref, self._rows(ref, condition, joins, max_parts))
 
     def list_names_by_partial_values(
-        self, db_name: str, table_name: str, values: Sequence[str], *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+        self,
+        db_name: str,
+        table_name: str,
+        values: Sequence[str],
+        *,
+        max_parts: int = -1,
+        catalog: str = DEFAULT_CATALOG,
     ) -> list[str]:
         """Names of the partitions list_by_partial_values returns."""
         ref, keys = self._table(db_name, table_name, catalog)
         condition, joins = self._partial(ref, keys, values)
-        return [r.PART_NAME for r in self._rows(ref, condition, joins, max_parts, columns=[PARTITIONS.c.PART_NAME])]
+        return [
+            r.PART_NAME
+            for r in self._rows(ref, condition, joins, max_parts, columns=[PARTITIONS.c.PART_NAME])
+        ]
 
-    def _filter(self, ref: TableRef, keys: Sequence[FieldSchema], text: str) -> tuple[sa.ColumnElement[bool], _KeyValueJoins]:
+    def _filter(
+        self, ref: TableRef, keys: Sequence[FieldSchema], text: str
+    ) -> tuple[sa.ColumnElement[bool], _KeyValueJoins]:
         if not keys:
-            raise InvalidInput(f"table {ref.qualified_name} is not partitioned; it has no partitions to filter")
+            raise InvalidInput(
+                f"table {ref.qualified_name} is not partitioned; it has no partitions to filter"
+            )
         joins = _KeyValueJoins()
         return compile_filter(text, keys, joins.value, self._conn.dialect.name), joins
 
     def list_by_filter(
-        self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+        self,
+        db_name: str,
+        table_name: str,
+        filter_text: str,
+        *,
+        max_parts: int = -1,
+        catalog: str = DEFAULT_CATALOG,
     ) -> list[Partition]:
         """Partitions accepted by a Hive partition filter (`ds = '2024-01-01' and hr > 5`), ordered by name;
         InvalidInput for a bad filter."""
@@ -365,14 +419,25 @@ class PartitionRepository:
         return self._load(ref, self._rows(ref, condition, joins, max_parts))
 
     def list_names_by_filter(
-        self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+        self,
+        db_name: str,
+        table_name: str,
+        filter_text: str,
+        *,
+        max_parts: int = -1,
+        catalog: str = DEFAULT_CATALOG,
     ) -> list[str]:
         """Names of the partitions list_by_filter returns."""
         ref, keys = self._table(db_name, table_name, catalog)
         condition, joins = self._filter(ref, keys, filter_text)
-        return [r.PART_NAME for r in self._rows(ref, condition, joins, max_parts, columns=[PARTITIONS.c.PART_NAME])]
+        return [
+            r.PART_NAME
+            for r in self._rows(ref, condition, joins, max_parts, columns=[PARTITIONS.c.PART_NAME])
+        ]
 
-    def count_by_filter(self, db_name: str, table_name: str, filter_text: str, *, catalog: str = DEFAULT_CATALOG) -> int:
+    def count_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, *, catalog: str = DEFAULT_CATALOG
+    ) -> int:
         """How many partitions a Hive partition filter accepts."""
         ref, keys = self._table(db_name, table_name, catalog)
         condition, joins = self._filter(ref, keys, filter_text)
@@ -381,12 +446,19 @@ class PartitionRepository:
 
     # ------------------------------------------------------------------ alter
 
-    def alter(self, db_name: str, table_name: str, partition: Partition, *, catalog: str = DEFAULT_CATALOG) -> None:
+    def alter(
+        self, db_name: str, table_name: str, partition: Partition, *, catalog: str = DEFAULT_CATALOG
+    ) -> None:
         """Replace the definition of the partition with the same values (storage, parameters, times)."""
         self.alter_many(db_name, table_name, [partition], catalog=catalog)
 
     def alter_many(
-        self, db_name: str, table_name: str, partitions: Sequence[Partition], *, catalog: str = DEFAULT_CATALOG
+        self,
+        db_name: str,
+        table_name: str,
+        partitions: Sequence[Partition],
+        *,
+        catalog: str = DEFAULT_CATALOG,
     ) -> None:
         """Replace the definitions of many partitions (found by their values) in a few statements.
         InvalidOperation if one does not exist (Hive's "alter is not possible"). Statistics of columns a
@@ -417,7 +489,9 @@ class PartitionRepository:
             dropped = dropped_or_retyped(old_columns.get(prev_cd, []), cols) if prev_cd is not None else []
             if dropped:
                 lost[row.PART_ID] = dropped
-            params[row.PART_ID] = params_with_columns_removed(p.parameters, dropped) if dropped else dict(p.parameters)
+            params[row.PART_ID] = (
+                params_with_columns_removed(p.parameters, dropped) if dropped else dict(p.parameters)
+            )
         update = (
             sa.update(PARTITIONS)
             .where(PARTITIONS.c.PART_ID == sa.bindparam("p_id"))
@@ -430,8 +504,12 @@ class PartitionRepository:
         self._conn.execute(
             update,
             [
-                {"p_id": r.PART_ID, "p_create": p.create_time or r.CREATE_TIME, "p_access": p.last_access_time,
-                 "p_write": p.write_id}
+                {
+                    "p_id": r.PART_ID,
+                    "p_create": p.create_time or r.CREATE_TIME,
+                    "p_access": p.last_access_time,
+                    "p_write": p.write_id,
+                }
                 for r, p in zip(rows, partitions, strict=True)
             ],
         )
@@ -445,7 +523,8 @@ class PartitionRepository:
         PARTITION_PARAMETERS.replace(self._conn, params)
         forget_partition_columns(self._conn, lost)
         delete_unused_column_descriptors(
-            self._conn, [prev for prev, cd in zip(previous_cds, cd_ids, strict=True) if prev is not None and prev != cd]
+            self._conn,
+            [prev for prev, cd in zip(previous_cds, cd_ids, strict=True) if prev is not None and prev != cd],
         )
 
     def rename(
@@ -467,18 +546,33 @@ class PartitionRepository:
             raise NoSuchObject(f"partition {old_name} of {ref.qualified_name} does not exist")
         if new_name != old_name:
             if self._rows_by_names(ref, [new_name]):
-                raise AlreadyExists(f"cannot rename {old_name} of {ref.qualified_name} to {new_name}: it exists")
-            self._conn.execute(sa.update(PARTITIONS).where(PARTITIONS.c.PART_ID == row.PART_ID).values(PART_NAME=new_name))
-            self._conn.execute(sa.delete(PARTITION_KEY_VALS).where(PARTITION_KEY_VALS.c.PART_ID == row.PART_ID))
+                raise AlreadyExists(
+                    f"cannot rename {old_name} of {ref.qualified_name} to {new_name}: it exists"
+                )
+            self._conn.execute(
+                sa.update(PARTITIONS).where(PARTITIONS.c.PART_ID == row.PART_ID).values(PART_NAME=new_name)
+            )
+            self._conn.execute(
+                sa.delete(PARTITION_KEY_VALS).where(PARTITION_KEY_VALS.c.PART_ID == row.PART_ID)
+            )
             insert_rows(
                 self._conn,
                 PARTITION_KEY_VALS,
-                [{"PART_ID": row.PART_ID, "INTEGER_IDX": i, "PART_KEY_VAL": v} for i, v in enumerate(new_partition.values)],
+                [
+                    {"PART_ID": row.PART_ID, "INTEGER_IDX": i, "PART_KEY_VAL": v}
+                    for i, v in enumerate(new_partition.values)
+                ],
             )
         self._rewrite(ref, [row], [new_partition])
 
     def relocate(
-        self, db_name: str, table_name: str, old_prefix: str, new_prefix: str, *, catalog: str = DEFAULT_CATALOG
+        self,
+        db_name: str,
+        table_name: str,
+        old_prefix: str,
+        new_prefix: str,
+        *,
+        catalog: str = DEFAULT_CATALOG,
     ) -> int:
         """Rewrite the start of every partition location that begins with old_prefix (after the table's
         directory moved, e.g. on rename); returns how many locations changed."""
@@ -486,19 +580,25 @@ class PartitionRepository:
         part_sds = sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
         result = self._conn.execute(
             sa.update(SDS)
-            .where(SDS.c.SD_ID.in_(part_sds), sa.func.substr(SDS.c.LOCATION, 1, len(old_prefix)) == old_prefix)
+            .where(
+                SDS.c.SD_ID.in_(part_sds), sa.func.substr(SDS.c.LOCATION, 1, len(old_prefix)) == old_prefix
+            )
             .values(LOCATION=sa.literal(new_prefix) + sa.func.substr(SDS.c.LOCATION, len(old_prefix) + 1))
         )
         return result.rowcount
 
     # ------------------------------------------------------------------ drop
 
-    def drop(self, db_name: str, table_name: str, values: Sequence[str], *, catalog: str = DEFAULT_CATALOG) -> Partition:
+    def drop(
+        self, db_name: str, table_name: str, values: Sequence[str], *, catalog: str = DEFAULT_CATALOG
+    ) -> Partition:
         """Drop the partition with these values and its statistics; returns what it was."""
         ref, keys = self._table(db_name, table_name, catalog)
         return self._drop(ref, [self._name(ref, keys, values)])[0]
 
-    def drop_by_name(self, db_name: str, table_name: str, name: str, *, catalog: str = DEFAULT_CATALOG) -> Partition:
+    def drop_by_name(
+        self, db_name: str, table_name: str, name: str, *, catalog: str = DEFAULT_CATALOG
+    ) -> Partition:
         """Drop the partition called `name` and its statistics; returns what it was."""
         ref, keys = self._table(db_name, table_name, catalog)
         return self._drop(ref, [self._canonical_name(ref, keys, name)])[0]
@@ -523,4 +623,3 @@ class PartitionRepository:
             self._conn.execute(sa.delete(PARTITIONS).where(PARTITIONS.c.PART_ID.in_(batch)))
         delete_storage(self._conn, [r.SD_ID for r in ordered if r.SD_ID is not None])
         return dropped
-

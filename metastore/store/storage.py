@@ -39,7 +39,13 @@ def insert_column_descriptor(conn: sa.Connection, cols: Sequence[FieldSchema]) -
         conn,
         COLUMNS_V2,
         [
-            {"CD_ID": cd_id, "COLUMN_NAME": c.name, "TYPE_NAME": c.type, "COMMENT": c.comment, "INTEGER_IDX": i}
+            {
+                "CD_ID": cd_id,
+                "COLUMN_NAME": c.name,
+                "TYPE_NAME": c.type,
+                "COMMENT": c.comment,
+                "INTEGER_IDX": i,
+            }
             for i, c in enumerate(cols)
         ],
     )
@@ -51,7 +57,9 @@ def load_columns(conn: sa.Connection, cd_ids: Sequence[int]) -> dict[int, list[F
     out: dict[int, list[FieldSchema]] = {cd: [] for cd in cd_ids if cd is not None}
     for batch in chunks(list(out)):
         rows = conn.execute(
-            sa.select(COLUMNS_V2.c.CD_ID, COLUMNS_V2.c.COLUMN_NAME, COLUMNS_V2.c.TYPE_NAME, COLUMNS_V2.c.COMMENT)
+            sa.select(
+                COLUMNS_V2.c.CD_ID, COLUMNS_V2.c.COLUMN_NAME, COLUMNS_V2.c.TYPE_NAME, COLUMNS_V2.c.COMMENT
+            )
             .where(COLUMNS_V2.c.CD_ID.in_(batch))
             .order_by(COLUMNS_V2.c.CD_ID, COLUMNS_V2.c.INTEGER_IDX)
         )
@@ -187,7 +195,10 @@ def insert_storage(
 
 
 def replace_storage(
-    conn: sa.Connection, refs: Sequence[StorageRef], sds: Sequence[StorageDescriptor], cd_ids: Sequence[int | None]
+    conn: sa.Connection,
+    refs: Sequence[StorageRef],
+    sds: Sequence[StorageDescriptor],
+    cd_ids: Sequence[int | None],
 ) -> None:
     """Overwrite stored descriptors in place (same SD_ID and SERDE_ID), with new column descriptors."""
     if not refs:
@@ -217,7 +228,8 @@ def replace_storage(
     conn.execute(serde_update, serde_rows)
     sd_ids = [r.sd_id for r in refs]
     SERDE_PARAMETERS.replace(
-        conn, {ref.serde_id: sd.serde_info.parameters for ref, sd in zip(refs, sds, strict=True)}  # type: ignore[misc]
+        conn,
+        {ref.serde_id: sd.serde_info.parameters for ref, sd in zip(refs, sds, strict=True)},  # type: ignore[misc]
     )
     SD_PARAMETERS.delete(conn, sd_ids)
     for batch in chunks(sd_ids):
@@ -230,7 +242,9 @@ def storage_refs(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, Storag
     """{SD_ID: its SerDe and column descriptor ids}."""
     out: dict[int, StorageRef] = {}
     for batch in chunks([s for s in dict.fromkeys(sd_ids) if s is not None]):
-        for r in conn.execute(sa.select(SDS.c.SD_ID, SDS.c.SERDE_ID, SDS.c.CD_ID).where(SDS.c.SD_ID.in_(batch))):
+        for r in conn.execute(
+            sa.select(SDS.c.SD_ID, SDS.c.SERDE_ID, SDS.c.CD_ID).where(SDS.c.SD_ID.in_(batch))
+        ):
             out[r.SD_ID] = StorageRef(sd_id=r.SD_ID, serde_id=r.SERDE_ID, cd_id=r.CD_ID)
     return out
 
@@ -308,7 +322,9 @@ def partition_storage_ids(conn: sa.Connection, tbl_ids: Sequence[int]) -> list[i
         out.extend(
             r[0]
             for r in conn.execute(
-                sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID.in_(batch), PARTITIONS.c.SD_ID.is_not(None))
+                sa.select(PARTITIONS.c.SD_ID).where(
+                    PARTITIONS.c.TBL_ID.in_(batch), PARTITIONS.c.SD_ID.is_not(None)
+                )
             )
         )
     return out
@@ -320,6 +336,8 @@ def table_storage_ids(conn: sa.Connection, tbl_ids: Sequence[int]) -> list[int]:
     for batch in chunks(list(tbl_ids)):
         out.extend(
             r[0]
-            for r in conn.execute(sa.select(TBLS.c.SD_ID).where(TBLS.c.TBL_ID.in_(batch), TBLS.c.SD_ID.is_not(None)))
+            for r in conn.execute(
+                sa.select(TBLS.c.SD_ID).where(TBLS.c.TBL_ID.in_(batch), TBLS.c.SD_ID.is_not(None))
+            )
         )
     return out

@@ -92,8 +92,9 @@ class TableRepository:
                 sa.insert(TBLS).values(_table_row(table, db.db_id, sd_id, name)).returning(TBLS.c.TBL_ID)
             ).scalar_one()
         except sa.exc.IntegrityError:  # a concurrent create won the race; this transaction rolls back
-
-            raise AlreadyExists(f"table {catalog_prefix(db.catalog)}{db_name}.{name} already exists") from None
+            raise AlreadyExists(
+                f"table {catalog_prefix(db.catalog)}{db_name}.{name} already exists"
+            ) from None
         TABLE_PARAMETERS.insert(self._conn, {tbl_id: table.parameters})
         self._insert_partition_keys(tbl_id, keys)
 
@@ -102,8 +103,13 @@ class TableRepository:
             self._conn.execute(
                 sa.insert(PARTITION_KEYS).values(
                     [
-                        {"TBL_ID": tbl_id, "PKEY_NAME": k.name, "PKEY_TYPE": k.type, "PKEY_COMMENT": k.comment,
-                         "INTEGER_IDX": i}
+                        {
+                            "TBL_ID": tbl_id,
+                            "PKEY_NAME": k.name,
+                            "PKEY_TYPE": k.type,
+                            "PKEY_COMMENT": k.comment,
+                            "INTEGER_IDX": i,
+                        }
                         for i, k in enumerate(keys)
                     ]
                 )
@@ -124,10 +130,14 @@ class TableRepository:
             & (TBLS.c.TBL_NAME == normalize(table_name))
         )
         if not tables:
-            raise NoSuchObject(f"table {catalog_prefix(catalog)}{normalize(db_name)}.{normalize(table_name)} does not exist")
+            raise NoSuchObject(
+                f"table {catalog_prefix(catalog)}{normalize(db_name)}.{normalize(table_name)} does not exist"
+            )
         return tables[0]
 
-    def get_many(self, db_name: str, table_names: Sequence[str], *, catalog: str = DEFAULT_CATALOG) -> list[Table]:
+    def get_many(
+        self, db_name: str, table_names: Sequence[str], *, catalog: str = DEFAULT_CATALOG
+    ) -> list[Table]:
         """The tables that exist among `table_names`, in the order asked (missing ones are left out)."""
         wanted = list(dict.fromkeys(normalize(n) for n in table_names))
         found: dict[str, Table] = {}
@@ -244,7 +254,11 @@ class TableRepository:
         lost = dropped_or_retyped(old_cols, cols)
         # A changed column list gets a new descriptor: partitions keep pointing at the old one (their columns
         # do not change unless cascade), as in Hive.
-        cd_id = ref.cd_id if ref.cd_id is not None and same_columns(old_cols, cols) else insert_column_descriptor(self._conn, cols)
+        cd_id = (
+            ref.cd_id
+            if ref.cd_id is not None and same_columns(old_cols, cols)
+            else insert_column_descriptor(self._conn, cols)
+        )
         if ref.sd_id is None:
             (sd_id,) = insert_storage(self._conn, [new_table.sd], [cd_id])
         else:
@@ -257,8 +271,9 @@ class TableRepository:
         try:
             self._conn.execute(sa.update(TBLS).where(TBLS.c.TBL_ID == ref.tbl_id).values(row))
         except sa.exc.IntegrityError:  # a concurrent create or rename took the name
-
-            raise AlreadyExists(f"cannot rename {ref.qualified_name} to {new_db}.{new_name}: it exists") from None
+            raise AlreadyExists(
+                f"cannot rename {ref.qualified_name} to {new_db}.{new_name}: it exists"
+            ) from None
         params = params_with_columns_removed(new_table.parameters, lost) if lost else new_table.parameters
         TABLE_PARAMETERS.replace(self._conn, {ref.tbl_id: params})
         self._conn.execute(sa.delete(PARTITION_KEYS).where(PARTITION_KEYS.c.TBL_ID == ref.tbl_id))
@@ -266,7 +281,9 @@ class TableRepository:
         if lost:
             column_stats.forget_columns(self._conn, ref.tbl_id, lost)
         if cascade and cd_id != ref.cd_id:
-            part_sds = sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == ref.tbl_id).scalar_subquery()
+            part_sds = (
+                sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == ref.tbl_id).scalar_subquery()
+            )
             self._conn.execute(sa.update(SDS).where(SDS.c.SD_ID.in_(part_sds)).values(CD_ID=cd_id))
         if ref.cd_id is not None and cd_id != ref.cd_id:
             delete_unused_column_descriptors(self._conn, [ref.cd_id])

@@ -5,7 +5,9 @@ from __future__ import annotations
 from metastore.catalog import FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
 
 
-def sales_table(name: str = "orders", *, keys: tuple[tuple[str, str], ...] = (("ds", "string"), ("hr", "int"))) -> Table:
+def sales_table(
+    name: str = "orders", *, keys: tuple[tuple[str, str], ...] = (("ds", "string"), ("hr", "int"))
+) -> Table:
     """A table sales.<name> with four data columns and the given partition keys."""
     return Table(
         db_name="sales",

@@ -17,11 +17,17 @@ from store.builders import partition, sales_table
 
 
 def long_stats(nulls: int = 0, low: int = 1, high: int = 100, column: str = "id") -> ColumnStatsEntry:
-    return ColumnStatsEntry(column, "bigint", LongStats(num_nulls=nulls, num_dvs=10, low=low, high=high, bit_vector=b"HLL\x01"))
+    return ColumnStatsEntry(
+        column, "bigint", LongStats(num_nulls=nulls, num_dvs=10, low=low, high=high, bit_vector=b"HLL\x01")
+    )
 
 
-PRICE = ColumnStatsEntry("price", "decimal(10,2)", DecimalStats(num_nulls=1, num_dvs=5, low=Decimal("0.99"), high=Decimal("19.50")))
-NAME = ColumnStatsEntry("name", "string", StringStats(num_nulls=0, max_col_len=12, avg_col_len=6.5, num_dvs=40))
+PRICE = ColumnStatsEntry(
+    "price", "decimal(10,2)", DecimalStats(num_nulls=1, num_dvs=5, low=Decimal("0.99"), high=Decimal("19.50"))
+)
+NAME = ColumnStatsEntry(
+    "name", "string", StringStats(num_nulls=0, max_col_len=12, avg_col_len=6.5, num_dvs=40)
+)
 OK = ColumnStatsEntry("ok", "boolean", BooleanStats(num_nulls=2, num_trues=10, num_falses=5))
 PARTS = [f"ds=2024-01-0{d}/hr={h}" for d in (1, 2, 3) for h in (0, 5, 10, 23)]
 
@@ -50,7 +56,8 @@ def test_table_upsert_and_read(sales: Store) -> None:
         uow.column_stats.upsert_table("sales", "orders", [long_stats(), PRICE, NAME, OK], last_analyzed=1234)
     with sales.read() as uow:
         assert uow.column_stats.get_table("sales", "orders", ["OK", "id", "missing"]) == [
-            OK, replace(long_stats(), stats=replace(long_stats().stats, bit_vector=None))
+            OK,
+            replace(long_stats(), stats=replace(long_stats().stats, bit_vector=None)),
         ]
         everything = uow.column_stats.get_table("sales", "orders", with_bit_vectors=True)
         assert [e.column for e in everything] == ["id", "name", "ok", "price"]
@@ -66,7 +73,9 @@ def test_table_upsert_and_read(sales: Store) -> None:
 def test_upsert_replaces_one_row_per_column_and_engine(sales: Store) -> None:
     with sales.transaction() as uow:
         uow.column_stats.upsert_table("sales", "orders", [long_stats(nulls=1)])
-        uow.column_stats.upsert_table("sales", "orders", [long_stats(nulls=2), long_stats(nulls=3, column="ID")])
+        uow.column_stats.upsert_table(
+            "sales", "orders", [long_stats(nulls=2), long_stats(nulls=3, column="ID")]
+        )
         uow.column_stats.upsert_table("sales", "orders", [long_stats(nulls=9)], engine="impala")
     with sales.read() as uow:
         assert uow.column_stats.get_table("sales", "orders", ["id"])[0].stats.num_nulls == 3  # last one wins
@@ -77,9 +86,16 @@ def test_upsert_replaces_one_row_per_column_and_engine(sales: Store) -> None:
 def test_column_stats_accurate_is_maintained(sales: Store) -> None:
     with sales.transaction() as uow:
         t = uow.tables.get("sales", "orders")
-        uow.tables.alter("sales", "orders", replace(t, parameters={**t.parameters, "COLUMN_STATS_ACCURATE": '{"BASIC_STATS":"true"}'}))
+        uow.tables.alter(
+            "sales",
+            "orders",
+            replace(t, parameters={**t.parameters, "COLUMN_STATS_ACCURATE": '{"BASIC_STATS":"true"}'}),
+        )
         uow.column_stats.upsert_table("sales", "orders", [long_stats(), PRICE])
-    assert params(sales)["COLUMN_STATS_ACCURATE"] == '{"BASIC_STATS":"true","COLUMN_STATS":{"id":"true","price":"true"}}'
+    assert (
+        params(sales)["COLUMN_STATS_ACCURATE"]
+        == '{"BASIC_STATS":"true","COLUMN_STATS":{"id":"true","price":"true"}}'
+    )
     with sales.transaction() as uow:
         uow.column_stats.upsert_table("sales", "orders", [NAME], mark_accurate=False)
         assert uow.column_stats.delete_table("sales", "orders", ["price"]) == 1
@@ -117,7 +133,9 @@ def test_partition_upsert_read_and_aggregation_rows(sales: Store) -> None:
             "sales", "orders", {p: [long_stats(nulls=i), NAME] for i, p in enumerate(PARTS)}, last_analyzed=77
         )
     with sales.read() as uow:
-        got = uow.column_stats.get_partitions("sales", "orders", [PARTS[3], PARTS[0], "ds=x/hr=1"], ["name", "ID", "ok"])
+        got = uow.column_stats.get_partitions(
+            "sales", "orders", [PARTS[3], PARTS[0], "ds=x/hr=1"], ["name", "ID", "ok"]
+        )
         assert list(got) == [PARTS[0], PARTS[3]]
         assert [e.column for e in got[PARTS[3]]] == ["name", "id"]  # in the order asked
         assert got[PARTS[3]][1].stats.num_nulls == 3 and got[PARTS[3]][1].stats.bit_vector is None
@@ -133,14 +151,18 @@ def test_partition_upsert_read_and_aggregation_rows(sales: Store) -> None:
 
 def test_partition_upsert_into_missing_partition_writes_nothing(sales: Store) -> None:
     with pytest.raises(NoSuchObject, match="ds=1999-01-01/hr=1"), sales.transaction() as uow:
-        uow.column_stats.upsert_partitions("sales", "orders", {PARTS[0]: [NAME], "ds=1999-01-01/hr=1": [NAME]})
+        uow.column_stats.upsert_partitions(
+            "sales", "orders", {PARTS[0]: [NAME], "ds=1999-01-01/hr=1": [NAME]}
+        )
     assert count(sales, "PART_COL_STATS") == 0
 
 
 def test_partition_delete(sales: Store) -> None:
     with sales.transaction() as uow:
         uow.column_stats.upsert_partitions("sales", "orders", {p: [long_stats(), NAME, OK] for p in PARTS})
-        uow.column_stats.upsert_partitions("sales", "orders", {p: [long_stats()] for p in PARTS}, engine="impala")
+        uow.column_stats.upsert_partitions(
+            "sales", "orders", {p: [long_stats()] for p in PARTS}, engine="impala"
+        )
     with sales.transaction() as uow:
         assert uow.column_stats.delete_partitions("sales", "orders", [PARTS[0]], ["name"]) == 1
         assert uow.column_stats.delete_partitions("sales", "orders", [PARTS[1]]) == 4
@@ -175,7 +197,10 @@ def test_wide_requests_take_one_query(store: Store) -> None:
     with store.read() as uow:
         got = uow.column_stats.get_partitions("sales", "orders", names, [c.name for c in cols])
         assert len(got) == 200 and all(len(v) == 20 for v in got.values())
-        assert len(uow.column_stats.rows_for_aggregation("sales", "orders", names, [c.name for c in cols])) == 4000
+        assert (
+            len(uow.column_stats.rows_for_aggregation("sales", "orders", names, [c.name for c in cols]))
+            == 4000
+        )
     assert [s for s in statements if not s.startswith("BEGIN")].__len__() == 2
     assert count(store, "PART_COL_STATS") == 4000
 
@@ -187,7 +212,9 @@ def test_wide_requests_take_one_query(store: Store) -> None:
 def analyzed(sales: Store) -> Store:
     with sales.transaction() as uow:
         uow.column_stats.upsert_table("sales", "orders", [long_stats(), PRICE, NAME, OK])
-        uow.column_stats.upsert_partitions("sales", "orders", {p: [long_stats(), PRICE, NAME, OK] for p in PARTS})
+        uow.column_stats.upsert_partitions(
+            "sales", "orders", {p: [long_stats(), PRICE, NAME, OK] for p in PARTS}
+        )
     return sales
 
 
@@ -198,17 +225,29 @@ def test_rename_carries_statistics(analyzed: Store) -> None:
         uow.tables.alter("sales", "orders", replace(t, db_name="archive", table_name="orders_2024"))
     with analyzed.read() as uow:
         assert len(uow.column_stats.get_table("archive", "orders_2024")) == 4
-        assert len(uow.column_stats.rows_for_aggregation("archive", "orders_2024", PARTS, ["id", "price", "name", "ok"])) == 48
-        assert json.loads(uow.tables.get("archive", "orders_2024").parameters["COLUMN_STATS_ACCURATE"])["COLUMN_STATS"] == {
-            "id": "true", "name": "true", "ok": "true", "price": "true"
-        }
+        assert (
+            len(
+                uow.column_stats.rows_for_aggregation(
+                    "archive", "orders_2024", PARTS, ["id", "price", "name", "ok"]
+                )
+            )
+            == 48
+        )
+        assert json.loads(uow.tables.get("archive", "orders_2024").parameters["COLUMN_STATS_ACCURATE"])[
+            "COLUMN_STATS"
+        ] == {"id": "true", "name": "true", "ok": "true", "price": "true"}
 
 
 def test_dropped_and_retyped_columns_lose_statistics_everywhere(analyzed: Store) -> None:
     with analyzed.transaction() as uow:
         t = uow.tables.get("sales", "orders")
         # price: decimal -> double (retyped); ok: dropped; name: only its case changes; id: untouched; new column.
-        cols = [FieldSchema("id", "BIGINT"), FieldSchema("price", "double"), FieldSchema("NAME", "string"), FieldSchema("extra", "int")]
+        cols = [
+            FieldSchema("id", "BIGINT"),
+            FieldSchema("price", "double"),
+            FieldSchema("NAME", "string"),
+            FieldSchema("extra", "int"),
+        ]
         uow.tables.alter("sales", "orders", replace(t, sd=replace(t.sd, cols=cols)))
     with analyzed.read() as uow:
         assert [e.column for e in uow.column_stats.get_table("sales", "orders")] == ["id", "name"]
@@ -239,14 +278,26 @@ def test_partition_alter_that_retypes_a_column_loses_its_statistics(analyzed: St
         got = uow.column_stats.get_partitions("sales", "orders", [PARTS[2], PARTS[3]], ["id", "name"])
         assert [e.column for e in got[PARTS[2]]] == ["name"]
         assert [e.column for e in got[PARTS[3]]] == ["id", "name"]
-        assert "id" not in json.loads(uow.partitions.get_by_name("sales", "orders", PARTS[2]).parameters["COLUMN_STATS_ACCURATE"])["COLUMN_STATS"]
+        assert (
+            "id"
+            not in json.loads(
+                uow.partitions.get_by_name("sales", "orders", PARTS[2]).parameters["COLUMN_STATS_ACCURATE"]
+            )["COLUMN_STATS"]
+        )
 
 
 def test_partition_rename_carries_statistics(analyzed: Store) -> None:
     with analyzed.transaction() as uow:
         p = uow.partitions.get_by_name("sales", "orders", PARTS[0])
         uow.partitions.rename("sales", "orders", p.values, replace(p, values=["2030-01-01", "1"]))
-        assert len(uow.column_stats.get_partitions("sales", "orders", ["ds=2030-01-01/hr=1"], ["id", "price", "name", "ok"])["ds=2030-01-01/hr=1"]) == 4
+        assert (
+            len(
+                uow.column_stats.get_partitions(
+                    "sales", "orders", ["ds=2030-01-01/hr=1"], ["id", "price", "name", "ok"]
+                )["ds=2030-01-01/hr=1"]
+            )
+            == 4
+        )
 
 
 def test_drops_remove_statistics(analyzed: Store) -> None:
@@ -262,7 +313,18 @@ def test_drops_remove_statistics(analyzed: Store) -> None:
     assert (count(analyzed, "TAB_COL_STATS"), count(analyzed, "PART_COL_STATS")) == (1, 1)
     with analyzed.transaction() as uow:
         uow.databases.drop("sales", cascade=True)
-    for table in ("TAB_COL_STATS", "PART_COL_STATS", "PARTITIONS", "PARTITION_PARAMS", "PARTITION_KEY_VALS", "TBLS", "SDS", "CDS", "COLUMNS_V2", "SERDES"):
+    for table in (
+        "TAB_COL_STATS",
+        "PART_COL_STATS",
+        "PARTITIONS",
+        "PARTITION_PARAMS",
+        "PARTITION_KEY_VALS",
+        "TBLS",
+        "SDS",
+        "CDS",
+        "COLUMNS_V2",
+        "SERDES",
+    ):
         assert count(analyzed, table) == 0, table
 
 

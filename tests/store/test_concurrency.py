@@ -92,7 +92,10 @@ def test_threads_read_merge_write_without_lost_updates(store: Store) -> None:
     _run_threads(threads, work)
     with store.read() as uow:
         assert uow.column_stats.get_table("sales", "orders", ["id"])[0].stats.num_nulls == threads * rounds
-        assert uow.column_stats.get_partitions("sales", "orders", [PART], ["id"])[PART][0].stats.num_nulls == threads * rounds
+        assert (
+            uow.column_stats.get_partitions("sales", "orders", [PART], ["id"])[PART][0].stats.num_nulls
+            == threads * rounds
+        )
     assert _rows(store) == (1, 1)
 
 
@@ -129,7 +132,9 @@ def test_threads_marking_different_columns_keep_every_mark(store: Store) -> None
     _run_threads(4, work)
     with store.read() as uow:
         table_marks = json.loads(uow.tables.get("sales", "orders").parameters["COLUMN_STATS_ACCURATE"])
-        part_marks = json.loads(uow.partitions.get_by_name("sales", "orders", PART).parameters["COLUMN_STATS_ACCURATE"])
+        part_marks = json.loads(
+            uow.partitions.get_by_name("sales", "orders", PART).parameters["COLUMN_STATS_ACCURATE"]
+        )
     assert sorted(table_marks["COLUMN_STATS"]) == sorted(columns)
     assert sorted(part_marks["COLUMN_STATS"]) == sorted(columns)
 
@@ -155,5 +160,7 @@ def test_processes_read_merge_write_without_lost_updates(store: Store) -> None:
     assert [p.exitcode for p in procs] == [0, 0, 0]
     with store.read() as uow:
         assert uow.column_stats.get_table("sales", "orders", ["id"])[0].stats.num_nulls == 15
-        assert uow.column_stats.get_partitions("sales", "orders", [PART], ["id"])[PART][0].stats.num_nulls == 15
+        assert (
+            uow.column_stats.get_partitions("sales", "orders", [PART], ["id"])[PART][0].stats.num_nulls == 15
+        )
     assert _rows(store) == (1, 1)

@@ -72,9 +72,16 @@ def test_list_by_hive_pattern(store: Store) -> None:
 def test_alter_database(store: Store) -> None:
     with store.transaction() as uow:
         uow.databases.create(Database(name="a", parameters={"x": "1"}, create_time=5))
-        uow.databases.alter("a", Database(name="a", description="new", location_uri="/new", parameters={"y": "2"}))
+        uow.databases.alter(
+            "a", Database(name="a", description="new", location_uri="/new", parameters={"y": "2"})
+        )
         got = uow.databases.get("a")
-        assert (got.description, got.location_uri, got.parameters, got.create_time) == ("new", "/new", {"y": "2"}, 5)
+        assert (got.description, got.location_uri, got.parameters, got.create_time) == (
+            "new",
+            "/new",
+            {"y": "2"},
+            5,
+        )
         with pytest.raises(InvalidOperation, match="renamed"):
             uow.databases.alter("a", Database(name="b"))
         with pytest.raises(NoSuchObject):

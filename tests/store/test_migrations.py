@@ -24,7 +24,14 @@ def test_upgrade_from_empty_creates_the_schema(db_url: str) -> None:
     try:
         with engine.connect() as conn:
             tables = set(sa.inspect(conn).get_table_names())
-            assert {"DBS", "TBLS", "PARTITIONS", "TAB_COL_STATS", "PART_COL_STATS", "PARTITION_KEY_VALS"} <= tables
+            assert {
+                "DBS",
+                "TBLS",
+                "PARTITIONS",
+                "TAB_COL_STATS",
+                "PART_COL_STATS",
+                "PARTITION_KEY_VALS",
+            } <= tables
             # The catalog row ships with the schema, as in Hive's schema scripts.
             assert conn.execute(sa.text('SELECT "NAME" FROM "CTLGS"')).scalars().all() == ["hive"]
     finally:

@@ -32,7 +32,7 @@ def test_parse_tree() -> None:
     "text",
     [
         "ds='x'",
-        "ds == \"x\"",
+        'ds == "x"',
         "ds <=> 'x'",
         "'x' = ds",
         "5 < hr",
@@ -92,13 +92,43 @@ def test_bad_filters_name_the_problem(text: str, message: str) -> None:
 
 _ALPHABET = st.sampled_from(list("dshr=<>!()'\"`,-_ 0123456789aAnNoOtTbBiIlLkKeE%\\\n\x00é;*"))
 _TOKENS = st.sampled_from(
-    ["ds", "hr", "x", "=", "<>", "<=", ">", "AND", "OR", "NOT", "IN", "BETWEEN", "LIKE", "(", ")", ",", "'a'",
-     "\"b\"", "5", "-7", "DATE", "'2024-01-01'", "2024-01-01", "`hr`", "'", "`"]
+    [
+        "ds",
+        "hr",
+        "x",
+        "=",
+        "<>",
+        "<=",
+        ">",
+        "AND",
+        "OR",
+        "NOT",
+        "IN",
+        "BETWEEN",
+        "LIKE",
+        "(",
+        ")",
+        ",",
+        "'a'",
+        '"b"',
+        "5",
+        "-7",
+        "DATE",
+        "'2024-01-01'",
+        "2024-01-01",
+        "`hr`",
+        "'",
+        "`",
+    ]
 )
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.one_of(st.text(max_size=40), st.text(_ALPHABET, max_size=40), st.lists(_TOKENS, max_size=12).map(" ".join)))
+@given(
+    st.one_of(
+        st.text(max_size=40), st.text(_ALPHABET, max_size=40), st.lists(_TOKENS, max_size=12).map(" ".join)
+    )
+)
 def test_fuzz_only_invalid_input(text: str) -> None:
     for dialect in ("sqlite", "postgresql"):
         try:
@@ -121,13 +151,21 @@ def test_fuzz_through_the_database_only_invalid_input(filtered: Store, text: str
 @pytest.fixture
 def filtered(store: Store) -> Store:
     from metastore.catalog import Database
-
     from store.builders import sales_table
 
     values = [
-        ["2024-01-01", "0"], ["2024-01-01", "5"], ["2024-01-01", "10"], ["2024-01-02", "5"],
-        ["2024-01-02", "-3"], ["2024-01-10", "07"], ["b", "5"], ["B", "5"], ["a%b", "1"], ["a_b", "1"],
-        ["__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__"], ["ä", "1"],
+        ["2024-01-01", "0"],
+        ["2024-01-01", "5"],
+        ["2024-01-01", "10"],
+        ["2024-01-02", "5"],
+        ["2024-01-02", "-3"],
+        ["2024-01-10", "07"],
+        ["b", "5"],
+        ["B", "5"],
+        ["a%b", "1"],
+        ["a_b", "1"],
+        ["__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__"],
+        ["ä", "1"],
     ]
     with store.transaction() as uow:
         uow.databases.create(Database(name="sales"))
@@ -163,8 +201,19 @@ def test_semantics(filtered: Store) -> None:
     assert _vals(s, "hr between -5 and 0") == {("2024-01-01", "0"), ("2024-01-02", "-3")}
     assert _vals(s, "hr in (0, '10')") == {("2024-01-01", "0"), ("2024-01-01", "10")}
     # String keys compare as strings, byte-wise on both databases ('B' < 'a' < 'b' < 'ä').
-    assert _vals(s, "ds > '2024-01-02'") == {("2024-01-10", "07"), ("b", "5"), ("B", "5"), ("a%b", "1"), ("a_b", "1"), ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__"), ("ä", "1")}
-    assert _vals(s, "ds < 'a' and ds > '2024-12'") == {("B", "5"), ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__")}
+    assert _vals(s, "ds > '2024-01-02'") == {
+        ("2024-01-10", "07"),
+        ("b", "5"),
+        ("B", "5"),
+        ("a%b", "1"),
+        ("a_b", "1"),
+        ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__"),
+        ("ä", "1"),
+    }
+    assert _vals(s, "ds < 'a' and ds > '2024-12'") == {
+        ("B", "5"),
+        ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__"),
+    }
     assert _vals(s, "ds >= 'b'") == {("b", "5"), ("ä", "1")}
     assert _vals(s, "ds = 2024-01-02") == {("2024-01-02", "5"), ("2024-01-02", "-3")}
     assert _vals(s, "'2024-01-02' = ds and 5 = hr") == {("2024-01-02", "5")}
@@ -175,11 +224,16 @@ def test_semantics(filtered: Store) -> None:
     assert _vals(s, "ds like 'a_b'") == {("a%b", "1"), ("a_b", "1")}
     assert len(_vals(s, "ds not like '2024%'")) == 6
     assert _vals(s, "hr like '0%'") == {("2024-01-01", "0"), ("2024-01-10", "07")}
-    assert _vals(s, "not (ds like '2%' or ds like '_')") == {("a%b", "1"), ("a_b", "1"), ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__")}
+    assert _vals(s, "not (ds like '2%' or ds like '_')") == {
+        ("a%b", "1"),
+        ("a_b", "1"),
+        ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__"),
+    }
     assert _names(s, "ds = 'none'") == []
     with filtered.read() as uow:
         assert uow.partitions.list_names_by_filter("sales", "orders", "hr > -100", max_parts=2) == [
-            "ds=2024-01-01/hr=0", "ds=2024-01-01/hr=10"
+            "ds=2024-01-01/hr=0",
+            "ds=2024-01-01/hr=10",
         ]
 
 

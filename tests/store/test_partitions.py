@@ -38,9 +38,14 @@ def test_add_and_get_round_trip(sales: Store) -> None:
 
 def test_partition_columns_are_shared_with_the_table_when_equal(sales: Store) -> None:
     with sales.transaction() as uow:
-        own = replace(partition(["2024-03-01", "1"]), sd=StorageDescriptor(cols=[FieldSchema("id", "bigint")], location="/p"))
+        own = replace(
+            partition(["2024-03-01", "1"]),
+            sd=StorageDescriptor(cols=[FieldSchema("id", "bigint")], location="/p"),
+        )
         uow.partitions.add([own])
-        assert uow.partitions.get("sales", "orders", ["2024-03-01", "1"]).sd.cols == [FieldSchema("id", "bigint")]
+        assert uow.partitions.get("sales", "orders", ["2024-03-01", "1"]).sd.cols == [
+            FieldSchema("id", "bigint")
+        ]
         # 12 partitions with the table's columns + the table: one descriptor; the odd one: another.
         assert uow.connection.execute(sa.text('SELECT count(*) FROM "CDS"')).scalar() == 2
 
@@ -89,11 +94,18 @@ def test_listing(sales: Store) -> None:
 def test_partial_values(sales: Store) -> None:
     with sales.read() as uow:
         by_day = uow.partitions.list_names_by_partial_values("sales", "orders", ["2024-01-02"])
-        assert by_day == ["ds=2024-01-02/hr=0", "ds=2024-01-02/hr=10", "ds=2024-01-02/hr=23", "ds=2024-01-02/hr=5"]
+        assert by_day == [
+            "ds=2024-01-02/hr=0",
+            "ds=2024-01-02/hr=10",
+            "ds=2024-01-02/hr=23",
+            "ds=2024-01-02/hr=5",
+        ]
         any_day = uow.partitions.list_by_partial_values("sales", "orders", ["", "5"])
         assert [p.values for p in any_day] == [[f"2024-01-0{d}", "5"] for d in (1, 2, 3)]
         assert len(uow.partitions.list_names_by_partial_values("sales", "orders", ["", ""])) == 12
-        assert uow.partitions.list_names_by_partial_values("sales", "orders", ["", "5"], max_parts=1) == ["ds=2024-01-01/hr=5"]
+        assert uow.partitions.list_names_by_partial_values("sales", "orders", ["", "5"], max_parts=1) == [
+            "ds=2024-01-01/hr=5"
+        ]
         with pytest.raises(InvalidObject, match="2 partition key"):
             uow.partitions.list_by_partial_values("sales", "orders", ["a", "b", "c"])
 
@@ -119,7 +131,9 @@ def test_get_by_name_errors_are_no_such_object(sales: Store) -> None:
 
 def test_get_by_names(sales: Store) -> None:
     with sales.read() as uow:
-        got = uow.partitions.get_by_names("sales", "orders", ["ds=2024-01-03/hr=5", "nope", "ds=2024-01-01/hr=0", "ds=x/hr=1"])
+        got = uow.partitions.get_by_names(
+            "sales", "orders", ["ds=2024-01-03/hr=5", "nope", "ds=2024-01-01/hr=0", "ds=x/hr=1"]
+        )
         assert [p.values for p in got] == [["2024-01-01", "0"], ["2024-01-03", "5"]]
 
 
@@ -127,7 +141,12 @@ def test_alter_many(sales: Store) -> None:
     with sales.transaction() as uow:
         parts = uow.partitions.list("sales", "orders", max_parts=3)
         changed = [
-            replace(p, parameters={"numRows": str(i)}, last_access_time=99, sd=replace(p.sd, location=f"/moved/{i}"))
+            replace(
+                p,
+                parameters={"numRows": str(i)},
+                last_access_time=99,
+                sd=replace(p.sd, location=f"/moved/{i}"),
+            )
             for i, p in enumerate(parts)
         ]
         uow.partitions.alter_many("sales", "orders", changed)
@@ -154,26 +173,35 @@ def test_alter_with_new_columns_gets_its_own_descriptor(sales: Store) -> None:
 def test_rename(sales: Store) -> None:
     with sales.transaction() as uow:
         old = uow.partitions.get("sales", "orders", ["2024-01-01", "0"])
-        uow.partitions.rename("sales", "orders", ["2024-01-01", "0"], replace(old, values=["2025-01-01", "0"]))
+        uow.partitions.rename(
+            "sales", "orders", ["2024-01-01", "0"], replace(old, values=["2025-01-01", "0"])
+        )
         assert uow.partitions.get("sales", "orders", ["2025-01-01", "0"]).sd == old.sd
         with pytest.raises(NoSuchObject):
             uow.partitions.get("sales", "orders", ["2024-01-01", "0"])
         with pytest.raises(AlreadyExists):
-            uow.partitions.rename("sales", "orders", ["2025-01-01", "0"], replace(old, values=["2024-01-02", "5"]))
+            uow.partitions.rename(
+                "sales", "orders", ["2025-01-01", "0"], replace(old, values=["2024-01-02", "5"])
+            )
 
 
 def test_relocate(sales: Store) -> None:
     with sales.transaction() as uow:
         n = uow.partitions.relocate("sales", "orders", "/warehouse/sales.db/orders/", "/new/home/")
         assert n == 12
-        assert uow.partitions.get("sales", "orders", ["2024-01-02", "5"]).sd.location == "/new/home/2024-01-02/5"
+        assert (
+            uow.partitions.get("sales", "orders", ["2024-01-02", "5"]).sd.location == "/new/home/2024-01-02/5"
+        )
 
 
 def test_drop(sales: Store) -> None:
     with sales.transaction() as uow:
         dropped = uow.partitions.drop("sales", "orders", ["2024-01-01", "0"])
         assert dropped.values == ["2024-01-01", "0"]
-        assert uow.partitions.drop_by_name("sales", "orders", "ds=2024-01-01/hr=5").values == ["2024-01-01", "5"]
+        assert uow.partitions.drop_by_name("sales", "orders", "ds=2024-01-01/hr=5").values == [
+            "2024-01-01",
+            "5",
+        ]
         gone = uow.partitions.drop_by_names("sales", "orders", ["ds=2024-01-02/hr=0", "ds=2024-01-02/hr=5"])
         assert len(gone) == 2
         assert uow.partitions.count("sales", "orders") == 8

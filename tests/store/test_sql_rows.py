@@ -6,6 +6,7 @@ from decimal import Decimal
 
 import pytest
 
+from metastore.catalog import Database, FieldSchema, StorageDescriptor, Table
 from metastore.errors import InvalidInput
 from metastore.stats.model import (
     BinaryStats,
@@ -19,16 +20,38 @@ from metastore.stats.model import (
     TimestampStats,
 )
 from metastore.stats.sql_rows import decimal_to_text, entry_to_row, row_to_entry
+from metastore.store import Store
 
 ALL_KINDS = [
     ColumnStatsEntry("b", "boolean", BooleanStats(num_nulls=1, num_trues=5, num_falses=7)),
-    ColumnStatsEntry("l", "bigint", LongStats(num_nulls=0, num_dvs=3, low=-(2**63), high=2**63 - 1, bit_vector=b"HLL\xa0", histogram=b"\x05")),
+    ColumnStatsEntry(
+        "l",
+        "bigint",
+        LongStats(
+            num_nulls=0, num_dvs=3, low=-(2**63), high=2**63 - 1, bit_vector=b"HLL\xa0", histogram=b"\x05"
+        ),
+    ),
     ColumnStatsEntry("i", "int", LongStats(num_nulls=2, num_dvs=0)),
     ColumnStatsEntry("d", "double", DoubleStats(num_nulls=0, num_dvs=9, low=-1.5, high=float("inf"))),
-    ColumnStatsEntry("m", "decimal(38,18)", DecimalStats(num_nulls=4, num_dvs=2, low=Decimal("-12345678901234567890.123456789012345678"), high=Decimal("1.50"))),
+    ColumnStatsEntry(
+        "m",
+        "decimal(38,18)",
+        DecimalStats(
+            num_nulls=4,
+            num_dvs=2,
+            low=Decimal("-12345678901234567890.123456789012345678"),
+            high=Decimal("1.50"),
+        ),
+    ),
     ColumnStatsEntry("dt", "date", DateStats(num_nulls=0, num_dvs=1, low=-719162, high=2932896)),
-    ColumnStatsEntry("ts", "timestamp", TimestampStats(num_nulls=0, num_dvs=1, low=-62135596800, high=253402300799)),
-    ColumnStatsEntry("s", "varchar(20)", StringStats(num_nulls=3, max_col_len=20, avg_col_len=7.25, num_dvs=11, bit_vector=b"FM\x01\x00")),
+    ColumnStatsEntry(
+        "ts", "timestamp", TimestampStats(num_nulls=0, num_dvs=1, low=-62135596800, high=253402300799)
+    ),
+    ColumnStatsEntry(
+        "s",
+        "varchar(20)",
+        StringStats(num_nulls=3, max_col_len=20, avg_col_len=7.25, num_dvs=11, bit_vector=b"FM\x01\x00"),
+    ),
     ColumnStatsEntry("bin", "binary", BinaryStats(num_nulls=0, max_col_len=100, avg_col_len=50.5)),
 ]
 
@@ -68,7 +91,11 @@ def test_decimal_text_is_bigdecimal_tostring(value: Decimal, text: str) -> None:
 
 
 def test_column_name_is_lower_cased() -> None:
-    row = entry_to_row(ColumnStatsEntry("Price", "double", DoubleStats(num_nulls=0, num_dvs=0)), engine="hive", last_analyzed=0)
+    row = entry_to_row(
+        ColumnStatsEntry("Price", "double", DoubleStats(num_nulls=0, num_dvs=0)),
+        engine="hive",
+        last_analyzed=0,
+    )
     assert row["COLUMN_NAME"] == "price"
 
 
@@ -86,24 +113,18 @@ def test_bad_entries_are_invalid_input(entry: ColumnStatsEntry) -> None:
         entry_to_row(entry, engine="hive", last_analyzed=0)
 
 
-def test_round_trip_through_the_database(db_url: str) -> None:
-    from metastore.catalog import Database, FieldSchema, StorageDescriptor, Table
-    from metastore.store import Store, migrate
-
-    migrate.upgrade(db_url)
-    store = Store(db_url)
-    try:
-        cols = [FieldSchema(e.column, e.column_type) for e in ALL_KINDS]
-        with store.transaction() as uow:
-            uow.databases.create(Database(name="db"))
-            uow.tables.create(Table(db_name="db", table_name="t", sd=StorageDescriptor(cols=cols)))
-            uow.column_stats.upsert_table("db", "t", ALL_KINDS)
-        with store.read() as uow:
-            got = uow.column_stats.get_table("db", "t", [e.column for e in ALL_KINDS], with_bit_vectors=True, with_histograms=True)
-            plain = uow.column_stats.get_table("db", "t", ["l", "s"])
-        assert got == ALL_KINDS
-        # Without asking, sketches and histograms stay in the database.
-        assert [e.stats.bit_vector for e in plain] == [None, None]
-        assert plain[0].stats.histogram is None
-    finally:
-        store.dispose()
+def test_round_trip_through_the_database(store: Store) -> None:
+    cols = [FieldSchema(e.column, e.column_type) for e in ALL_KINDS]
+    with store.transaction() as uow:
+        uow.databases.create(Database(name="db"))
+        uow.tables.create(Table(db_name="db", table_name="t", sd=StorageDescriptor(cols=cols)))
+        uow.column_stats.upsert_table("db", "t", ALL_KINDS)
+    with store.read() as uow:
+        got = uow.column_stats.get_table(
+            "db", "t", [e.column for e in ALL_KINDS], with_bit_vectors=True, with_histograms=True
+        )
+        plain = uow.column_stats.get_table("db", "t", ["l", "s"])
+    assert got == ALL_KINDS
+    # Without asking, sketches and histograms stay in the database.
+    assert [e.stats.bit_vector for e in plain] == [None, None]
+    assert plain[0].stats.histogram is None

@@ -36,7 +36,9 @@ def full_table() -> Table:
             output_format="out.Format",
             compressed=True,
             num_buckets=4,
-            serde_info=SerDeInfo(name="serde", serialization_lib="lib.Serde", parameters={"field.delim": ","}),
+            serde_info=SerDeInfo(
+                name="serde", serialization_lib="lib.Serde", parameters={"field.delim": ","}
+            ),
             bucket_cols=["id"],
             sort_cols=[Order("id", 1), Order("amount", 0)],
             parameters={"sd": "param"},
@@ -61,7 +63,9 @@ def test_create_get_round_trip(db: Store) -> None:
         full_table(),
         db_name="sales",
         table_name="orders",
-        sd=replace(full_table().sd, cols=[FieldSchema("id", "bigint", "key"), FieldSchema("amount", "decimal(10,2)")]),
+        sd=replace(
+            full_table().sd, cols=[FieldSchema("id", "bigint", "key"), FieldSchema("amount", "decimal(10,2)")]
+        ),
         partition_keys=[FieldSchema("ds", "string", "day")],
     )
     assert got == expected
@@ -80,11 +84,34 @@ def test_create_errors(db: Store) -> None:
         (AlreadyExists, sales_table(), "already exists"),
         (NoSuchObject, replace(sales_table(), db_name="nodb"), "database nodb"),
         (InvalidObject, replace(sales_table(), table_name="bad-name"), "not a valid table name"),
-        (InvalidObject, replace(sales_table("t1"), sd=StorageDescriptor(cols=[FieldSchema("a", "")])), "no type"),
-        (InvalidObject, replace(sales_table("t2"), sd=StorageDescriptor(cols=[FieldSchema("a", "nosuchtype")])), "not a Hive type"),
-        (InvalidObject, replace(sales_table("t3"), sd=StorageDescriptor(cols=[FieldSchema("a", "int"), FieldSchema("A", "int")])), "duplicate"),
-        (InvalidObject, replace(sales_table("t4"), partition_keys=[FieldSchema("id", "int")]), "also data columns"),
-        (InvalidObject, replace(sales_table("t5"), sd=StorageDescriptor(cols=[FieldSchema("", "int")])), "empty name"),
+        (
+            InvalidObject,
+            replace(sales_table("t1"), sd=StorageDescriptor(cols=[FieldSchema("a", "")])),
+            "no type",
+        ),
+        (
+            InvalidObject,
+            replace(sales_table("t2"), sd=StorageDescriptor(cols=[FieldSchema("a", "nosuchtype")])),
+            "not a Hive type",
+        ),
+        (
+            InvalidObject,
+            replace(
+                sales_table("t3"),
+                sd=StorageDescriptor(cols=[FieldSchema("a", "int"), FieldSchema("A", "int")]),
+            ),
+            "duplicate",
+        ),
+        (
+            InvalidObject,
+            replace(sales_table("t4"), partition_keys=[FieldSchema("id", "int")]),
+            "also data columns",
+        ),
+        (
+            InvalidObject,
+            replace(sales_table("t5"), sd=StorageDescriptor(cols=[FieldSchema("", "int")])),
+            "empty name",
+        ),
     ]
     for error, table, message in cases:
         with pytest.raises(error, match=message), db.transaction() as uow:
@@ -96,9 +123,14 @@ def test_create_errors(db: Store) -> None:
 def test_get_many_and_list(db: Store) -> None:
     with db.transaction() as uow:
         for name in ("b", "a", "c_view"):
-            uow.tables.create(replace(sales_table(name), table_type="VIRTUAL_VIEW" if name == "c_view" else "MANAGED_TABLE"))
+            uow.tables.create(
+                replace(sales_table(name), table_type="VIRTUAL_VIEW" if name == "c_view" else "MANAGED_TABLE")
+            )
     with db.read() as uow:
-        assert [t.table_name for t in uow.tables.get_many("sales", ["C_VIEW", "nope", "a"])] == ["c_view", "a"]
+        assert [t.table_name for t in uow.tables.get_many("sales", ["C_VIEW", "nope", "a"])] == [
+            "c_view",
+            "a",
+        ]
         assert uow.tables.list_names("sales") == ["a", "b", "c_view"]
         assert uow.tables.list_names("sales", "c*|A") == ["a", "c_view"]
         assert uow.tables.list_names("sales", table_type="VIRTUAL_VIEW") == ["c_view"]
@@ -115,7 +147,14 @@ def test_alter_replaces_the_definition(db: Store) -> None:
     new = replace(
         full_table(),
         owner="bob",
-        sd=replace(full_table().sd, location="/new", serde_info=SerDeInfo(serialization_lib="x"), bucket_cols=[], sort_cols=[], skewed_info=None),
+        sd=replace(
+            full_table().sd,
+            location="/new",
+            serde_info=SerDeInfo(serialization_lib="x"),
+            bucket_cols=[],
+            sort_cols=[],
+            skewed_info=None,
+        ),
         parameters={"only": "this"},
         partition_keys=[FieldSchema("ds", "STRING", "new comment")],
     )
@@ -135,7 +174,9 @@ def test_alter_errors(db: Store) -> None:
         uow.tables.create(sales_table())
         uow.tables.create(sales_table("other"))
     with pytest.raises(InvalidOperation, match="partition keys"), db.transaction() as uow:
-        uow.tables.alter("sales", "orders", replace(sales_table(), partition_keys=[FieldSchema("ds", "string")]))
+        uow.tables.alter(
+            "sales", "orders", replace(sales_table(), partition_keys=[FieldSchema("ds", "string")])
+        )
     with pytest.raises(AlreadyExists), db.transaction() as uow:
         uow.tables.alter("sales", "orders", sales_table("other"))
     with pytest.raises(NoSuchObject), db.transaction() as uow:
@@ -148,7 +189,9 @@ def test_rename_across_databases(db: Store) -> None:
     with db.transaction() as uow:
         uow.databases.create(Database(name="archive"))
         uow.tables.create(sales_table())
-        uow.tables.alter("sales", "orders", replace(sales_table(), db_name="archive", table_name="old_orders"))
+        uow.tables.alter(
+            "sales", "orders", replace(sales_table(), db_name="archive", table_name="old_orders")
+        )
     with db.read() as uow:
         assert uow.tables.list_names("sales") == []
         assert uow.tables.get("archive", "old_orders").sd.cols == sales_table().sd.cols
@@ -162,6 +205,17 @@ def test_drop_table_removes_every_row(db: Store) -> None:
         with pytest.raises(NoSuchObject):
             uow.tables.drop("sales", "orders")
         # Nothing of it is left anywhere, storage descriptors included.
-        for table in ("TBLS", "SDS", "SERDES", "CDS", "COLUMNS_V2", "SD_PARAMS", "SERDE_PARAMS", "BUCKETING_COLS",
-                      "SORT_COLS", "TABLE_PARAMS", "PARTITION_KEYS"):
+        for table in (
+            "TBLS",
+            "SDS",
+            "SERDES",
+            "CDS",
+            "COLUMNS_V2",
+            "SD_PARAMS",
+            "SERDE_PARAMS",
+            "BUCKETING_COLS",
+            "SORT_COLS",
+            "TABLE_PARAMS",
+            "PARTITION_KEYS",
+        ):
             assert uow.connection.execute(sa.text(f'SELECT count(*) FROM "{table}"')).scalar() == 0, table

@@ -12,8 +12,20 @@ from metastore.store import Store
 from store.builders import partition, sales_table
 
 NAME = ColumnStatsEntry("name", "string", StringStats(num_nulls=0, max_col_len=1, avg_col_len=1.0, num_dvs=1))
-TABLES = ("DBS", "TBLS", "SDS", "SERDES", "CDS", "COLUMNS_V2", "PARTITIONS", "PARTITION_KEY_VALS",
-          "PARTITION_PARAMS", "TABLE_PARAMS", "TAB_COL_STATS", "PART_COL_STATS")
+TABLES = (
+    "DBS",
+    "TBLS",
+    "SDS",
+    "SERDES",
+    "CDS",
+    "COLUMNS_V2",
+    "PARTITIONS",
+    "PARTITION_KEY_VALS",
+    "PARTITION_PARAMS",
+    "TABLE_PARAMS",
+    "TAB_COL_STATS",
+    "PART_COL_STATS",
+)
 
 
 def snapshot(store: Store) -> dict[str, int]:
@@ -57,5 +69,7 @@ def test_database_error_mid_request_rolls_back(sales: Store) -> None:
     before = snapshot(sales)
     with pytest.raises(sa.exc.IntegrityError), sales.transaction() as uow:
         uow.partitions.drop("sales", "orders", ["2024-01-01", "0"])
-        uow.connection.execute(sa.text('INSERT INTO "DBS" ("NAME", "CTLG_NAME") VALUES (\'x\', \'no-such-catalog\')'))
+        uow.connection.execute(
+            sa.text('INSERT INTO "DBS" ("NAME", "CTLG_NAME") VALUES (\'x\', \'no-such-catalog\')')
+        )
     assert snapshot(sales) == before
