@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 
@@ -190,7 +191,8 @@ class Handler:
         return fb_status.ALIVE
 
     def getStatusDetails(self) -> str:  # noqa: N802
-        return "alive"
+        # Which worker process answered: helps operators (and tests) see that every worker serves.
+        return f"alive (worker pid {os.getpid()})"
 
     def getCounters(self) -> dict[str, int]:  # noqa: N802
         return {}

@@ -8,23 +8,33 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from metastore.api.hive_metastore import ThriftHiveMetastore
 from server.harness import ServerProcess, connect, fresh_pg_database, start_server
 
 
+@pytest.fixture(scope="session")
+def pg_schema_template(pg_server: str) -> Iterator[str]:
+    """A PostgreSQL database upgraded with the migrations once (as `metastore db upgrade` would), copied by
+    each module's database (CREATE DATABASE ... TEMPLATE is much faster than migrating again)."""
+    from metastore.store import migrate
+
+    with fresh_pg_database(pg_server) as url:
+        migrate.upgrade(url)
+        yield sa.engine.make_url(url).database
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def backend_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A fresh database for one test module: an SQLite file (the server upgrades it itself) or a PostgreSQL
-    database upgraded with the migrations (as `metastore db upgrade` would)."""
+    database at the current schema."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'metastore.db'}"
         return
     admin = request.getfixturevalue("pg_server")
-    from metastore.store import migrate
-
-    with fresh_pg_database(admin) as url:
-        migrate.upgrade(url)
+    template = request.getfixturevalue("pg_schema_template")
+    with fresh_pg_database(admin, template=template) as url:
         yield url
 
 

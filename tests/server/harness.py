@@ -123,25 +123,32 @@ def start_server(
     port: int | None = None,
     wait_ready: bool = True,
     timeout: float = 60.0,
+    only_args: list[str] | None = None,
 ) -> ServerProcess:
-    """Start `metastore serve` and (by default) wait for its "listening on" line."""
+    """Start `metastore serve` and (by default) wait for its "listening on" line.
+
+    only_args replaces every flag this function would pass (to test environment variables and defaults);
+    `port` must then be the port the server will use."""
     workdir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
-    args = [
-        metastore_exe(),
-        "serve",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--db",
-        db_url,
-        "--warehouse",
-        str(workdir / "warehouse"),
-        "--workers",
-        str(workers),
-        *(extra_args or []),
-    ]
+    if only_args is not None:
+        args = [metastore_exe(), "serve", *only_args]
+    else:
+        args = [
+            metastore_exe(),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--db",
+            db_url,
+            "--warehouse",
+            str(workdir / "warehouse"),
+            "--workers",
+            str(workers),
+            *(extra_args or []),
+        ]
     log_path = workdir / f"server-{port}.log"
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("METASTORE_") or k == "METASTORE_TEST_PG"}
     child_env.update(env or {})
@@ -191,12 +198,12 @@ def start_server(
 
 
 @contextmanager
-def fresh_pg_database(admin_url: str) -> Iterator[str]:
-    """A new empty PostgreSQL database (URL), dropped afterwards."""
+def fresh_pg_database(admin_url: str, *, template: str | None = None) -> Iterator[str]:
+    """A new PostgreSQL database (URL), empty or a copy of `template` (a database name), dropped afterwards."""
     name = f"mssrv_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
     url = sa.engine.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
     try:
         yield url
