@@ -16,7 +16,7 @@ from thrift.transport.TTransport import TTransportException
 
 from metastore.api.hive_metastore import ttypes as tt
 from server import thrift_builders as b
-from server.harness import connect, fresh_pg_database, free_port, metastore_exe, start_server
+from server.harness import connect, free_port, fresh_pg_database, metastore_exe, start_server
 from server.wire import call_bytes
 
 
