@@ -7,8 +7,9 @@ boolean counts in NUM_TRUES/NUM_FALSES. As Hive does, the kind is chosen on read
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -118,77 +119,133 @@ def entry_to_row(entry: ColumnStatsEntry, *, engine: str, last_analyzed: int) ->
     return row
 
 
-def _bytes(value: Any) -> bytes | None:
-    # psycopg2 hands back memoryview for bytea.
-    return None if value is None else bytes(value)
+_REQUIRED = (
+    "COLUMN_NAME",
+    "COLUMN_TYPE",
+    "LONG_LOW_VALUE",
+    "LONG_HIGH_VALUE",
+    "DOUBLE_LOW_VALUE",
+    "DOUBLE_HIGH_VALUE",
+    "BIG_DECIMAL_LOW_VALUE",
+    "BIG_DECIMAL_HIGH_VALUE",
+    "NUM_NULLS",
+    "NUM_DISTINCTS",
+    "AVG_COL_LEN",
+    "MAX_COL_LEN",
+    "NUM_TRUES",
+    "NUM_FALSES",
+)
 
 
-def _int(value: Any) -> int:
-    return 0 if value is None else int(value)
+@functools.lru_cache(maxsize=4096)
+def _kind(column_type: str) -> StatsKind | None:
+    return kind_for_type(column_type)
+
+
+@functools.lru_cache(maxsize=64)
+def row_reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStatsEntry]:
+    """A converter of statistics rows given as sequences whose fields `columns` names (a SELECT list, which
+    may hold other columns too and may leave out BIT_VECTOR and HISTOGRAM). The per-row work is positional
+    indexing only: this is the hot path of reading statistics for many partitions."""
+    pos = {c: i for i, c in enumerate(columns)}
+    absent = [c for c in _REQUIRED if c not in pos]
+    if absent:
+        raise ValueError(f"statistics rows lack the column(s) {absent}")
+    i_name, i_type, i_nulls, i_ndv = (
+        pos["COLUMN_NAME"],
+        pos["COLUMN_TYPE"],
+        pos["NUM_NULLS"],
+        pos["NUM_DISTINCTS"],
+    )
+    i_llow, i_lhigh = pos["LONG_LOW_VALUE"], pos["LONG_HIGH_VALUE"]
+    i_dlow, i_dhigh = pos["DOUBLE_LOW_VALUE"], pos["DOUBLE_HIGH_VALUE"]
+    i_xlow, i_xhigh = pos["BIG_DECIMAL_LOW_VALUE"], pos["BIG_DECIMAL_HIGH_VALUE"]
+    i_avg, i_max, i_true, i_false = (
+        pos["AVG_COL_LEN"],
+        pos["MAX_COL_LEN"],
+        pos["NUM_TRUES"],
+        pos["NUM_FALSES"],
+    )
+    i_bv, i_hist = pos.get("BIT_VECTOR"), pos.get("HISTOGRAM")
+    LONG, DOUBLE, DECIMAL, DATE, TIMESTAMP = (
+        StatsKind.LONG,
+        StatsKind.DOUBLE,
+        StatsKind.DECIMAL,
+        StatsKind.DATE,
+        StatsKind.TIMESTAMP,
+    )
+    STRING, BOOLEAN, BINARY = StatsKind.STRING, StatsKind.BOOLEAN, StatsKind.BINARY
+
+    def read(row: Sequence[Any]) -> ColumnStatsEntry:
+        column_type = row[i_type]
+        kind = _kind(column_type)
+        bit_vector = None if i_bv is None or row[i_bv] is None else bytes(row[i_bv])  # psycopg2: memoryview
+        stats: ColumnStats
+        if kind is LONG or kind is DATE or kind is TIMESTAMP:
+            cls = LongStats if kind is LONG else DateStats if kind is DATE else TimestampStats
+            histogram = None if i_hist is None or row[i_hist] is None else bytes(row[i_hist])
+            stats = cls(
+                num_nulls=row[i_nulls],
+                bit_vector=bit_vector,
+                num_dvs=row[i_ndv] or 0,
+                histogram=histogram,
+                low=row[i_llow],
+                high=row[i_lhigh],
+            )
+        elif kind is STRING:
+            stats = StringStats(
+                num_nulls=row[i_nulls],
+                bit_vector=bit_vector,
+                max_col_len=row[i_max] or 0,
+                avg_col_len=float(row[i_avg] or 0.0),
+                num_dvs=row[i_ndv] or 0,
+            )
+        elif kind is DOUBLE:
+            histogram = None if i_hist is None or row[i_hist] is None else bytes(row[i_hist])
+            stats = DoubleStats(
+                num_nulls=row[i_nulls],
+                bit_vector=bit_vector,
+                num_dvs=row[i_ndv] or 0,
+                histogram=histogram,
+                low=row[i_dlow],
+                high=row[i_dhigh],
+            )
+        elif kind is DECIMAL:
+            histogram = None if i_hist is None or row[i_hist] is None else bytes(row[i_hist])
+            low, high = row[i_xlow], row[i_xhigh]
+            stats = DecimalStats(
+                num_nulls=row[i_nulls],
+                bit_vector=bit_vector,
+                num_dvs=row[i_ndv] or 0,
+                histogram=histogram,
+                low=None if low is None else text_to_decimal(low),
+                high=None if high is None else text_to_decimal(high),
+            )
+        elif kind is BOOLEAN:
+            stats = BooleanStats(
+                num_nulls=row[i_nulls],
+                bit_vector=bit_vector,
+                num_trues=row[i_true] or 0,
+                num_falses=row[i_false] or 0,
+            )
+        elif kind is BINARY:
+            stats = BinaryStats(
+                num_nulls=row[i_nulls],
+                bit_vector=bit_vector,
+                max_col_len=row[i_max] or 0,
+                avg_col_len=float(row[i_avg] or 0.0),
+            )
+        else:
+            # entry_to_row refuses such rows; only a database edited by hand can hold one.
+            raise InvalidInput(
+                f"statistics row of column {row[i_name]!r} has type {column_type!r}, which carries no statistics"
+            )
+        return ColumnStatsEntry(row[i_name], column_type, stats)
+
+    return read
 
 
 def row_to_entry(row: Mapping[str, Any]) -> ColumnStatsEntry:
     """The entry for one statistics row; BIT_VECTOR and HISTOGRAM may be absent from `row` (not fetched)."""
-    column_type = row["COLUMN_TYPE"]
-    kind = kind_for_type(column_type)
-    num_nulls = _int(row["NUM_NULLS"])
-    bit_vector = _bytes(row.get("BIT_VECTOR"))
-    stats: ColumnStats
-    if kind in _LONG_KINDS:
-        cls = LongStats if kind is StatsKind.LONG else DateStats if kind is StatsKind.DATE else TimestampStats
-        stats = cls(
-            num_nulls=num_nulls,
-            bit_vector=bit_vector,
-            num_dvs=_int(row["NUM_DISTINCTS"]),
-            histogram=_bytes(row.get("HISTOGRAM")),
-            low=row["LONG_LOW_VALUE"],
-            high=row["LONG_HIGH_VALUE"],
-        )
-    elif kind is StatsKind.DOUBLE:
-        stats = DoubleStats(
-            num_nulls=num_nulls,
-            bit_vector=bit_vector,
-            num_dvs=_int(row["NUM_DISTINCTS"]),
-            histogram=_bytes(row.get("HISTOGRAM")),
-            low=row["DOUBLE_LOW_VALUE"],
-            high=row["DOUBLE_HIGH_VALUE"],
-        )
-    elif kind is StatsKind.DECIMAL:
-        low, high = row["BIG_DECIMAL_LOW_VALUE"], row["BIG_DECIMAL_HIGH_VALUE"]
-        stats = DecimalStats(
-            num_nulls=num_nulls,
-            bit_vector=bit_vector,
-            num_dvs=_int(row["NUM_DISTINCTS"]),
-            histogram=_bytes(row.get("HISTOGRAM")),
-            low=None if low is None else text_to_decimal(low),
-            high=None if high is None else text_to_decimal(high),
-        )
-    elif kind is StatsKind.BOOLEAN:
-        stats = BooleanStats(
-            num_nulls=num_nulls,
-            bit_vector=bit_vector,
-            num_trues=_int(row["NUM_TRUES"]),
-            num_falses=_int(row["NUM_FALSES"]),
-        )
-    elif kind is StatsKind.STRING:
-        stats = StringStats(
-            num_nulls=num_nulls,
-            bit_vector=bit_vector,
-            max_col_len=_int(row["MAX_COL_LEN"]),
-            avg_col_len=float(row["AVG_COL_LEN"] or 0.0),
-            num_dvs=_int(row["NUM_DISTINCTS"]),
-        )
-    elif kind is StatsKind.BINARY:
-        stats = BinaryStats(
-            num_nulls=num_nulls,
-            bit_vector=bit_vector,
-            max_col_len=_int(row["MAX_COL_LEN"]),
-            avg_col_len=float(row["AVG_COL_LEN"] or 0.0),
-        )
-    else:
-        # entry_to_row refuses such rows; only a database edited by hand can hold one.
-        raise InvalidInput(
-            f"statistics row of column {row['COLUMN_NAME']!r} has type {column_type!r}, "
-            "which carries no statistics"
-        )
-    return ColumnStatsEntry(column=row["COLUMN_NAME"], column_type=column_type, stats=stats)
+    columns = tuple(row.keys())
+    return row_reader(columns)([row[c] for c in columns])

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE
 from metastore.errors import NoSuchObject
 from metastore.stats.model import ColumnStatsEntry
-from metastore.stats.sql_rows import entry_to_row, row_to_entry
+from metastore.stats.sql_rows import entry_to_row, row_reader
 from metastore.store.chunking import chunks
 from metastore.store.parameters import PARTITION_PARAMETERS, TABLE_PARAMETERS, ParameterTable
 from metastore.store.refs import TableRef, table_exists, table_id_query, table_ref
@@ -34,6 +34,7 @@ from metastore.store.stats_accurate import (
     with_columns_accurate,
     without_columns,
 )
+from metastore.store.stats_aggregate import PartitionsAggregate, aggregate_partitions
 from metastore.store.upsert import upsert
 
 _TABLE_KEY = ("TBL_ID", "COLUMN_NAME", "ENGINE")
@@ -116,15 +117,16 @@ class ColumnStatsRepository:
             owner = table_id_query(catalog, db_name, table_name)
         value_cols = _value_columns(TAB_COL_STATS, bit_vectors=with_bit_vectors, histograms=with_histograms)
         base = sa.select(*value_cols).where(TAB_COL_STATS.c.TBL_ID == owner, TAB_COL_STATS.c.ENGINE == engine)
+        read = row_reader(tuple(c.name for c in value_cols))
         if columns is None:
-            rows = self._conn.execute(base.order_by(TAB_COL_STATS.c.COLUMN_NAME)).all()
-            entries = [row_to_entry(r._mapping) for r in rows]
+            entries = [read(r) for r in self._conn.execute(base.order_by(TAB_COL_STATS.c.COLUMN_NAME))]
         else:
             wanted = _lower_unique(columns)
             by_name = {}
             for batch in chunks(wanted):
                 for r in self._conn.execute(base.where(TAB_COL_STATS.c.COLUMN_NAME.in_(batch))):
-                    by_name[r.COLUMN_NAME] = row_to_entry(r._mapping)
+                    entry = read(r)
+                    by_name[entry.column] = entry
             entries = [by_name[c] for c in wanted if c in by_name]
         if not entries and not for_update:
             table_ref(self._conn, catalog, db_name, table_name)  # NoSuchObject for a missing table
@@ -303,6 +305,31 @@ class ColumnStatsRepository:
             catalog,
         )
 
+    def aggregate_partitions(
+        self,
+        db_name: str,
+        table_name: str,
+        partition_names: Sequence[str],
+        columns: Sequence[str],
+        *,
+        engine: str = DEFAULT_ENGINE,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> PartitionsAggregate:
+        """The statistics of `columns` summed up over the named partitions by the database (Hive's direct-SQL
+        get_aggr_stats_for: min/max/sums, max NDV as lower and sum as upper bound, average density), plus how
+        many partitions have every column: one row per column whatever the partition count. NoSuchObject
+        for a missing table."""
+        result = aggregate_partitions(
+            self._conn,
+            table_id_query(catalog, db_name, table_name),
+            list(dict.fromkeys(partition_names)),
+            _lower_unique(columns),
+            engine,
+        )
+        if not result.columns:
+            table_ref(self._conn, catalog, db_name, table_name)  # NoSuchObject for a missing table
+        return result
+
     def _partition_rows(
         self,
         db_name: str,
@@ -326,6 +353,7 @@ class ColumnStatsRepository:
         out: list[tuple[str, ColumnStatsEntry]] = []
         if names and cols:
             value_cols = _value_columns(PART_COL_STATS, bit_vectors=bit_vectors, histograms=histograms)
+            read = row_reader(("PART_NAME", *(c.name for c in value_cols)))
             for name_batch in chunks(names):
                 for col_batch in chunks(cols):
                     query = (
@@ -339,7 +367,7 @@ class ColumnStatsRepository:
                         )
                         .order_by(PARTITIONS.c.PART_NAME)
                     )
-                    out.extend((r.PART_NAME, row_to_entry(r._mapping)) for r in self._conn.execute(query))
+                    out.extend((r[0], read(r)) for r in self._conn.execute(query))
         if not out and not for_update and not table_exists(self._conn, catalog, db_name, table_name):
             table_ref(self._conn, catalog, db_name, table_name)  # raises NoSuchObject with the usual message
         return out

@@ -334,3 +334,79 @@ def test_read_merge_write_locks_against_concurrent_writers(sales: Store) -> None
         uow.column_stats.upsert_table("sales", "orders", [long_stats(nulls=1)])
         got = uow.column_stats.get_partitions("sales", "orders", PARTS[:2], ["id"], for_update=True)
         assert got == {}
+
+
+# ---------------------------------------------------------------- aggregation in SQL
+
+
+def test_aggregate_partitions_matches_the_rows(sales: Store) -> None:
+    from metastore.stats.model import DoubleStats
+
+    with sales.transaction() as uow:
+        t = uow.tables.get("sales", "orders")
+        cols = [*t.sd.cols, FieldSchema("d", "double")]
+        uow.tables.alter("sales", "orders", replace(t, sd=replace(t.sd, cols=cols)), cascade=True)
+        stats = {}
+        for i, p in enumerate(PARTS):
+            entries = [
+                long_stats(nulls=i, low=-i * 10, high=i * 100),
+                ColumnStatsEntry(
+                    "price",
+                    "decimal(10,2)",
+                    DecimalStats(
+                        num_nulls=1,
+                        num_dvs=i + 1,
+                        low=Decimal(f"{9 - i}.0{i % 10}"),
+                        high=Decimal(f"{(i + 1) * 11}.50"),
+                    ),
+                ),
+                ColumnStatsEntry(
+                    "name", "string", StringStats(num_nulls=0, max_col_len=i, avg_col_len=i / 2, num_dvs=i)
+                ),
+                ColumnStatsEntry("ok", "boolean", BooleanStats(num_nulls=1, num_trues=i, num_falses=1)),
+            ]
+            if i % 3:  # `d` only in some partitions
+                entries.append(
+                    ColumnStatsEntry(
+                        "d", "double", DoubleStats(num_nulls=0, num_dvs=4, low=-i / 4, high=i * 1.5)
+                    )
+                )
+            stats[p] = entries
+        uow.column_stats.upsert_partitions("sales", "orders", stats)
+        uow.column_stats.upsert_partitions(
+            "sales", "orders", {PARTS[0]: [long_stats(nulls=10**6)]}, engine="impala"
+        )
+    asked = PARTS[:10] + ["ds=1999-01-01/hr=1"]  # one requested partition does not exist
+    with sales.read() as uow:
+        agg = uow.column_stats.aggregate_partitions("sales", "orders", asked, ["ID", "price", "name", "ok"])
+        with_d = uow.column_stats.aggregate_partitions("sales", "orders", asked, ["id", "d"])
+        nothing = uow.column_stats.aggregate_partitions("sales", "orders", asked, ["id", "extra"])
+        with pytest.raises(NoSuchObject):
+            uow.column_stats.aggregate_partitions("sales", "nope", asked, ["id"])
+    by_col = {a.merged.column: a for a in agg.columns}
+    assert agg.parts_found == 10 and list(by_col) == ["id", "name", "ok", "price"]
+    i = range(10)
+    assert by_col["id"].merged.stats == LongStats(num_nulls=sum(i), num_dvs=10, low=-90, high=900)
+    assert by_col["id"].partitions == 10 and by_col["id"].ndv_sum == 100
+    assert by_col["id"].density == pytest.approx(sum((k * 100 + k * 10) / 10 for k in i) / 10)
+    assert by_col["price"].merged.stats == DecimalStats(
+        num_nulls=10, num_dvs=10, low=Decimal("0.09"), high=Decimal("110.50")
+    )  # numeric, not text, order
+    assert by_col["name"].merged.stats == StringStats(num_nulls=0, max_col_len=9, avg_col_len=4.5, num_dvs=9)
+    assert by_col["ok"].merged.stats == BooleanStats(num_nulls=10, num_trues=sum(i), num_falses=10)
+    assert by_col["ok"].density is None
+    assert with_d.parts_found == 6  # partitions 1, 2, 4, 5, 7, 8 have `d`
+    d = next(a for a in with_d.columns if a.merged.column == "d")
+    assert (d.partitions, d.merged.stats.low, d.merged.stats.high) == (6, -2.0, 12.0)
+    assert nothing.parts_found == 0 and [a.merged.column for a in nothing.columns] == ["id"]
+
+
+def test_aggregate_is_one_statement(sales: Store) -> None:
+    with sales.transaction() as uow:
+        uow.column_stats.upsert_partitions("sales", "orders", {p: [long_stats(), NAME] for p in PARTS})
+    statements: list[str] = []
+    sa.event.listen(sales.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    with sales.read() as uow:
+        agg = uow.column_stats.aggregate_partitions("sales", "orders", PARTS, ["id", "name"])
+    assert agg.parts_found == 12
+    assert [s for s in statements if not s.startswith("BEGIN")].__len__() == 1
