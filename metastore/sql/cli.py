@@ -1,0 +1,121 @@
+"""`metastore sql`: command-line options and the entry that builds client, executor and shell.
+
+    metastore sql                                   # interactive, embedded database (METASTORE_DB or the default)
+    metastore sql --connect thrift://host:9083 -e "SHOW DATABASES"
+    metastore sql --db sqlite:///ms.db -f setup.sql --output json
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from metastore.sql.output import OUTPUT_FORMATS
+
+HISTORY_FILE = "sql_history"
+
+
+def configure_parser(p: argparse.ArgumentParser) -> None:
+    """Add the options of `metastore sql` to a parser."""
+    target = p.add_mutually_exclusive_group()
+    target.add_argument(
+        "--connect", metavar="URI",
+        help="metastore server(s) to use: thrift://host:9083 (comma-separated URIs fail over in order)",
+    )
+    target.add_argument(
+        "--db", metavar="URL",
+        help="run embedded on this database: a SQLAlchemy URL (default: METASTORE_DB, else the SQLite file in "
+        "the user's data directory)",
+    )
+    p.add_argument("--warehouse", metavar="DIR", help="where new databases and tables go (embedded only)")
+    statements = p.add_mutually_exclusive_group()
+    statements.add_argument("-e", dest="execute", metavar="SQL", help="run these statements and exit")
+    statements.add_argument("-f", dest="file", metavar="FILE", help="run the statements of this file and exit")
+    p.add_argument("--output", choices=OUTPUT_FORMATS, default="table",
+                   help="how results are printed: aligned table (default), json (one array per statement), csv")
+    p.add_argument("--database", metavar="NAME", default="default", help="the database to start in")
+    p.add_argument("--progress", action="store_true",
+                   help="show progress bars on stderr in batch mode too (interactive mode always does)")
+    p.add_argument("--histograms", action="store_true",
+                   help="ANALYZE ... FOR COLUMNS also computes KLL histograms (numeric, date, timestamp columns)")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--stats-cache", metavar="PATH",
+                       help="per-file statistics cache for incremental ANALYZE (default: METASTORE_ANALYZE_CACHE, "
+                       "else the user's cache directory)")
+    cache.add_argument("--no-stats-cache", action="store_true", help="analyze every file afresh, keep no cache")
+
+
+def add_sql_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `sql` command to the main parser's subparsers."""
+    p = subparsers.add_parser(
+        "sql",
+        help="Hive-syntax SQL shell: DDL, LOAD DATA/INSERT as ORC, ANALYZE ... COMPUTE STATISTICS, DESCRIBE",
+        description="A SQL shell over the metastore, embedded or against a server. Statements end with ';'. "
+        "Errors name the line:column; in batch mode (-e, -f) the first error ends the run with exit code 1.",
+    )
+    configure_parser(p)
+    p.set_defaults(func=run_sql)
+
+
+def run_sql(args: argparse.Namespace) -> int:
+    """Run `metastore sql` with parsed arguments; returns the exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    from metastore.client import connect
+    from metastore.config import Settings, default_data_dir
+    from metastore.errors import MetastoreError
+    from metastore.sql.executor import Executor, ExecutorOptions
+    from metastore.sql.shell import Shell, one_line
+
+    script: str | None = None
+    if args.file is not None:
+        try:
+            script = Path(args.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            print(one_line(f"Error: cannot read {args.file}: {exc}"), file=sys.stderr)
+            return 1
+    elif args.execute is not None:
+        script = args.execute
+    interactive = script is None
+    if interactive and not sys.stdin.isatty():
+        script = sys.stdin.read()  # statements piped in run as a batch
+        interactive = False
+    try:
+        if args.connect:
+            client = connect(args.connect)
+        else:
+            settings = Settings.from_env(db=args.db, warehouse=args.warehouse)
+            client = connect(settings.db, warehouse=settings.warehouse)
+    except MetastoreError as exc:
+        print(one_line(f"Error: {exc}"), file=sys.stderr)
+        return 1
+    stats_cache = None if args.no_stats_cache else (args.stats_cache or "default")
+    options = ExecutorOptions(progress=interactive or args.progress, histograms=args.histograms,
+                              stats_cache=stats_cache)
+    try:
+        executor = Executor(client, options=options)
+        shell = Shell(executor, output=args.output)
+        if args.database and args.database.lower() != executor.database:
+            code = shell.run_script(f"USE `{args.database.replace('`', '``')}`")
+            if code:
+                return code
+        if interactive:
+            return shell.interactive(default_data_dir() / HISTORY_FILE)
+        assert script is not None
+        return shell.run_script(script)
+    finally:
+        client.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m metastore.sql`: the same command without the `metastore` front end."""
+    parser = argparse.ArgumentParser(prog="metastore sql", description="Hive-syntax SQL shell over the metastore.")
+    configure_parser(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_sql(args)
+    except KeyboardInterrupt:
+        return 130

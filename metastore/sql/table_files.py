@@ -1,0 +1,89 @@
+"""Where a table's or partition's data lives on the local filesystem, and which files there are data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from metastore.catalog import Table
+from metastore.service.catalog import local_path
+from metastore.sql.errors import Position, SqlError
+
+ORC_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
+ORC_OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
+ORC_SERDE = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
+
+#: STORED AS formats the catalog accepts: (input format, output format, serde).
+STORAGE_FORMATS: dict[str, tuple[str, str, str]] = {
+    "ORC": (ORC_INPUT_FORMAT, ORC_OUTPUT_FORMAT, ORC_SERDE),
+    "PARQUET": (
+        "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+        "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+        "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+    ),
+    "TEXTFILE": (
+        "org.apache.hadoop.mapred.TextInputFormat",
+        "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+    ),
+    "AVRO": (
+        "org.apache.hadoop.hive.ql.io.avro.AvroContainerInputFormat",
+        "org.apache.hadoop.hive.ql.io.avro.AvroContainerOutputFormat",
+        "org.apache.hadoop.hive.serde2.avro.AvroSerDe",
+    ),
+}
+
+
+def is_orc(table: Table) -> bool:
+    """Whether the table's storage is ORC (by input format or serde, as Hive and Spark set them)."""
+    fmt = (table.sd.input_format or "").lower()
+    serde = (table.sd.serde_info.serialization_lib or "").lower()
+    return "orc" in fmt or "orc" in serde
+
+
+def require_orc(table: Table, what: str, position: Position | None) -> None:
+    if not is_orc(table):
+        raise SqlError(
+            f"{what} needs an ORC table; {table.db_name}.{table.table_name} is stored as "
+            f"{table.sd.input_format or 'an unknown format'}",
+            position,
+        )
+
+
+def local_dir(location: str | None, owner: str, position: Position | None = None) -> Path:
+    """The local directory of a location; SqlError for a missing location or a remote filesystem."""
+    if not location:
+        raise SqlError(f"{owner} has no location", position)
+    path = local_path(location)
+    if path is None:
+        raise SqlError(
+            f"{owner} is at {location}, which is not on the local filesystem; the shell reads and writes local "
+            "files only",
+            position,
+        )
+    return path
+
+
+def absolute_location(text: str) -> str:
+    """A LOCATION as stored: URIs as given, local paths made absolute (the shell resolves them from its cwd)."""
+    if "://" in text or text.startswith("file:"):
+        return text
+    return str(Path(text).expanduser().absolute())
+
+
+def is_hidden(name: str) -> bool:
+    """Hive and Spark skip files and folders starting with '.' or '_' (_SUCCESS, .crc, staging dirs)."""
+    return name.startswith((".", "_"))
+
+
+def data_files(directory: Path) -> list[Path]:
+    """The data files under a directory (recursively), hidden entries left out, in name order.
+
+    A missing directory has no files (a partition added without data)."""
+    if not directory.is_dir():
+        return []
+    out: list[Path] = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not is_hidden(d))
+        out.extend(Path(root) / f for f in sorted(files) if not is_hidden(f))
+    return out
