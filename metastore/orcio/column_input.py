@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
@@ -37,6 +38,7 @@ _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _NANOS = 1_000_000_000
 _UNIT_NANOS = {"s": _NANOS, "ms": 1_000_000, "us": 1_000, "ns": 1}
 _WIDE = Context(prec=200)
+_ROUNDING = Context(prec=200, rounding=ROUND_HALF_UP, Emax=999_999, Emin=-999_999)
 
 
 @dataclass
@@ -45,6 +47,10 @@ class Utf8Values:
 
     data: np.ndarray  # uint8
     lengths: np.ndarray  # int64
+    # when known cheaply (from str input): value i equals code_values[codes[i]]; lets dictionary encoding skip
+    # sorting every value
+    codes: np.ndarray | None = None
+    code_values: list[bytes] | None = None
 
     @property
     def offsets(self) -> np.ndarray:
@@ -108,7 +114,8 @@ def _split_nulls(data: Any, path: str) -> tuple[np.ndarray | None, Any, int]:
         raw = np.asarray(data.data)
         if raw.dtype == object:
             raw_list = raw.tolist()
-            present = ~mask & np.fromiter((v is not None for v in raw_list), dtype=bool, count=len(raw_list))
+            not_none = map(operator.is_not, raw_list, itertools.repeat(None))
+            present = ~mask & np.fromiter(not_none, dtype=bool, count=len(raw_list))
             values = [v for v, p in zip(raw_list, present.tolist(), strict=True) if p]
             return (None if present.all() else present), values, len(raw_list)
         return (None if not mask.any() else ~mask), raw[~mask], len(raw)
@@ -125,7 +132,8 @@ def _split_nulls(data: Any, path: str) -> tuple[np.ndarray | None, Any, int]:
     if isinstance(data, (str, bytes)) or not isinstance(data, Sequence) and not hasattr(data, "__iter__"):
         raise _fail(path, f"expected a sequence of values, got {type(data).__name__}")
     items = data if isinstance(data, list) else list(data)
-    present = np.fromiter((v is not None for v in items), dtype=bool, count=len(items))
+    # identity tests only: == against None is slow for some types (Decimal goes through abc checks)
+    present = np.fromiter(map(operator.is_not, items, itertools.repeat(None)), dtype=bool, count=len(items))
     if present.all():
         return None, items, len(items)
     return present, [v for v in items if v is not None], len(items)
@@ -207,13 +215,16 @@ def _utf8(values: Any, category: Category, path: str) -> Utf8Values:
         items = [bytes(v) if not isinstance(v, bytes) else v for v in values]
         lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
         return Utf8Values(np.frombuffer(b"".join(items), dtype=np.uint8), lengths)
-    if all(type(v) is str for v in values):
+    if set(map(type, values)) <= {str}:
+        codes, code_values = _dictionary_codes(values)
         joined = "".join(values)
         encoded = joined.encode("utf-8", "surrogatepass")
         if len(encoded) == len(joined):  # all ASCII: byte lengths are the character counts
             lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-            return Utf8Values(np.frombuffer(encoded, dtype=np.uint8), lengths)
+            return Utf8Values(np.frombuffer(encoded, dtype=np.uint8), lengths, codes, code_values)
         items = [v.encode("utf-8", "surrogatepass") for v in values]
+        lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+        return Utf8Values(np.frombuffer(b"".join(items), dtype=np.uint8), lengths, codes, code_values)
     else:
         bad = _first_bad(values, lambda v: not isinstance(v, (str, bytes, bytearray, np.str_)))
         if bad >= 0:
@@ -221,6 +232,31 @@ def _utf8(values: Any, category: Category, path: str) -> Utf8Values:
         items = [v.encode("utf-8", "surrogatepass") if isinstance(v, str) else bytes(v) for v in values]
     lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
     return Utf8Values(np.frombuffer(b"".join(items), dtype=np.uint8), lengths)
+
+
+_CODE_SAMPLE = 10_000
+
+
+def _dictionary_codes(values: list[str]) -> tuple[np.ndarray | None, list[bytes] | None]:
+    """Codes of each string among the distinct ones (first-seen order), unless the strings look too distinct to
+    ever be dictionary encoded (then building the dictionary would be wasted work)."""
+    sample = values[:_CODE_SAMPLE]
+    if len(sample) > 100 and len(set(sample)) > 0.8 * len(sample):
+        return None, None
+    index = dict.fromkeys(values)
+    for i, key in enumerate(index):
+        index[key] = i
+    codes = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+    return codes, [k.encode("utf-8", "surrogatepass") for k in index]
+
+
+def _recode(values: Utf8Values, new_code_values: list[bytes]) -> Utf8Values:
+    """Codes after the code values changed (char padding, varchar cut): equal results share one code."""
+    index: dict[bytes, int] = {}
+    remap = np.fromiter((index.setdefault(v, len(index)) for v in new_code_values), dtype=np.int64,
+                        count=len(new_code_values))
+    assert values.codes is not None
+    return Utf8Values(values.data, values.lengths, remap[values.codes], list(index))
 
 
 def _char_counts(values: Utf8Values) -> tuple[np.ndarray, np.ndarray]:
@@ -242,8 +278,19 @@ def segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def fit_char(values: Utf8Values, length: int, pad: bool) -> Utf8Values:
     """varchar(n): cut values to n characters; char(n): also pad shorter values with spaces (Java's rules)."""
+    fitted = _fit_char(values, length, pad)
+    if values.codes is not None and values.code_values is not None:
+        lengths = np.fromiter(map(len, values.code_values), dtype=np.int64, count=len(values.code_values))
+        uniq = Utf8Values(np.frombuffer(b"".join(values.code_values), dtype=np.uint8), lengths)
+        new_values = _fit_char(uniq, length, pad).to_list()
+        fitted.codes, fitted.code_values = values.codes, values.code_values
+        return _recode(fitted, new_values)
+    return fitted
+
+
+def _fit_char(values: Utf8Values, length: int, pad: bool) -> Utf8Values:
     if len(values.lengths) == 0:
-        return values
+        return Utf8Values(values.data, values.lengths)
     starts, local = _char_counts(values)
     offsets = values.offsets
     counts = segment_sums(starts, offsets)
@@ -293,6 +340,18 @@ def _decimal_value(v: Any, scale: int, limit: int, path: str, index: int) -> int
     return unscaled
 
 
+def _fast_unscaled(items: list, scale: int) -> list[int] | None:
+    """Unscaled values of a list of Decimals through the C decimal context (no Python loop), or None when
+    some value is not a finite Decimal (the slow path then names it)."""
+    if set(map(type, items)) - {Decimal}:
+        return None
+    try:
+        scaled = map(_ROUNDING.scaleb, items, itertools.repeat(scale))
+        return list(map(int, map(_ROUNDING.to_integral_value, scaled)))
+    except (ValueError, OverflowError, InvalidOperation):
+        return None
+
+
 def _decimals(values: Any, column: TypeDescription, path: str) -> np.ndarray:
     precision = column.precision or 38
     scale = column.scale or 0
@@ -301,12 +360,20 @@ def _decimals(values: Any, column: TypeDescription, path: str) -> np.ndarray:
         unscaled_list = [int(v) * 10**scale for v in values.tolist()]
     else:
         items = values.tolist() if isinstance(values, np.ndarray) else values
-        unscaled_list = [_decimal_value(v, scale, limit, path, i) for i, v in enumerate(items)]
+        fast = _fast_unscaled(items, scale)
+        if fast is None:
+            fast = [_decimal_value(v, scale, limit, path, i) for i, v in enumerate(items)]
+        unscaled_list = fast
+    if precision <= 18:
+        try:
+            arr = np.array(unscaled_list, dtype=np.int64)
+        except OverflowError:
+            arr = None
+        if arr is not None and not ((arr >= limit) | (arr <= -limit)).any():
+            return arr
     bad = _first_bad(unscaled_list, lambda u: abs(u) >= limit)
     if bad >= 0:
         raise _fail(path, f"value {unscaled_list[bad]}e-{scale} does not fit decimal({precision},{scale})", bad)
-    if precision <= 18:
-        return np.array(unscaled_list, dtype=np.int64)
     out = np.empty(len(unscaled_list), dtype=object)
     out[:] = unscaled_list
     return out
@@ -500,9 +567,17 @@ def _concat_values(pieces: list[Any]) -> Any:
     if first is None:
         return None
     if isinstance(first, Utf8Values):
-        return Utf8Values(
-            np.concatenate([p.data for p in pieces]), np.concatenate([p.lengths for p in pieces])
-        )
+        merged = Utf8Values(np.concatenate([p.data for p in pieces]), np.concatenate([p.lengths for p in pieces]))
+        if all(p.codes is not None for p in pieces):
+            index: dict[bytes, int] = {}
+            parts = []
+            for p in pieces:
+                assert p.code_values is not None and p.codes is not None
+                remap = np.fromiter((index.setdefault(v, len(index)) for v in p.code_values), dtype=np.int64,
+                                    count=len(p.code_values))
+                parts.append(remap[p.codes])
+            merged.codes, merged.code_values = np.concatenate(parts), list(index)
+        return merged
     if isinstance(first, TimestampValues):
         return TimestampValues(
             np.concatenate([p.seconds for p in pieces]), np.concatenate([p.nanos for p in pieces])

@@ -218,6 +218,19 @@ def _unique_sorted(values: Utf8Values) -> tuple[list[bytes], np.ndarray]:
     return uniq_list, np.fromiter((index[v] for v in items), dtype=np.int64, count=n)
 
 
+def _sorted_dictionary(values: Utf8Values) -> tuple[list[bytes], np.ndarray]:
+    """The dictionary in byte order and each value's index in it (from the input's codes when it has them)."""
+    if values.codes is None or values.code_values is None:
+        return _unique_sorted(values)
+    present = np.zeros(len(values.code_values), dtype=bool)
+    present[values.codes] = True  # a stripe may use only some of the codes
+    used = np.flatnonzero(present).tolist()
+    order = sorted(used, key=values.code_values.__getitem__)
+    rank = np.zeros(len(values.code_values), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return [values.code_values[i] for i in order], rank[values.codes]
+
+
 def _format_nanos(nanos: np.ndarray) -> np.ndarray:
     """Java ``TimestampTreeWriter.formatNanos``: trailing decimal zeros moved into the low 3 bits."""
     out = nanos << 3
@@ -440,13 +453,19 @@ class StringWriter(ColumnWriter):
     def _decide(self, values: Utf8Values, bounds: np.ndarray) -> None:
         # Java checks after the first row group (or at the first stripe's end when there is no index)
         stop = int(bounds[1]) if self.settings.row_index_stride > 0 else int(bounds[-1])
-        first = Utf8Values(values.data[: int(values.offsets[stop])], values.lengths[:stop])
         if stop == 0:
             self.use_dictionary = True
             return
-        uniq, _ = _unique_sorted(first)
-        ratio = np.float32(len(uniq)) / np.float32(stop)  # Java computes this ratio in float
-        size = sum(len(u) for u in uniq) + 16 * len(uniq)
+        if values.codes is not None and values.code_values is not None:
+            distinct_codes = np.unique(values.codes[:stop])
+            distinct = len(distinct_codes)
+            size = sum(len(values.code_values[c]) for c in distinct_codes.tolist()) + 16 * distinct
+        else:
+            first = Utf8Values(values.data[: int(values.offsets[stop])], values.lengths[:stop])
+            uniq, _ = _unique_sorted(first)
+            distinct = len(uniq)
+            size = sum(len(u) for u in uniq) + 16 * distinct
+        ratio = np.float32(distinct) / np.float32(stop)  # Java computes this ratio in float
         self.use_dictionary = bool(float(ratio) <= self.settings.dictionary_threshold) and size <= DICTIONARY_MAX_BYTES
 
     def write_values(self, data, bounds, stats):
@@ -455,7 +474,7 @@ class StringWriter(ColumnWriter):
             self._decide(values, bounds)
         offsets = values.offsets
         if self.use_dictionary:
-            uniq, ids = _unique_sorted(values)
+            uniq, ids = _sorted_dictionary(values)
             self.dictionary_size = len(uniq)
             encoded = encode_int_rle_v2(ids, False, bounds[:-1], self.settings.aligned_bitpacking)
             dict_lengths = np.fromiter(map(len, uniq), dtype=np.int64, count=len(uniq))

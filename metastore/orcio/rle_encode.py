@@ -119,13 +119,14 @@ def encode_varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     values = np.asarray(values).astype(_U64, copy=False)
     counts = np.maximum(1, (bit_lengths(values) + 6) // 7)
-    total = int(counts.sum())
-    which = np.repeat(np.arange(len(values), dtype=np.int64), counts)
-    within = np.arange(total, dtype=np.int64) - np.repeat(_exclusive_cumsum(counts), counts)
-    chunks = (values[which] >> (within * 7).astype(_U64)) & _U64(0x7F)
-    more = within < counts[which] - 1
-    out = (chunks.astype(np.uint8)) | (more.astype(np.uint8) << np.uint8(7))
-    return out, counts
+    width = int(counts.max()) if len(counts) else 1
+    # one row of up to 10 groups per value, kept where the value needs them (row-major = output order)
+    groups = np.empty((len(values), width), dtype=np.uint8)
+    for k in range(width):
+        groups[:, k] = ((values >> _U64(7 * k)) & _U64(0x7F)).astype(np.uint8)
+    column = np.arange(width, dtype=np.int64)[None, :]
+    groups |= ((column < counts[:, None] - 1).astype(np.uint8) << np.uint8(7))
+    return groups[column < counts[:, None]], counts
 
 
 def encode_signed_varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -165,22 +166,32 @@ class _Segments:
 def _split_runs(cont: np.ndarray, n: int, literal_cap: int, run_cap: int) -> _Segments:
     """Split ``n`` values into literal buffers and runs as the Java writers do.
 
-    ``cont[j]`` (j >= 2) says values j-2, j-1, j form a run and j continues the run of j-1.
+    ``cont[j]`` (j >= 2) says values j-2, j-1, j form a run and j continues the run of j-1. A "chain" is a
+    maximal stretch of such j: the run spans [first j - 2, last j + 1). Chains that start after the previous
+    one ended, within a literal buffer's reach, and are shorter than the run cap ("regular" chains, nearly
+    all of them in practice) are emitted in bulk with numpy; the rest go through a step-by-step port of the
+    Java state machine.
     """
     where = np.flatnonzero(cont)
     if len(where):
         breaks = np.flatnonzero(np.diff(where) != 1)
-        chain_last = np.empty(len(where), dtype=np.int64)
-        last_of_chain = np.append(where[breaks], where[-1])
-        chain_id = np.zeros(len(where), dtype=np.int64)
-        chain_id[breaks + 1] = 1
-        np.cumsum(chain_id, out=chain_id)
-        chain_last[:] = last_of_chain[chain_id]
-        triples = where.tolist()
-        run_ends = (chain_last + 1).tolist()
+        first_cont = np.concatenate([where[:1], where[breaks + 1]])
+        last_cont = np.append(where[breaks], where[-1])
     else:
-        triples = []
-        run_ends = []
+        first_cont = last_cont = np.zeros(0, dtype=np.int64)
+    chain_starts = first_cont - 2
+    chain_ends = last_cont + 1
+    chain_first_list = first_cont.tolist()
+    chain_last_list = last_cont.tolist()
+    chains = len(chain_starts)
+    # regular[j]: chain j follows chain j-1 directly (given the previous run ended at chain j-1's end)
+    regular = np.zeros(chains, dtype=bool)
+    if chains > 1:
+        gap = chain_starts[1:] - chain_ends[:-1]
+        regular[1:] = (gap >= 0) & (gap <= literal_cap - 3) & (chain_ends[1:] - chain_starts[1:] < run_cap)
+    irregular = np.flatnonzero(~regular).tolist()
+
+    pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     starts: list[int] = []
     ends: list[int] = []
     fixed: list[bool] = []
@@ -192,23 +203,55 @@ def _split_runs(cont: np.ndarray, n: int, literal_cap: int, run_cap: int) -> _Se
         fixed.append(is_fixed)
         trigger.append(t)
 
+    def flush_scalars() -> None:
+        if starts:
+            pieces.append((
+                np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
+                np.array(fixed, dtype=bool), np.array(trigger, dtype=np.int64),
+            ))
+            starts.clear()
+            ends.clear()
+            fixed.clear()
+            trigger.clear()
+
     p = 0
-    k = 0
-    n_triples = len(triples)
     while p < n:
-        k = bisect_left(triples, p + 2, k)
-        if k == n_triples or triples[k] > p + literal_cap - 1:
+        # bulk path: the next chain starts at or after p, within reach, and is not capped
+        c = bisect_left(chain_last_list, p + 2)
+        if c < chains:
+            s0, e0 = int(chain_starts[c]), int(chain_ends[c])
+            if s0 >= p and s0 - p <= literal_cap - 3 and e0 - s0 < run_cap:
+                d = irregular[bisect_left(irregular, c + 1)] if irregular and irregular[-1] >= c + 1 else chains
+                if d - c > 1:
+                    flush_scalars()
+                    s_arr = chain_starts[c:d]
+                    e_arr = chain_ends[c:d]
+                    prev = np.concatenate([[p], e_arr[:-1]])
+                    count = d - c
+                    seg_s = np.empty(2 * count, dtype=np.int64)
+                    seg_e = np.empty(2 * count, dtype=np.int64)
+                    seg_f = np.zeros(2 * count, dtype=bool)
+                    seg_t = np.empty(2 * count, dtype=np.int64)
+                    seg_s[0::2], seg_e[0::2], seg_t[0::2] = prev, s_arr, s_arr + 2
+                    seg_s[1::2], seg_e[1::2], seg_t[1::2] = s_arr, e_arr, np.where(e_arr < n, e_arr, _INF)
+                    seg_f[1::2] = True
+                    keep = seg_e > seg_s
+                    pieces.append((seg_s[keep], seg_e[keep], seg_f[keep], seg_t[keep]))
+                    p = int(e_arr[-1])
+                    continue
+        # one step of the Java state machine; the first run-completing value at or after p + 2 is in chain c
+        j = max(chain_first_list[c], p + 2) if c < chains else n
+        if j > p + literal_cap - 1 or j >= n:
             if n - p <= literal_cap:
                 emit(p, n, False, n - 1 if n - p == literal_cap else _INF)
                 break
             emit(p, p + literal_cap, False, p + literal_cap - 1)
             p += literal_cap
             continue
-        j = triples[k]
         s = j - 2
         if s > p:
             emit(p, s, False, j)
-        e = run_ends[k]
+        e = chain_last_list[c] + 1
         while e - s >= run_cap:
             emit(s, s + run_cap, True, s + run_cap - 1)
             s += run_cap
@@ -217,11 +260,15 @@ def _split_runs(cont: np.ndarray, n: int, literal_cap: int, run_cap: int) -> _Se
             p = e
         else:
             p = s
+    flush_scalars()
+    if not pieces:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Segments(empty, empty, np.zeros(0, dtype=bool), empty)
     return _Segments(
-        np.array(starts, dtype=np.int64),
-        np.array(ends, dtype=np.int64),
-        np.array(fixed, dtype=bool),
-        np.array(trigger, dtype=np.int64),
+        np.concatenate([x[0] for x in pieces]),
+        np.concatenate([x[1] for x in pieces]),
+        np.concatenate([x[2] for x in pieces]),
+        np.concatenate([x[3] for x in pieces]),
     )
 
 
@@ -243,7 +290,11 @@ def _positions(segments: _Segments, seg_offsets: np.ndarray, total: int, marks: 
 
 
 class _Assembler:
-    """Places the parts of many runs (header, base, payload...) into one output array without Python loops."""
+    """Places the parts of many runs (header, base, payload...) into one output array without Python loops.
+
+    Small parts are scattered to their positions; the one bulky part (the payload) fills every position left
+    over, in order, through a boolean mask, which costs far less than an index per byte.
+    """
 
     def __init__(self, part_lengths: list[np.ndarray]) -> None:
         lengths = np.stack([np.asarray(p, dtype=np.int64) for p in part_lengths])
@@ -252,15 +303,25 @@ class _Assembler:
         self.part_offsets = self.segment_offsets[None, :] + np.cumsum(lengths, axis=0) - lengths
         self.total = int(per_segment.sum())
         self.out = np.zeros(self.total, dtype=np.uint8)
+        self.written = np.zeros(self.total, dtype=bool)
 
     def put_column(self, part: int, segs: np.ndarray, column: int, values: np.ndarray) -> None:
         """Write one byte per segment at ``column`` within the part."""
-        self.out[self.part_offsets[part][segs] + column] = values
+        where = self.part_offsets[part][segs] + column
+        self.out[where] = values
+        self.written[where] = True
 
     def put_flat(self, part: int, segs: np.ndarray, flat: np.ndarray, lengths: np.ndarray) -> None:
         """Write variable-length byte strings (concatenated in ``flat``) into the part of each segment."""
         if len(flat):
-            self.out[_ranges(self.part_offsets[part][segs], lengths)] = flat
+            where = _ranges(self.part_offsets[part][segs], lengths)
+            self.out[where] = flat
+            self.written[where] = True
+
+    def fill_rest(self, flat: np.ndarray) -> None:
+        """Write ``flat`` into every position no put_* call wrote, in order."""
+        if len(flat):
+            self.out[~self.written] = flat
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -278,9 +339,14 @@ def _pack(values: np.ndarray, counts: np.ndarray, widths: np.ndarray) -> tuple[n
     out = np.zeros(int(byte_lengths.sum()), dtype=np.uint8)
     if len(out) == 0:
         return out, byte_lengths
+    used = np.unique(widths[counts > 0])
+    if len(used) == 1 and int(used[0]) % 8 == 0:
+        # one byte-aligned width: the packed values are the output, groups already whole bytes
+        nbytes = int(used[0]) // 8
+        return values.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - nbytes :].ravel(), byte_lengths
     group_offsets = _exclusive_cumsum(byte_lengths)
     value_widths = np.repeat(widths, counts)
-    for width in np.unique(widths[counts > 0]).tolist():
+    for width in used.tolist():
         groups = np.flatnonzero((widths == width) & (counts > 0))
         chosen = values[value_widths == width]
         if width % 8 == 0:
@@ -344,7 +410,11 @@ def encode_byte_rle(values: np.ndarray, marks: np.ndarray | None = None) -> Enco
     runs = np.flatnonzero(seg.fixed)
     asm.put_column(1, runs, 0, data[seg.starts[runs]])
     literals = np.flatnonzero(~seg.fixed)
-    asm.put_flat(1, literals, data[_ranges(seg.starts[literals], lengths[literals])], lengths[literals])
+    if len(runs) == 0 and len(literals):
+        literal_bytes = data  # every value sits in a literal group, in order
+    else:
+        literal_bytes = data[np.repeat(~seg.fixed, lengths)]
+    asm.fill_rest(literal_bytes)
     positions = _positions(seg, asm.segment_offsets, asm.total, np.zeros(0) if marks is None else marks, n)
     return EncodedRle(asm.out.tobytes(), positions)
 
@@ -378,7 +448,7 @@ def encode_int_rle_v1(values: np.ndarray, signed: bool, marks: np.ndarray | None
     literals = np.flatnonzero(~seg.fixed)
     encode = encode_signed_varints if signed else encode_varints
     base_bytes, base_lengths = encode(data[seg.starts[runs]])
-    literal_values = data[_ranges(seg.starts[literals], lengths[literals])]
+    literal_values = data[np.repeat(~seg.fixed, lengths)]
     literal_bytes, literal_value_lengths = encode(literal_values)
     literal_lengths = np.add.reduceat(literal_value_lengths, _exclusive_cumsum(lengths[literals])) if len(
         literals
@@ -393,8 +463,10 @@ def encode_int_rle_v1(values: np.ndarray, signed: bool, marks: np.ndarray | None
         run_delta = data[seg.starts[runs] + 1] - data[seg.starts[runs]]
         asm.put_column(1, runs, 0, run_delta.astype(np.int8).view(np.uint8))
         offsets = asm.part_offsets[1][runs] + 1
-        asm.out[_ranges(offsets, base_lengths)] = base_bytes
-    asm.put_flat(1, literals, literal_bytes, literal_lengths)
+        where = _ranges(offsets, base_lengths)
+        asm.out[where] = base_bytes
+        asm.written[where] = True
+    asm.fill_rest(literal_bytes)
     positions = _positions(seg, asm.segment_offsets, asm.total, np.zeros(0) if marks is None else marks, n)
     return EncodedRle(asm.out.tobytes(), positions)
 
@@ -615,7 +687,7 @@ def encode_int_rle_v2(
         if len(direct):
             segs = variable[direct]
             header[segs] = 2
-            chosen = np.isin(run_of, direct)
+            chosen = (kind == _DIRECT)[run_of]
             packed, packed_len = _pack(zz[chosen], var_lengths[direct], width[direct])
             payload[segs] = packed_len
             code = _WIDTH_CODE[width[direct]]
@@ -643,7 +715,9 @@ def encode_int_rle_v2(
             writes.append(("flat", 2, segs, db, dl))
             packed_runs = delta_runs[~fixed_runs]
             if len(packed_runs):
-                chosen = np.isin(run_of, packed_runs) & (local >= 2)
+                packed_kind = np.zeros(len(kind), dtype=bool)
+                packed_kind[packed_runs] = True
+                chosen = packed_kind[run_of] & (local >= 2)
                 prev = np.empty_like(var_values)
                 prev[1:] = var_values[:-1]
                 prev[:1] = var_values[:1]
@@ -688,12 +762,24 @@ def encode_int_rle_v2(
             writes.append(("flat", 4, segs, entries, entries_len))
 
     asm = _Assembler([header, base, extra, payload, patches])
+    payloads = []
     for item in writes:
         if item[0] == "col":
             _, part, segs, column, col_values = item
             asm.put_column(part, segs, column, col_values)
+        elif item[1] == 3:
+            payloads.append(item)
         else:
             _, part, segs, flat, flat_len = item
             asm.put_flat(part, segs, flat, flat_len)
+    if len(payloads) == 1:
+        asm.fill_rest(payloads[0][3])
+    elif payloads:
+        # payloads of several encodings: merge them into segment order first
+        merged = np.zeros(int(payload.sum()), dtype=np.uint8)
+        payload_offsets = _exclusive_cumsum(payload)
+        for _, _, segs, flat, flat_len in payloads:
+            merged[_ranges(payload_offsets[segs], flat_len)] = flat
+        asm.fill_rest(merged)
     positions = _positions(seg, asm.segment_offsets, asm.total, np.zeros(0) if marks is None else marks, n)
     return EncodedRle(asm.out.tobytes(), positions)
