@@ -1,0 +1,186 @@
+"""A small local SQLite cache of per-file statistics results, so re-running ANALYZE reads only changed files.
+
+Entries are keyed by a file's absolute path and are valid only for the size and modification time (ns) they
+were computed from: a file that changed in either has its entries dropped on the next lookup. What an entry
+holds is opaque here (bytes under a string key, e.g. one column's partial statistics and sketches; see
+:mod:`metastore.stats.harvest`), next to a small ``info`` blob about the file itself.
+
+The default location is ``<user cache dir>/metastore/analyze-cache.sqlite`` (platformdirs), or the path in the
+``METASTORE_ANALYZE_CACHE`` environment variable. The database uses WAL mode so several processes (two shells,
+a shell and a benchmark) can share it; a cache that cannot be opened or read is an error naming the path, a
+cache written by another format version is emptied.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from metastore.errors import MetastoreError
+
+__all__ = ["CACHE_ENV", "CachedFile", "FileStatsCache", "FileStatsCacheError", "default_cache_path"]
+
+CACHE_ENV = "METASTORE_ANALYZE_CACHE"
+#: Bumped whenever the meaning of stored entries changes; older caches are emptied on open.
+FORMAT_VERSION = 1
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS cached_file ("
+    " path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, info BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS cached_entry ("
+    " path TEXT NOT NULL REFERENCES cached_file(path) ON DELETE CASCADE, key TEXT NOT NULL, value BLOB NOT NULL,"
+    " PRIMARY KEY (path, key))",
+)
+
+
+class FileStatsCacheError(MetastoreError):
+    """The statistics cache file cannot be opened, read or written."""
+
+
+def default_cache_path() -> Path:
+    """``$METASTORE_ANALYZE_CACHE`` or ``analyze-cache.sqlite`` in the user's cache directory."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return Path(platformdirs.user_cache_dir("metastore", appauthor=False)) / "analyze-cache.sqlite"
+
+
+@dataclass(frozen=True)
+class CachedFile:
+    """What the cache holds for one file version: its info blob and its entries by key."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    info: bytes
+    entries: dict[str, bytes] = field(default_factory=dict)
+
+
+class FileStatsCache:
+    """Per-file results keyed by (absolute path, size, mtime_ns) in one SQLite file. Thread-safe."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).expanduser().absolute()
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False,
+                                         isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if version != FORMAT_VERSION:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.execute("DROP TABLE IF EXISTS cached_entry")
+                self._conn.execute("DROP TABLE IF EXISTS cached_file")
+                for stmt in _SCHEMA:
+                    self._conn.execute(stmt)
+                self._conn.execute(f"PRAGMA user_version={FORMAT_VERSION}")
+                self._conn.execute("COMMIT")
+        except (sqlite3.Error, OSError) as exc:
+            raise FileStatsCacheError(f"cannot open the statistics cache {self.path}: {exc}") from None
+
+    @classmethod
+    def open_default(cls) -> FileStatsCache:
+        """The cache at :func:`default_cache_path`."""
+        return cls(default_cache_path())
+
+    # ------------------------------------------------------------------------------------------- reading
+
+    def get(self, path: str | os.PathLike[str], size: int, mtime_ns: int) -> CachedFile | None:
+        """The cached version of ``path`` if it was stored for exactly this size and mtime, else None
+        (and any stale version is forgotten)."""
+        key = _key(path)
+        with self._lock:
+            try:
+                row = self._conn.execute(
+                    "SELECT size, mtime_ns, info FROM cached_file WHERE path = ?", (key,)
+                ).fetchone()
+                if row is None:
+                    return None
+                if row[0] != size or row[1] != mtime_ns:
+                    self._conn.execute("DELETE FROM cached_file WHERE path = ?", (key,))
+                    return None
+                entries = dict(
+                    self._conn.execute("SELECT key, value FROM cached_entry WHERE path = ?", (key,)).fetchall()
+                )
+            except sqlite3.Error as exc:
+                raise FileStatsCacheError(f"cannot read the statistics cache {self.path}: {exc}") from None
+        return CachedFile(key, size, mtime_ns, bytes(row[2]), {k: bytes(v) for k, v in entries.items()})
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM cached_file").fetchone()[0])
+
+    # ------------------------------------------------------------------------------------------- writing
+
+    def put(self, path: str | os.PathLike[str], size: int, mtime_ns: int, info: bytes,
+            entries: Mapping[str, bytes]) -> None:
+        """Store (or add to) the entries of one file version; a different stored version is replaced."""
+        self.put_many([(path, size, mtime_ns, info, entries)])
+
+    def put_many(self, items: Iterable[tuple[str | os.PathLike[str], int, int, bytes, Mapping[str, bytes]]]) -> None:
+        """:meth:`put` for several files in one transaction."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for path, size, mtime_ns, info, entries in items:
+                        key = _key(path)
+                        row = self._conn.execute(
+                            "SELECT size, mtime_ns FROM cached_file WHERE path = ?", (key,)
+                        ).fetchone()
+                        if row is not None and (row[0] != size or row[1] != mtime_ns):
+                            self._conn.execute("DELETE FROM cached_file WHERE path = ?", (key,))
+                            row = None
+                        if row is None:
+                            self._conn.execute(
+                                "INSERT INTO cached_file (path, size, mtime_ns, info) VALUES (?, ?, ?, ?)",
+                                (key, size, mtime_ns, info),
+                            )
+                        else:
+                            self._conn.execute("UPDATE cached_file SET info = ? WHERE path = ?", (info, key))
+                        self._conn.executemany(
+                            "INSERT OR REPLACE INTO cached_entry (path, key, value) VALUES (?, ?, ?)",
+                            [(key, k, v) for k, v in entries.items()],
+                        )
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise FileStatsCacheError(f"cannot write the statistics cache {self.path}: {exc}") from None
+
+    def forget(self, path: str | os.PathLike[str]) -> None:
+        """Drop everything stored for ``path``."""
+        with self._lock:
+            self._conn.execute("DELETE FROM cached_file WHERE path = ?", (_key(path),))
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        with self._lock:
+            self._conn.execute("DELETE FROM cached_file")
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> FileStatsCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"FileStatsCache({str(self.path)!r})"
+
+
+def _key(path: str | os.PathLike[str]) -> str:
+    return os.path.abspath(os.fspath(path))
