@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from metastore.errors import InvalidInput
 from metastore.store import migrate
 from metastore.store.column_stats import ColumnStatsRepository
 from metastore.store.databases import DatabaseRepository, ensure_default_database
@@ -54,11 +55,16 @@ class Store:
         """One unit of work = one database transaction: committed when the block ends, rolled back if it
         raises (nothing is half-written). Read-only work may pass write=False: on SQLite it then does not
         take the write lock, so it never waits for writers."""
-        with self.engine.connect() as conn:
-            if not write:
-                conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
-            with conn.begin():
-                yield UnitOfWork(conn)
+        try:
+            with self.engine.connect() as conn:
+                if not write:
+                    conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
+                with conn.begin():
+                    yield UnitOfWork(conn)
+        except sa.exc.DataError as exc:
+            # PostgreSQL enforces column sizes (e.g. a location over 4000 characters); say what it refused.
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+            raise InvalidInput(f"the database refused a value: {reason}") from exc
 
     def read(self) -> AbstractContextManager[UnitOfWork]:
         """A read-only unit of work (shorthand for transaction(write=False))."""

@@ -167,9 +167,13 @@ class TableRepository:
         catalog: str = DEFAULT_CATALOG,
     ) -> list[str]:
         """Table names of a database in order, optionally matching a Hive pattern and of one TBL_TYPE
-        (MANAGED_TABLE, EXTERNAL_TABLE, VIRTUAL_VIEW...). NoSuchObject for a missing database."""
-        db = database_ref(self._conn, catalog, db_name)
-        query = sa.select(TBLS.c.TBL_NAME).where(TBLS.c.DB_ID == db.db_id).order_by(TBLS.c.TBL_NAME)
+        (MANAGED_TABLE, EXTERNAL_TABLE, VIRTUAL_VIEW...). Empty for a missing database, as in Hive."""
+        query = (
+            sa.select(TBLS.c.TBL_NAME)
+            .join(DBS, DBS.c.DB_ID == TBLS.c.DB_ID)
+            .where(DBS.c.NAME == normalize(db_name), DBS.c.CTLG_NAME == normalize(catalog))
+            .order_by(TBLS.c.TBL_NAME)
+        )
         if table_type is not None:
             query = query.where(TBLS.c.TBL_TYPE == table_type)
         matches = hive_pattern_matcher(pattern)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import sqlalchemy as sa
 
 from metastore.catalog import Database
 from metastore.errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
@@ -105,3 +106,32 @@ def test_drop_database(store: Store) -> None:
     with store.transaction() as uow:
         uow.databases.drop("sales", cascade=True)
         assert uow.databases.list_names() == ["default"]
+
+
+def test_default_database_creation_races_safely(store_url: str) -> None:
+    """Several server workers start at once on a fresh database: exactly one creates `default`."""
+    import threading
+
+    from metastore.store import Store
+
+    st = Store(store_url)
+    try:
+        with st.transaction() as uow:  # back to a database without `default`
+            uow.connection.execute(sa.text('DELETE FROM "DBS"'))
+        results: list[bool] = []
+        barrier = threading.Barrier(4)
+
+        def start_worker() -> None:
+            barrier.wait()
+            results.append(st.ensure_default_database("/warehouse"))
+
+        threads = [threading.Thread(target=start_worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert sorted(results) == [False, False, False, True]
+        with st.read() as uow:
+            assert uow.databases.list_names() == ["default"]
+    finally:
+        st.dispose()

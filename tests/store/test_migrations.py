@@ -122,3 +122,29 @@ def test_missing_alembic_directory_is_a_clear_error(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(metastore, "__file__", str(tmp_path / "metastore" / "__init__.py"))
     with pytest.raises(Exception, match="Alembic migrations not found"):
         migrate.alembic_dir()
+
+
+def test_alembic_command_line_with_x_db(sqlite_url: str) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(migrate.alembic_dir()).parent
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "alembic",
+            "-c",
+            str(root / "alembic.ini"),
+            "-x",
+            f"db={sqlite_url}",
+            "upgrade",
+            "head",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert migrate.current_revision(sqlite_url) == migrate.head_revision()

@@ -73,3 +73,17 @@ def test_database_error_mid_request_rolls_back(sales: Store) -> None:
             sa.text('INSERT INTO "DBS" ("NAME", "CTLG_NAME") VALUES (\'x\', \'no-such-catalog\')')
         )
     assert snapshot(sales) == before
+
+
+def test_values_the_database_refuses_are_invalid_input(sales: Store) -> None:
+    from dataclasses import replace
+
+    from metastore.errors import InvalidInput
+
+    before = snapshot(sales)
+    too_long = replace(sales_table("t2"), sd=replace(sales_table().sd, location="/x" * 3000))
+    if sales.engine.dialect.name == "sqlite":
+        pytest.skip("SQLite does not enforce column sizes")
+    with pytest.raises(InvalidInput, match="refused a value"), sales.transaction() as uow:
+        uow.tables.create(too_long)
+    assert snapshot(sales) == before
