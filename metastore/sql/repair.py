@@ -64,7 +64,7 @@ def repair_table(ex: Executor, st: MsckRepair) -> Result:
     known = ex.client.list_partitions(table.db_name, table.table_name)
     known_values = {tuple(p.values) for p in known}
     rows: list[list[str]] = []
-    to_add = [values for values in sorted(on_disk) if values not in known_values]
+    to_add = sorted((v for v in on_disk if v not in known_values), key=lambda v: make_part_name(keys, list(v)))
     to_drop = []
     for p in known:
         path = local_path(p.sd.location)
