@@ -357,6 +357,11 @@ def _decimals(values: Any, column: TypeDescription, path: str) -> np.ndarray:
     scale = column.scale or 0
     limit = 10**precision
     if isinstance(values, np.ndarray) and np.issubdtype(values.dtype, np.integer) and values.dtype != bool:
+        if precision <= 18 and len(values):
+            wide = values.astype(np.int64)
+            bound = limit // 10**scale
+            if not ((wide >= bound) | (wide <= -bound)).any():
+                return wide * np.int64(10**scale)
         unscaled_list = [int(v) * 10**scale for v in values.tolist()]
     else:
         items = values.tolist() if isinstance(values, np.ndarray) else values

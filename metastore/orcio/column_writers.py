@@ -169,6 +169,47 @@ def extreme_value(values: Utf8Values, offsets: np.ndarray, candidates: np.ndarra
     return int(candidates[0])
 
 
+def _word_keys(values: Utf8Values, offsets: np.ndarray, rows: np.ndarray, word: int) -> np.ndarray:
+    """Bytes ``8*word .. 8*word+7`` of each chosen value as a big-endian uint64 (zero-padded)."""
+    data = values.data
+    lengths = values.lengths[rows]
+    take = np.clip(lengths - word * 8, 0, 8)
+    idx = (offsets[rows] + word * 8)[:, None] + np.arange(8)[None, :]
+    valid = np.arange(8)[None, :] < take[:, None]
+    chunk = np.where(valid, data[np.minimum(idx, max(len(data) - 1, 0))], 0).astype(np.uint8)
+    return chunk.view(">u8").ravel().astype(np.uint64)
+
+
+def _group_extremes(values: Utf8Values, offsets: np.ndarray, bounds: np.ndarray, want_max: bool) -> list[int]:
+    """Index of the byte-wise smallest (or largest) value of every non-empty row group.
+
+    The first 8 bytes of all values decide most groups at once; ties are narrowed per group.
+    """
+    counts = np.diff(bounds)
+    nonempty = np.flatnonzero(counts > 0)
+    if len(nonempty) == 0:
+        return []
+    everything = np.arange(len(values.lengths), dtype=np.int64)
+    keys = _word_keys(values, offsets, everything, 0) if len(everything) else np.zeros(0, dtype=np.uint64)
+    starts = bounds[:-1][nonempty]
+    best = (np.maximum if want_max else np.minimum).reduceat(keys, starts)
+    group_of = np.repeat(np.arange(len(nonempty)), counts[nonempty])
+    hits = np.flatnonzero(keys[bounds[nonempty[0]] : bounds[nonempty[-1] + 1]] == best[group_of]) + bounds[
+        nonempty[0]
+    ]
+    hit_groups = group_of[hits - bounds[nonempty[0]]]
+    first_hit = np.searchsorted(hit_groups, np.arange(len(nonempty)))
+    last_hit = np.searchsorted(hit_groups, np.arange(len(nonempty)), side="right")
+    out = []
+    for g in range(len(nonempty)):
+        lo, hi = int(first_hit[g]), int(last_hit[g])
+        if hi - lo == 1:
+            out.append(int(hits[lo]))
+        else:
+            out.append(extreme_value(values, offsets, hits[lo:hi], want_max))
+    return out
+
+
 def _string_group_stats(
     stats: list[ColumnStats], values: Utf8Values, bounds: np.ndarray, sorted_rank: np.ndarray | None
 ) -> None:
@@ -176,20 +217,23 @@ def _string_group_stats(
     offsets = values.offsets
     sums = segment_sums(values.lengths, bounds)
     raw = values.data.tobytes()
+    nonempty = np.flatnonzero(np.diff(bounds) > 0)
+    if sorted_rank is not None:
+        mins: list[int] = []
+        maxs: list[int] = []
+        for g in nonempty.tolist():
+            ranks = sorted_rank[bounds[g] : bounds[g + 1]]
+            mins.append(int(bounds[g]) + int(np.argmin(ranks)))
+            maxs.append(int(bounds[g]) + int(np.argmax(ranks)))
+    else:
+        mins = _group_extremes(values, offsets, bounds, want_max=False)
+        maxs = _group_extremes(values, offsets, bounds, want_max=True)
     for g, st in enumerate(stats):
         assert isinstance(st, StringStats)
-        lo, hi = int(bounds[g]), int(bounds[g + 1])
         st.sum = int(sums[g])
-        if lo == hi:
-            continue
-        if sorted_rank is not None:
-            ranks = sorted_rank[lo:hi]
-            i_min = lo + int(np.argmin(ranks))
-            i_max = lo + int(np.argmax(ranks))
-        else:
-            everything = np.arange(lo, hi)
-            i_min = extreme_value(values, offsets, everything, want_max=False)
-            i_max = extreme_value(values, offsets, everything, want_max=True)
+    for g, i_min, i_max in zip(nonempty.tolist(), mins, maxs, strict=True):
+        st = stats[g]
+        assert isinstance(st, StringStats)
         st.set_extremes(raw[offsets[i_min] : offsets[i_min + 1]], raw[offsets[i_max] : offsets[i_max + 1]])
 
 

@@ -303,3 +303,20 @@ def test_long_string_bounds_follow_java() -> None:
     # the upper bound's last character is incremented as a code point
     multi = "é".encode() * 600
     assert string_upper_bound(multi) == "é".encode() * 511 + "ê".encode()
+
+
+@pytest.mark.parametrize("threshold", ["0.0", "1.0"])  # direct, dictionary
+def test_string_row_group_statistics_by_bytes(tmp_path, threshold) -> None:
+    rng = random.Random(3)
+    alphabet = ["prefix00", "prefix00\x00", "prefix00a", "prefix0", "", "é", "\x00", "zz", "prefix00\x00\x00"]
+    values = [rng.choice(alphabet) + rng.choice(["", "x", "\x00"]) if rng.random() < 0.9 else None for _ in range(5000)]
+    path = tmp_path / "strings.orc"
+    options = {"orc.row.index.stride": "1000", "orc.dictionary.key.threshold": threshold}
+    with OrcWriter(path, "struct<s:string>", options) as writer:
+        writer.write_batch({"s": values})
+    reader = OrcReader(path)
+    assert reader.column_encoding(0, 1) == ("DIRECT_V2" if threshold == "0.0" else "DICTIONARY_V2")
+    for g, entry in enumerate(reader.row_index(0, 1)):
+        group = [v.encode() for v in values[g * 1000 : (g + 1) * 1000] if v is not None]
+        st = entry.statistics
+        assert (st.minimum.encode(), st.maximum.encode(), st.total_length) == (min(group), max(group), sum(map(len, group)))
