@@ -64,7 +64,9 @@ def run_sql(args: argparse.Namespace) -> int:
     """Run `metastore sql` with parsed arguments; returns the exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    from metastore.client import connect
+    # thrift logs a failed connect itself; the shell reports it once, as its own one-line error
+    logging.getLogger("thrift").setLevel(logging.CRITICAL)
+    from metastore.client import ThriftMetastoreClient, connect
     from metastore.config import Settings, default_data_dir
     from metastore.errors import MetastoreError
     from metastore.sql.executor import Executor, ExecutorOptions
@@ -85,7 +87,7 @@ def run_sql(args: argparse.Namespace) -> int:
         interactive = False
     try:
         if args.connect:
-            client = connect(args.connect)
+            client = ThriftMetastoreClient(args.connect)
         else:
             settings = Settings.from_env(db=args.db, warehouse=args.warehouse)
             client = connect(settings.db, warehouse=settings.warehouse)
