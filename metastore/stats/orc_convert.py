@@ -312,6 +312,11 @@ _RAW_SIZE_PER_VALUE = {
     Category.FLOAT: _JAVA_PRIMITIVE1,
     Category.LONG: _JAVA_PRIMITIVE2,
     Category.DOUBLE: _JAVA_PRIMITIVE2,
+    # containers count one int per value (ORC >= 1.5; Hive 2's ORC 1.3 counted nothing for them)
+    Category.STRUCT: _JAVA_PRIMITIVE1,
+    Category.LIST: _JAVA_PRIMITIVE1,
+    Category.MAP: _JAVA_PRIMITIVE1,
+    Category.UNION: _JAVA_PRIMITIVE1,
     # object + int nanos (padded)
     Category.TIMESTAMP: _JAVA_OBJECT + _JAVA_PRIMITIVE2,
     Category.TIMESTAMP_INSTANT: _JAVA_OBJECT + _JAVA_PRIMITIVE2,
@@ -328,8 +333,9 @@ def raw_data_size_of(reader: OrcReader) -> int:
     That is an estimate of the deserialised size computed from the file statistics of every column (nested
     ones included): per non-null value a fixed Java object size for numbers, dates, timestamps and decimals;
     binary columns count their total bytes; strings count ``object + 3 ints + char array + average length``
-    per value (at least one value); structs, lists, maps and unions count nothing themselves. Computed here
-    with the same integer arithmetic, so it equals what Hive (through ORC Java) reports.
+    per value (at least one value); structs (the root too), lists, maps and unions count one int per value.
+    Computed with the same integer arithmetic as ORC Java 1.5+ (Hive 3 and 4), so it equals what Hive
+    reports; Hive 2 (ORC 1.3) gave containers no size and so reports 4 bytes per row less.
     """
     columns = reader.schema.flatten()
     total = 0
