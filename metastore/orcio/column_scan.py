@@ -12,9 +12,10 @@ Statistics harvesting asks three kinds of question of a column, each cheaper tha
     the non-null values themselves, dense (no slots for nulls), as the type's :mod:`.vectors` class; string
     dictionaries stay dictionaries (ids + entries), nothing is turned into Python objects.
 
-:func:`scan_column` yields one :class:`StripeColumn` per stripe. The stripe's streams are fetched with
-:meth:`StripeStreams.prefetch` restricted to the stream kinds the question needs, so a ``"lengths"`` scan of a
-string column never reads (or decompresses) its DATA or DICTIONARY_DATA streams.
+:func:`scan_stripe_columns` answers several columns' questions from one stripe (each stream read once);
+:func:`scan_column` yields one :class:`StripeColumn` per stripe for a single column. Only the streams a question
+needs are read and decompressed: a ``"lengths"`` scan of a string column never touches its DATA or
+DICTIONARY_DATA streams.
 """
 
 from __future__ import annotations
@@ -73,6 +74,15 @@ class StripeColumn:
         return self.dictionary_lengths is not None
 
 
+@dataclass(frozen=True)
+class ColumnRequest:
+    """One column of a stripe scan: its type node in the file schema and the question (see the module doc)."""
+
+    node: TypeDescription
+    mode: ScanMode
+    with_ids: bool = False
+
+
 def scan_column(
     reader: OrcReader,
     column: int,
@@ -86,6 +96,13 @@ def scan_column(
     ``with_ids`` (``"lengths"`` mode, dictionary columns) also decodes the id stream so that per-value lengths
     can be derived. Raises OrcError naming the file, stripe and column when the data is corrupt.
     """
+    request = column_request(reader, column, mode, with_ids=with_ids)
+    for index in stripes if stripes is not None else range(len(reader.stripes)):
+        yield scan_stripe_columns(reader, index, [request])[0]
+
+
+def column_request(reader: OrcReader, column: int, mode: ScanMode, *, with_ids: bool = False) -> ColumnRequest:
+    """A checked :class:`ColumnRequest` for column id ``column`` of the file."""
     node = reader.schema.find_column(column)
     if not node.is_primitive:
         raise OrcError(f"cannot scan {node.category.type_name} column {column}: only primitive columns",
@@ -93,32 +110,44 @@ def scan_column(
     if mode == "lengths" and node.category not in STRING_CATEGORIES:
         raise OrcError(f"a lengths scan needs a string or binary column, column {column} is {node}",
                        file=reader.path, column=column)
-    for index in stripes if stripes is not None else range(len(reader.stripes)):
-        yield scan_stripe(reader, index, node, mode, with_ids=with_ids)
+    return ColumnRequest(node, mode, with_ids)
 
 
-def scan_stripe(
-    reader: OrcReader, stripe: int, node: TypeDescription, mode: ScanMode, *, with_ids: bool = False
-) -> StripeColumn:
-    """One stripe of :func:`scan_column` (``node`` is the column's type node in the file schema)."""
+def scan_stripe_columns(reader: OrcReader, stripe: int, requests: list[ColumnRequest]) -> list[StripeColumn]:
+    """Answer several column requests from one stripe, reading each needed stream once.
+
+    The streams of ``"values"`` requests are fetched together (neighbouring ranges in one read); ``"present"``
+    and ``"lengths"`` requests read exactly their streams, so the bytes of the values stay unread.
+    """
     info = reader.stripes[stripe]
     rows = info.number_of_rows
-    if node.id in reader._encrypted_columns:
-        # a column we hold no key for reads as all null, as the reader's default mask does
-        return StripeColumn(stripe, rows, 0)
     streams = reader._stripe_streams(stripe)
     ctx = reader._context(stripe, streams)
-    kinds = _stream_kinds(streams, node, mode, with_ids)
-    streams.prefetch({node.id}, kinds)
+    readable = [r for r in requests if r.node.id not in reader._encrypted_columns]
+    value_columns = {r.node.id for r in readable if r.mode == "values"}
+    if value_columns:
+        streams.prefetch(value_columns, _VALUE_KINDS)
+    out = []
+    for request in requests:
+        if request.node.id in reader._encrypted_columns:
+            # a column we hold no key for reads as all null, as the reader's default mask does
+            out.append(StripeColumn(stripe, rows, 0))
+            continue
+        out.append(_scan_one(reader, ctx, stripe, rows, request))
+    return out
+
+
+def _scan_one(reader: OrcReader, ctx: cr.ReadContext, stripe: int, rows: int, request: ColumnRequest) -> StripeColumn:
+    node, mode = request.node, request.mode
+    kinds = _stream_kinds(ctx.streams, node, mode, request.with_ids)
     try:
         present = cr._present(ctx, node, rows)
         non_null = rows if present is None else int(np.count_nonzero(present))
         if mode == "present":
             return StripeColumn(stripe, rows, non_null)
         if mode == "lengths":
-            return _lengths_of(ctx, node, stripe, rows, non_null, with_ids)
-        reader_fn = cr._READERS[node.category]
-        vector = reader_fn(node, non_null, ctx)
+            return _lengths_of(ctx, node, stripe, rows, non_null, request.with_ids)
+        vector = cr._READERS[node.category](node, non_null, ctx)
         return StripeColumn(stripe, rows, non_null, vector=vector)
     except OrcError as err:
         raise err.with_context(file=reader.path, stripe=stripe, column=node.id) from None
@@ -127,7 +156,7 @@ def scan_stripe(
                        column=node.id) from None
     finally:
         for kind in kinds:
-            streams.drop(node.id, kind)
+            ctx.streams.drop(node.id, kind)
 
 
 def _stream_kinds(streams, node: TypeDescription, mode: ScanMode, with_ids: bool) -> frozenset[int]:
@@ -162,4 +191,12 @@ def _lengths_of(ctx: cr.ReadContext, node: TypeDescription, stripe: int, rows: i
     return StripeColumn(stripe, rows, non_null, value_lengths=lengths)
 
 
-__all__ = ["STRING_CATEGORIES", "ScanMode", "StripeColumn", "scan_column", "scan_stripe"]
+__all__ = [
+    "STRING_CATEGORIES",
+    "ColumnRequest",
+    "ScanMode",
+    "StripeColumn",
+    "column_request",
+    "scan_column",
+    "scan_stripe_columns",
+]

@@ -59,7 +59,7 @@ import datasketches
 import numpy as np
 
 from metastore.errors import InvalidInput, MetastoreError
-from metastore.orcio.column_scan import ScanMode, StripeColumn, scan_column
+from metastore.orcio.column_scan import ScanMode, StripeColumn, column_request, scan_stripe_columns
 from metastore.orcio.errors import OrcError
 from metastore.orcio.murmur3 import hash64_array_long
 from metastore.orcio.murmur3_packed import hash64_packed
@@ -771,7 +771,7 @@ def merge_results(results: Iterable[AnalyzeResult]) -> AnalyzeResult:
         bytes_read=sum(r.bytes_read for r in parts),
         files_reused=sum(r.files_reused for r in parts),
         seconds=sum(r.seconds for r in parts),
-        missing={n: p.missing for n, p in merged.items() if p.missing},
+        missing={n: m for n in names if (m := frozenset().union(*(r.missing.get(n, frozenset()) for r in parts)))},
     )
 
 
@@ -944,8 +944,19 @@ def _combine(
         bytes_read=sum(a.bytes_read for a in read),
         files_reused=len(analyses) - len(read),
         seconds=time.perf_counter() - started,
-        missing={name: p.missing for name, p in merged.items() if p.missing},
+        missing=_reported_missing(merged, options),
     )
+
+
+def _reported_missing(partials: Mapping[str, ColumnPartial], options: _Options) -> dict[str, frozenset[str]]:
+    # histograms are optional in Hive's statistics: one not asked for is absent, not missing
+    ignored = frozenset() if options.want_histograms else frozenset({MISSING_HISTOGRAM})
+    out = {}
+    for name, partial in partials.items():
+        missing = partial.missing - ignored
+        if missing:
+            out[name] = missing
+    return out
 
 
 # ----------------------------------------------------------------------------------------- one file
@@ -1113,12 +1124,13 @@ def _analyze_open_file(
     if options.scan and rows:
         for plan in plans:
             _choose_scan(plan, options)
-        for plan in plans:
-            if plan.mode is None or plan.node is None:
-                continue
-            for chunk in scan_column(reader, plan.node.id, plan.mode, with_ids=plan.with_ids):
+        scanning = [p for p in plans if p.mode is not None and p.node is not None]
+        if scanning:
+            requests = [column_request(reader, p.node.id, p.mode, with_ids=p.with_ids) for p in scanning]  # type: ignore[union-attr, arg-type]
+            for stripe in range(len(reader.stripes)):
                 stripes_scanned += 1
-                _feed(plan, chunk)
+                for plan, chunk in zip(scanning, scan_stripe_columns(reader, stripe, requests), strict=True):
+                    _feed(plan, chunk)
     partials: dict[str, ColumnPartial] = {}
     entries: dict[str, bytes] = {}
     for plan in plans:
