@@ -457,7 +457,10 @@ class ThriftMetastoreClient(MetastoreClient):
         with self._lock:
             for attempt in (1, 2):
                 if self._client is None:
-                    self._connect()
+                    try:
+                        self._connect()
+                    except ConnectionFailed as exc:
+                        raise ConnectionFailed(f"{method}: {exc}") from None
                 try:
                     return getattr(self._client, method)(*args)
                 except (TTransportException, OSError, EOFError) as exc:
