@@ -10,25 +10,11 @@ from metastore.catalog import DEFAULT_CATALOG, DEFAULT_DATABASE, Database
 from metastore.errors import AlreadyExists, InvalidOperation, NoSuchObject
 from metastore.store.identifiers import hive_pattern_matcher, normalize, validate_database_name
 from metastore.store.parameters import DATABASE_PARAMETERS
+from metastore.store.principals import principal_type_code, principal_type_name
 from metastore.store.refs import catalog_prefix, database_ref
 from metastore.store.schema import CTLGS, DBS, TBLS
+from metastore.store.tables import drop_tables
 from metastore.store.upsert import insert_ignoring_duplicates
-
-# Hive keeps PrincipalType as its enum name in DBS.OWNER_TYPE / TBLS.OWNER_TYPE.
-_PRINCIPAL_NAMES = {1: "USER", 2: "ROLE", 3: "GROUP"}
-_PRINCIPAL_CODES = {v: k for k, v in _PRINCIPAL_NAMES.items()}
-
-
-def principal_type_name(code: int | None) -> str | None:
-    """Hive's stored name of a PrincipalType code (1 USER, 2 ROLE, 3 GROUP)."""
-    return None if code is None else _PRINCIPAL_NAMES.get(code, str(code))
-
-
-def principal_type_code(name: str | None) -> int | None:
-    """The PrincipalType code of a stored owner type name."""
-    if name is None:
-        return None
-    return _PRINCIPAL_CODES.get(name.upper(), int(name) if name.isdigit() else None)
 
 
 def _row(db: Database, name: str, catalog: str) -> dict:
@@ -116,8 +102,6 @@ class DatabaseRepository:
     def drop(self, name: str, *, cascade: bool = False, catalog: str = DEFAULT_CATALOG) -> Database:
         """Drop a database and return what it was. Without cascade it must hold no table (InvalidOperation);
         with cascade its tables, partitions and statistics go too. The default database cannot be dropped."""
-        from metastore.store.tables import drop_tables
-
         db = self.get(name, catalog=catalog)
         ref = database_ref(self._conn, catalog, name)
         if ref.name == DEFAULT_DATABASE and ref.catalog == DEFAULT_CATALOG:

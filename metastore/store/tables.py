@@ -11,7 +11,6 @@ from metastore.catalog import DEFAULT_CATALOG, FieldSchema, Table
 from metastore.errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
 from metastore.store import column_stats
 from metastore.store.chunking import chunks
-from metastore.store.databases import principal_type_code, principal_type_name
 from metastore.store.identifiers import (
     hive_pattern_matcher,
     normalize,
@@ -20,6 +19,7 @@ from metastore.store.identifiers import (
     validate_table_name,
 )
 from metastore.store.parameters import TABLE_PARAMETERS
+from metastore.store.principals import principal_type_code, principal_type_name
 from metastore.store.refs import TableRef, catalog_prefix, database_ref, table_ref
 from metastore.store.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TBLS
 from metastore.store.stats_accurate import params_with_columns_removed
@@ -284,13 +284,19 @@ class TableRepository:
         self._insert_partition_keys(ref.tbl_id, keys)
         if lost:
             column_stats.forget_columns(self._conn, ref.tbl_id, lost)
-        if cascade and cd_id != ref.cd_id:
+        replaced_cds = [] if ref.cd_id is None or cd_id == ref.cd_id else [ref.cd_id]
+        if cascade:
             part_sds = (
                 sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == ref.tbl_id).scalar_subquery()
             )
+            replaced_cds += [
+                r[0]
+                for r in self._conn.execute(
+                    sa.select(SDS.c.CD_ID).where(SDS.c.SD_ID.in_(part_sds), SDS.c.CD_ID != cd_id).distinct()
+                )
+            ]
             self._conn.execute(sa.update(SDS).where(SDS.c.SD_ID.in_(part_sds)).values(CD_ID=cd_id))
-        if ref.cd_id is not None and cd_id != ref.cd_id:
-            delete_unused_column_descriptors(self._conn, [ref.cd_id])
+        delete_unused_column_descriptors(self._conn, replaced_cds)
 
     def _check_partition_keys(self, ref: TableRef, keys: Sequence[FieldSchema]) -> None:
         old = self._conn.execute(

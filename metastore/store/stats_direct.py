@@ -1,0 +1,498 @@
+"""Column statistics in direct SQL: the hot paths of the Thrift statistics calls in one statement each.
+
+The repositories (column_stats, tables) compose general queries; for the calls clients make thousands of times
+a second this module has fixed statements, built once per dialect, that resolve names and fetch or write
+everything a call needs in one round trip (cf. Hive's MetaStoreDirectSql):
+
+- `table_target`: a table as a statistics writer needs it (id, data columns, partition keys, numRows and
+  COLUMN_STATS_ACCURATE), optionally locking the table row, instead of loading the whole table object;
+- `table_stats` / `partition_stats`: statistics with LAST_ANALYZED, selected by names;
+- `partition_targets`: partition ids (locked, in id order) with their COLUMN_STATS_ACCURATE;
+- `upsert_table_rows` / `upsert_partition_rows`: INSERT ... ON CONFLICT DO UPDATE, batched by the driver.
+
+Lists of names travel as one parameter (a PostgreSQL array, an SQLite JSON array), so the statements are the
+same whatever the list length and the database can reuse their plans.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from metastore.catalog import FieldSchema
+from metastore.stats.model import ColumnStatsEntry
+from metastore.stats.sql_rows import row_reader
+from metastore.store.schema import PART_COL_STATS, STATS_VALUE_COLUMNS, TAB_COL_STATS
+from metastore.store.stats_accurate import COLUMN_STATS_ACCURATE
+
+_NAMES_OF = ("COLUMN_NAME", "ENGINE")
+
+
+@dataclass(frozen=True)
+class TableTarget:
+    """What writing or reading one table's statistics needs to know about the table."""
+
+    tbl_id: int
+    db_name: str
+    table_name: str
+    columns: tuple[FieldSchema, ...]
+    partition_keys: tuple[str, ...]
+    num_rows: str | None
+    stats_accurate: str | None
+    _by_name: dict[str, FieldSchema] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.db_name}.{self.table_name}"
+
+    def column(self, name: str) -> FieldSchema | None:
+        """The data column called `name` (case-insensitive), or None."""
+        if not self._by_name:
+            self._by_name.update({c.name.lower(): c for c in self.columns})
+        return self._by_name.get(name.lower())
+
+
+@dataclass(frozen=True)
+class PartitionTarget:
+    part_id: int
+    name: str
+    stats_accurate: str | None
+
+
+def _in_list(column: str, param: str, dialect: str) -> str:
+    """`column IN (the list bound as :param)`: see bind_list."""
+    if dialect == "postgresql":
+        return f"{column} = ANY(:{param})"
+    return f"{column} IN (SELECT value FROM json_each(:{param}))"
+
+
+def bind_list(values: Sequence[str], dialect: str) -> Any:
+    """A list parameter for _in_list."""
+    return list(values) if dialect == "postgresql" else json.dumps(list(values))
+
+
+def _value_columns(alias: str, *, bit_vectors: bool, histograms: bool) -> str:
+    skip = set()
+    if not bit_vectors:
+        skip.add("BIT_VECTOR")
+    if not histograms:
+        skip.add("HISTOGRAM")
+    return ", ".join(f'{alias}."{c}"' for c in STATS_VALUE_COLUMNS if c not in skip)
+
+
+_TABLE_BY_NAME = (
+    'FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+    'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl'
+)
+
+
+class _Statements:
+    """The statements of one dialect, built on first use."""
+
+    def __init__(self, dialect: str) -> None:
+        self.dialect = dialect
+        self._cache: dict[tuple, Any] = {}
+
+    def get(self, key: tuple, build: Callable[[], Any]) -> Any:
+        stmt = self._cache.get(key)
+        if stmt is None:
+            stmt = self._cache[key] = build()
+        return stmt
+
+
+_STATEMENTS: dict[str, _Statements] = {}
+
+
+def _statements(conn: sa.Connection) -> _Statements:
+    name = conn.dialect.name
+    found = _STATEMENTS.get(name)
+    if found is None:
+        found = _STATEMENTS[name] = _Statements(name)
+    return found
+
+
+def _param(key: str) -> str:
+    return f'(SELECT p."PARAM_VALUE" FROM "TABLE_PARAMS" p WHERE p."TBL_ID" = t."TBL_ID" AND p."PARAM_KEY" = \'{key}\')'
+
+
+def _table_target_sql(dialect: str, lock: bool) -> sa.TextClause:
+    if dialect == "postgresql":
+        cols = (
+            'SELECT json_agg(json_build_array(c."COLUMN_NAME", c."TYPE_NAME", c."COMMENT", c."INTEGER_IDX")) '
+            'FROM "COLUMNS_V2" c JOIN "SDS" s ON s."CD_ID" = c."CD_ID" WHERE s."SD_ID" = t."SD_ID"'
+        )
+        keys = (
+            'SELECT json_agg(json_build_array(k."PKEY_NAME", k."INTEGER_IDX")) '
+            'FROM "PARTITION_KEYS" k WHERE k."TBL_ID" = t."TBL_ID"'
+        )
+    else:
+        cols = (
+            'SELECT json_group_array(json_array(c."COLUMN_NAME", c."TYPE_NAME", c."COMMENT", c."INTEGER_IDX")) '
+            'FROM "COLUMNS_V2" c JOIN "SDS" s ON s."CD_ID" = c."CD_ID" WHERE s."SD_ID" = t."SD_ID"'
+        )
+        keys = (
+            'SELECT json_group_array(json_array(k."PKEY_NAME", k."INTEGER_IDX")) '
+            'FROM "PARTITION_KEYS" k WHERE k."TBL_ID" = t."TBL_ID"'
+        )
+    sql = (
+        f'SELECT t."TBL_ID", d."NAME", t."TBL_NAME", {_param("numRows")}, {_param(COLUMN_STATS_ACCURATE)}, '
+        f"({cols}), ({keys}) {_TABLE_BY_NAME}"
+    )
+    if lock and dialect == "postgresql":
+        sql += " FOR UPDATE OF t"
+    return sa.text(sql)
+
+
+def _json(value: Any) -> list:
+    if value is None:
+        return []
+    return json.loads(value) if isinstance(value, str) else list(value)
+
+
+def table_target(
+    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, lock: bool = False
+) -> TableTarget | None:
+    """The table `db_name.table_name` with its columns and statistics-related parameters, or None if it (or
+    its database) does not exist. lock holds the table's row until the transaction ends (PostgreSQL; SQLite
+    write transactions are serialised anyway), so read-merge-write sequences on it do not interleave."""
+    stmts = _statements(conn)
+    stmt = stmts.get(("table_target", lock), lambda: _table_target_sql(stmts.dialect, lock))
+    row = conn.execute(
+        stmt,
+        {
+            "db": db_name.strip().lower(),
+            "catalog": catalog.strip().lower(),
+            "tbl": table_name.strip().lower(),
+        },
+    ).first()
+    if row is None:
+        return None
+    tbl_id, db, tbl, num_rows, accurate, cols, keys = row
+    columns = tuple(
+        FieldSchema(name=name, type=type_, comment=comment)
+        for name, type_, comment, _ in sorted(_json(cols), key=lambda c: c[3])
+    )
+    partition_keys = tuple(name for name, _ in sorted(_json(keys), key=lambda k: k[1]))
+    return TableTarget(
+        tbl_id=tbl_id,
+        db_name=db,
+        table_name=tbl,
+        columns=columns,
+        partition_keys=partition_keys,
+        num_rows=num_rows,
+        stats_accurate=accurate,
+    )
+
+
+# ---------------------------------------------------------------- reads
+
+
+@dataclass(frozen=True)
+class _Read:
+    stmt: sa.TextClause
+    columns: tuple[str, ...]
+
+
+def _read_statement(conn: sa.Connection, level: str, bit_vectors: bool, histograms: bool) -> _Read:
+    stmts = _statements(conn)
+
+    def build() -> _Read:
+        values = _value_columns("s", bit_vectors=bit_vectors, histograms=histograms)
+        by_table = (
+            'JOIN "TBLS" t ON t."TBL_ID" = {owner} JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+            'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+        )
+        columns_in = _in_list('s."COLUMN_NAME"', "columns", stmts.dialect)
+        if level == "table":
+            sql = (
+                f'SELECT {values}, s."LAST_ANALYZED" FROM "TAB_COL_STATS" s '
+                + by_table.format(owner='s."TBL_ID"')
+                + f"AND {columns_in}"
+            )
+        else:
+            parts_in = _in_list('pt."PART_NAME"', "parts", stmts.dialect)
+            sql = (
+                f'SELECT pt."PART_NAME", {values}, s."LAST_ANALYZED" FROM "PART_COL_STATS" s '
+                'JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
+                + by_table.format(owner='pt."TBL_ID"')
+                + f"AND {parts_in} AND {columns_in}"
+            )
+        names = [
+            c
+            for c in STATS_VALUE_COLUMNS
+            if (bit_vectors or c != "BIT_VECTOR") and (histograms or c != "HISTOGRAM")
+        ]
+        columns = (("PART_NAME",) if level == "partition" else ()) + tuple(names) + ("LAST_ANALYZED",)
+        return _Read(sa.text(sql), columns)
+
+    return stmts.get(("read", level, bit_vectors, histograms), build)
+
+
+def _lower_unique(names: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(n.lower() for n in names))
+
+
+def table_stats(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    columns: Sequence[str],
+    engine: str,
+    *,
+    bit_vectors: bool = False,
+    histograms: bool = False,
+) -> list[tuple[ColumnStatsEntry, int]]:
+    """(entry, LAST_ANALYZED) of the table-level statistics of `columns` that exist, in the order asked. An
+    empty list also for a missing table: callers that must tell the two apart ask table_target."""
+    wanted = _lower_unique(columns)
+    if not wanted:
+        return []
+    read = _read_statement(conn, "table", bit_vectors, histograms)
+    decode = _reader(read.columns)
+    rows = conn.execute(
+        read.stmt,
+        {
+            "db": db_name.strip().lower(),
+            "catalog": catalog.strip().lower(),
+            "tbl": table_name.strip().lower(),
+            "engine": engine,
+            "columns": bind_list(wanted, conn.dialect.name),
+        },
+    )
+    found = {}
+    for row in rows:
+        entry = decode(row)
+        found[entry.column] = (entry, row[-1])
+    return [found[c] for c in wanted if c in found]
+
+
+def partition_stats(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    partition_names: Sequence[str],
+    columns: Sequence[str],
+    engine: str,
+    *,
+    bit_vectors: bool = False,
+    histograms: bool = False,
+) -> list[tuple[str, ColumnStatsEntry, int]]:
+    """(partition name, entry, LAST_ANALYZED) of the statistics of `columns` in the named partitions, in no
+    particular order; one statement whatever the number of names."""
+    parts = list(dict.fromkeys(partition_names))
+    cols = _lower_unique(columns)
+    if not parts or not cols:
+        return []
+    read = _read_statement(conn, "partition", bit_vectors, histograms)
+    decode = _reader(read.columns[1:])
+    dialect = conn.dialect.name
+    rows = conn.execute(
+        read.stmt,
+        {
+            "db": db_name.strip().lower(),
+            "catalog": catalog.strip().lower(),
+            "tbl": table_name.strip().lower(),
+            "engine": engine,
+            "parts": bind_list(parts, dialect),
+            "columns": bind_list(cols, dialect),
+        },
+    )
+    return [(row[0], decode(row[1:]), row[-1]) for row in rows]
+
+
+@dataclass(frozen=True)
+class ColumnSums:
+    """One column's statistics summed up by the database over the partitions that have them (one stored type)."""
+
+    sums: ColumnStatsEntry  # lows = min, highs = max, nulls/trues/falses = sum, NDV and lengths = max; no
+    # sketches; decimal bounds left out (SQLite cannot compare them exactly)
+    partitions: int  # partitions with statistics of the column
+    bit_vectors: int  # how many of them have a bitVector
+    histograms: int  # how many of them have a histogram
+
+
+def _sum_statement(dialect: str) -> tuple[sa.TextClause, tuple[str, ...]]:
+    total = "CAST(sum({}) AS BIGINT)"
+    parts_in = _in_list('pt."PART_NAME"', "parts", dialect)
+    columns_in = _in_list('s."COLUMN_NAME"', "columns", dialect)
+    select = {
+        "COLUMN_NAME": 's."COLUMN_NAME"',
+        "COLUMN_TYPE": 's."COLUMN_TYPE"',
+        "LONG_LOW_VALUE": 'min(s."LONG_LOW_VALUE")',
+        "LONG_HIGH_VALUE": 'max(s."LONG_HIGH_VALUE")',
+        "DOUBLE_LOW_VALUE": 'min(s."DOUBLE_LOW_VALUE")',
+        "DOUBLE_HIGH_VALUE": 'max(s."DOUBLE_HIGH_VALUE")',
+        "BIG_DECIMAL_LOW_VALUE": "NULL",
+        "BIG_DECIMAL_HIGH_VALUE": "NULL",
+        "NUM_NULLS": total.format('s."NUM_NULLS"'),
+        "NUM_DISTINCTS": 'max(s."NUM_DISTINCTS")',
+        "AVG_COL_LEN": 'max(s."AVG_COL_LEN")',
+        "MAX_COL_LEN": 'max(s."MAX_COL_LEN")',
+        "NUM_TRUES": total.format('s."NUM_TRUES"'),
+        "NUM_FALSES": total.format('s."NUM_FALSES"'),
+        "PARTITIONS": "count(*)",
+        "BIT_VECTORS": 'count(s."BIT_VECTOR")',
+        "HISTOGRAMS": 'count(s."HISTOGRAM")',
+    }
+    sql = (
+        "SELECT "
+        + ", ".join(f'{expr} AS "{name}"' for name, expr in select.items())
+        + ' FROM "PART_COL_STATS" s JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
+        'JOIN "TBLS" t ON t."TBL_ID" = pt."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+        'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+        f'AND {parts_in} AND {columns_in} GROUP BY s."COLUMN_NAME", s."COLUMN_TYPE"'
+    )
+    return sa.text(sql), tuple(select)
+
+
+def column_sums(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    partition_names: Sequence[str],
+    columns: Sequence[str],
+    engine: str,
+) -> list[ColumnSums]:
+    """Per column (and stored type) of `columns`, its statistics over the named partitions summed up by the
+    database, with how many partitions carry sketches: one statement, one row per column."""
+    parts = list(dict.fromkeys(partition_names))
+    cols = _lower_unique(columns)
+    if not parts or not cols:
+        return []
+    stmts = _statements(conn)
+    stmt, names = stmts.get(("column_sums",), lambda: _sum_statement(stmts.dialect))
+    decode = _reader(names)
+    dialect = conn.dialect.name
+    rows = conn.execute(
+        stmt,
+        {
+            "db": db_name.strip().lower(),
+            "catalog": catalog.strip().lower(),
+            "tbl": table_name.strip().lower(),
+            "engine": engine,
+            "parts": bind_list(parts, dialect),
+            "columns": bind_list(cols, dialect),
+        },
+    )
+    return [ColumnSums(decode(row), int(row[-3]), int(row[-2]), int(row[-1])) for row in rows]
+
+
+def partitions_with_every_column(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    partition_names: Sequence[str],
+    columns: Sequence[str],
+    engine: str,
+) -> int:
+    """How many of the named partitions have statistics of every one of `columns` (Hive's partsFound)."""
+    parts = list(dict.fromkeys(partition_names))
+    cols = _lower_unique(columns)
+    if not parts or not cols:
+        return 0
+    stmts = _statements(conn)
+
+    def build() -> sa.TextClause:
+        parts_in = _in_list('pt."PART_NAME"', "parts", stmts.dialect)
+        columns_in = _in_list('s."COLUMN_NAME"', "columns", stmts.dialect)
+        return sa.text(
+            'SELECT count(*) FROM (SELECT s."PART_ID" FROM "PART_COL_STATS" s '
+            'JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
+            'JOIN "TBLS" t ON t."TBL_ID" = pt."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+            'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+            f'AND {parts_in} AND {columns_in} GROUP BY s."PART_ID" HAVING count(*) = :ncols) found'
+        )
+
+    dialect = conn.dialect.name
+    return int(
+        conn.execute(
+            stmts.get(("parts_found",), build),
+            {
+                "db": db_name.strip().lower(),
+                "catalog": catalog.strip().lower(),
+                "tbl": table_name.strip().lower(),
+                "engine": engine,
+                "parts": bind_list(parts, dialect),
+                "columns": bind_list(cols, dialect),
+                "ncols": len(cols),
+            },
+        ).scalar_one()
+    )
+
+
+_READERS: dict[tuple[str, ...], Callable[[Sequence[Any]], ColumnStatsEntry]] = {}
+
+
+def _reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStatsEntry]:
+    found = _READERS.get(columns)
+    if found is None:
+        found = _READERS[columns] = row_reader(columns)
+    return found
+
+
+# ---------------------------------------------------------------- writes
+
+
+def partition_targets(
+    conn: sa.Connection, tbl_id: int, partition_names: Sequence[str], *, lock: bool
+) -> dict[str, PartitionTarget]:
+    """{name: partition} for the named partitions of the table that exist. lock takes their row locks in
+    PART_ID order (so concurrent writers of overlapping partitions cannot deadlock)."""
+    names = list(dict.fromkeys(partition_names))
+    if not names:
+        return {}
+    stmts = _statements(conn)
+
+    def build() -> sa.TextClause:
+        sql = (
+            'SELECT p."PART_ID", p."PART_NAME", (SELECT pp."PARAM_VALUE" FROM "PARTITION_PARAMS" pp '
+            f'WHERE pp."PART_ID" = p."PART_ID" AND pp."PARAM_KEY" = \'{COLUMN_STATS_ACCURATE}\') '
+            'FROM "PARTITIONS" p WHERE p."TBL_ID" = :tbl_id AND '
+            + _in_list('p."PART_NAME"', "names", stmts.dialect)
+            + ' ORDER BY p."PART_ID"'
+        )
+        if lock and stmts.dialect == "postgresql":
+            sql += " FOR UPDATE OF p"
+        return sa.text(sql)
+
+    stmt = stmts.get(("partition_targets", lock), build)
+    rows = conn.execute(stmt, {"tbl_id": tbl_id, "names": bind_list(names, conn.dialect.name)})
+    return {name: PartitionTarget(part_id, name, accurate) for part_id, name, accurate in rows}
+
+
+def _upsert_statement(conn: sa.Connection, table: sa.Table, owner: str) -> Any:
+    stmts = _statements(conn)
+
+    def build() -> Any:
+        insert = postgresql.insert(table) if stmts.dialect == "postgresql" else sqlite.insert(table)
+        keys = (owner, *_NAMES_OF)
+        return insert.on_conflict_do_update(
+            index_elements=[table.c[k] for k in keys],
+            set_={c: insert.excluded[c] for c in STATS_VALUE_COLUMNS if c not in keys},
+        )
+
+    return stmts.get(("upsert", table.name), build)
+
+
+def upsert_table_rows(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert or replace TAB_COL_STATS rows (each with TBL_ID and every value column); sorted by key so that
+    concurrent writers take row locks in the same order."""
+    if rows:
+        ordered = sorted(rows, key=lambda r: (r["TBL_ID"], r["COLUMN_NAME"], r["ENGINE"]))
+        conn.execute(_upsert_statement(conn, TAB_COL_STATS, "TBL_ID"), ordered)
+
+
+def upsert_partition_rows(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert or replace PART_COL_STATS rows (each with PART_ID and every value column)."""
+    if rows:
+        ordered = sorted(rows, key=lambda r: (r["PART_ID"], r["COLUMN_NAME"], r["ENGINE"]))
+        conn.execute(_upsert_statement(conn, PART_COL_STATS, "PART_ID"), ordered)
