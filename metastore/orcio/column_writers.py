@@ -169,14 +169,16 @@ def extreme_value(values: Utf8Values, offsets: np.ndarray, candidates: np.ndarra
     return int(candidates[0])
 
 
+_BYTE_MASKS = np.array([[0xFF if i < k else 0 for i in range(8)] for k in range(9)], dtype=np.uint8)
+
+
 def _word_keys(values: Utf8Values, offsets: np.ndarray, rows: np.ndarray, word: int) -> np.ndarray:
     """Bytes ``8*word .. 8*word+7`` of each chosen value as a big-endian uint64 (zero-padded)."""
-    data = values.data
-    lengths = values.lengths[rows]
-    take = np.clip(lengths - word * 8, 0, 8)
-    idx = (offsets[rows] + word * 8)[:, None] + np.arange(8)[None, :]
-    valid = np.arange(8)[None, :] < take[:, None]
-    chunk = np.where(valid, data[np.minimum(idx, max(len(data) - 1, 0))], 0).astype(np.uint8)
+    padded = np.concatenate([values.data, np.zeros(8, dtype=np.uint8)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 8)
+    starts = np.minimum(offsets[rows] + word * 8, len(values.data))
+    take = np.clip(values.lengths[rows] - word * 8, 0, 8)
+    chunk = windows[starts] & _BYTE_MASKS[take]
     return chunk.view(">u8").ravel().astype(np.uint64)
 
 

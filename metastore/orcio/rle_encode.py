@@ -83,6 +83,9 @@ def closest_aligned_bits(n: np.ndarray | int) -> np.ndarray | int:
 def bit_lengths(values: np.ndarray) -> np.ndarray:
     """Number of significant bits of each uint64 (0 for 0), exactly (no float rounding)."""
     values = np.asarray(values, dtype=_U64)
+    if len(values) and int(values.max()) < (1 << 53):
+        # every value is exact as a double: one frexp gives the bit length
+        return np.frexp(values.astype(np.float64))[1].astype(np.int64)
     high = (values >> _U64(32)).astype(np.float64)
     low = (values & _U64(0xFFFFFFFF)).astype(np.float64)
     # frexp is exact for integers below 2**53, and each half has 32 bits
@@ -503,39 +506,38 @@ class _V2Runs:
 
 
 def _classify_variable(values: np.ndarray, lengths: np.ndarray, signed: bool, aligned: bool):
-    """RunLengthIntegerWriterV2.determineEncoding for every variable buffer at once."""
+    """RunLengthIntegerWriterV2.determineEncoding for every variable buffer at once.
+
+    The DELTA tests (min/max, deltas, monotony) come first; zigzag widths and percentiles are only computed for
+    the buffers that are not DELTA, which for sorted or sequential data is none of them.
+    """
     runs = len(lengths)
     offsets = _exclusive_cumsum(lengths)
     run_of = np.repeat(np.arange(runs, dtype=np.int64), lengths)
     local = np.arange(len(values), dtype=np.int64) - offsets[run_of]
     kind = np.full(runs, _DIRECT, dtype=np.int64)
-    unsigned = values.view(_U64)
-    zz = zigzag64(values) if signed else unsigned
-    zz_codes = _WIDTH_CODE[bit_lengths(zz)]
-    zz_hist = _width_histogram(zz_codes, run_of, runs)
-    zz100 = _percentile_bits(zz_hist, lengths, 1.0)
-
-    minimum = np.minimum.reduceat(values, offsets) if runs else np.zeros(0, dtype=np.int64)
-    maximum = np.maximum.reduceat(values, offsets) if runs else np.zeros(0, dtype=np.int64)
-    prev = np.empty_like(values)
-    if len(values):
-        prev[1:] = values[:-1]
-        prev[0] = values[0]
-    has_prev = local >= 1
-    delta = np.where(has_prev, values - prev, 0)  # wraps like Java longs
+    width = np.zeros(runs, dtype=np.int64)
+    fixed_delta = np.zeros(runs, dtype=bool)
     delta0 = np.zeros(runs, dtype=np.int64)
+    if runs == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return kind, width, fixed_delta, delta0, empty, empty, empty, empty, run_of, local, offsets
+
+    minimum = np.minimum.reduceat(values, offsets)
+    maximum = np.maximum.reduceat(values, offsets)
+    prev = np.empty_like(values)
+    prev[1:] = values[:-1]
+    prev[0] = values[0]
+    has_prev = local >= 1
+    delta = values - prev  # wraps like Java longs; meaningless where has_prev is False
     two_plus = lengths >= 2
     delta0[two_plus] = delta[offsets[two_plus] + 1]
-    not_fixed = np.logical_or.reduceat(has_prev & (delta != delta0[run_of]), offsets) if runs else np.zeros(0, bool)
-    not_increasing = np.logical_or.reduceat(has_prev & (prev > values), offsets) if runs else np.zeros(0, bool)
-    not_decreasing = np.logical_or.reduceat(has_prev & (prev < values), offsets) if runs else np.zeros(0, bool)
-    abs_delta = np.where(local >= 2, np.abs(delta), 0)
-    delta_max = np.maximum.reduceat(abs_delta, offsets) if runs else np.zeros(0, dtype=np.int64)
+    not_fixed = np.logical_or.reduceat(has_prev & (delta != delta0[run_of]), offsets)
+    not_increasing = np.logical_or.reduceat(has_prev & (prev > values), offsets)
+    not_decreasing = np.logical_or.reduceat(has_prev & (prev < values), offsets)
     # Java isSafeSubtract(max, min)
     safe = ((maximum ^ minimum) >= 0) | ((maximum ^ (maximum - minimum)) >= 0)
 
-    width = np.zeros(runs, dtype=np.int64)
-    fixed_delta = np.zeros(runs, dtype=bool)
     undecided = (lengths > 3) & safe
     constant = undecided & (minimum == maximum)
     kind[constant] = _DELTA
@@ -547,30 +549,45 @@ def _classify_variable(values: np.ndarray, lengths: np.ndarray, signed: bool, al
     fixed_delta[progression] = True
     undecided &= ~progression
     monotone = undecided & (delta0 != 0) & (~not_increasing | ~not_decreasing)
-    kind[monotone] = _DELTA
-    delta_bits = _CLOSEST_FIXED[bit_lengths(delta_max.view(_U64))]
-    if aligned:
-        delta_bits = _CLOSEST_ALIGNED[delta_bits]
-    delta_bits = np.where(delta_bits == 1, 2, delta_bits)
-    width[monotone] = delta_bits[monotone]
+    if monotone.any():
+        kind[monotone] = _DELTA
+        abs_delta = np.where(local >= 2, np.abs(delta), 0)
+        delta_max = np.maximum.reduceat(abs_delta, offsets)
+        delta_bits = _CLOSEST_FIXED[bit_lengths(delta_max.view(_U64))]
+        if aligned:
+            delta_bits = _CLOSEST_ALIGNED[delta_bits]
+        delta_bits = np.where(delta_bits == 1, 2, delta_bits)
+        width[monotone] = delta_bits[monotone]
     undecided &= ~monotone
 
-    zz90 = _percentile_bits(zz_hist, lengths, 0.9)
-    candidates = undecided & (zz100 - zz90 > 1)
-    patched = np.zeros(runs, dtype=bool)
     br95 = np.zeros(runs, dtype=np.int64)
     br100 = np.zeros(runs, dtype=np.int64)
-    if candidates.any():
-        reduced = (values - minimum[run_of]).view(_U64)
-        br_hist = _width_histogram(_WIDTH_CODE[bit_lengths(reduced)], run_of, runs)
-        br95 = _percentile_bits(br_hist, lengths, 0.95)
-        br100 = _percentile_bits(br_hist, lengths, 1.0)
-        patched = candidates & (br100 != br95) & (np.abs(minimum) < _BASE_VALUE_LIMIT)
-    kind[patched] = _PATCHED_BASE
-    direct = kind == _DIRECT
-    direct_bits = _CLOSEST_ALIGNED[zz100] if aligned else zz100
-    width[direct] = direct_bits[direct]
-    return kind, width, fixed_delta, delta0, minimum, maximum, zz, br95, br100, run_of, local, offsets
+    rest = np.flatnonzero(kind != _DELTA)
+    if len(rest):
+        # zigzag widths of the buffers that are not DELTA only
+        all_rest = len(rest) == runs
+        sub_values = values if all_rest else values[(kind != _DELTA)[run_of]]
+        sub_lengths = lengths[rest]
+        sub_run_of = run_of if all_rest else np.repeat(np.arange(len(rest), dtype=np.int64), sub_lengths)
+        zz = zigzag64(sub_values) if signed else sub_values.view(_U64)
+        zz_hist = _width_histogram(_WIDTH_CODE[bit_lengths(zz)], sub_run_of, len(rest))
+        zz100 = _percentile_bits(zz_hist, sub_lengths, 1.0)
+        zz90 = _percentile_bits(zz_hist, sub_lengths, 0.9)
+        candidates = undecided[rest] & (zz100 - zz90 > 1)
+        if candidates.any():
+            sub_min = minimum[rest]
+            reduced = (sub_values - sub_min[sub_run_of]).view(_U64)
+            br_hist = _width_histogram(_WIDTH_CODE[bit_lengths(reduced)], sub_run_of, len(rest))
+            sub95 = _percentile_bits(br_hist, sub_lengths, 0.95)
+            sub100 = _percentile_bits(br_hist, sub_lengths, 1.0)
+            patched = candidates & (sub100 != sub95) & (np.abs(sub_min) < _BASE_VALUE_LIMIT)
+            kind[rest[patched]] = _PATCHED_BASE
+            br95[rest] = sub95
+            br100[rest] = sub100
+        direct_bits = _CLOSEST_ALIGNED[zz100] if aligned else zz100
+        is_direct = kind[rest] == _DIRECT
+        width[rest[is_direct]] = direct_bits[is_direct]
+    return kind, width, fixed_delta, delta0, minimum, maximum, br95, br100, run_of, local, offsets
 
 
 def _patch_lists(
@@ -677,7 +694,7 @@ def encode_int_rle_v2(
     if len(variable):
         var_lengths = lengths[variable]
         var_values = data[_ranges(seg.starts[variable], var_lengths)]
-        (kind, width, fixed_delta, delta0, minimum, _maximum, zz, br95, br100, run_of, local, offsets) = (
+        (kind, width, fixed_delta, delta0, minimum, _maximum, br95, br100, run_of, local, offsets) = (
             _classify_variable(var_values, var_lengths, signed, aligned)
         )
         length_field = var_lengths - 1
@@ -687,8 +704,9 @@ def encode_int_rle_v2(
         if len(direct):
             segs = variable[direct]
             header[segs] = 2
-            chosen = (kind == _DIRECT)[run_of]
-            packed, packed_len = _pack(zz[chosen], var_lengths[direct], width[direct])
+            direct_values = var_values if len(direct) == len(kind) else var_values[(kind == _DIRECT)[run_of]]
+            zz = zigzag64(direct_values) if signed else direct_values.view(_U64)
+            packed, packed_len = _pack(zz, var_lengths[direct], width[direct])
             payload[segs] = packed_len
             code = _WIDTH_CODE[width[direct]]
             writes.append(("col", 0, segs, 0, ((_DIRECT << 6) | (code << 1) | (length_field[direct] >> 8)).astype(np.uint8)))
