@@ -404,7 +404,8 @@ def _read_timestamp(node: TypeDescription, n: int, ctx: ReadContext) -> ColumnVe
     nanos = encoded >> 3
     if n and zeros.any():
         nanos = nanos * np.where(zeros > 0, np.power(np.int64(10), zeros + 1), 1)
-    if n and (int(nanos.min()) < 0 or int(nanos.max()) > _MAX_NANOS):
+    # ORC C++ (and so pyarrow) writes the nanoseconds of negative instants negative, truncating toward zero
+    if n and (int(nanos.min()) < -_MAX_NANOS or int(nanos.max()) > _MAX_NANOS):
         raise ctx.error("timestamp nanoseconds out of range in SECONDARY stream", node.id, SECONDARY)
     instant = node.category == Category.TIMESTAMP_INSTANT
     zone = "UTC" if instant else ctx.writer_timezone
@@ -412,6 +413,10 @@ def _read_timestamp(node: TypeDescription, n: int, ctx: ReadContext) -> ColumnVe
         seconds = secs + np.int64(temporal.epoch_2015(zone))
     # ORC writers store floor+1 seconds for negative instants with a fraction of a millisecond or more
     seconds = seconds - ((seconds < 0) & (nanos > 999_999))
+    negative = nanos < 0
+    if negative.any():
+        seconds = seconds - negative
+        nanos = nanos + negative * np.int64(1_000_000_000)
     if not instant and not temporal.is_utc(zone):
         seconds = temporal.wall_clock_seconds(zone, seconds)
     if ctx.hybrid_calendar:

@@ -419,12 +419,20 @@ def statistics_from_proto(msg, column_type: TypeDescription | Category | None = 
     if kind == "timestamp":
         min_nanos = int(sub.minimum_nanos) - 1 if sub.HasField("minimum_nanos") else 0
         max_nanos = int(sub.maximum_nanos) - 1 if sub.HasField("maximum_nanos") else 999_999
-        if not 0 <= min_nanos <= 999_999 or not 0 <= max_nanos <= 999_999:
+        if not -999_999 <= min_nanos <= 999_999 or not -999_999 <= max_nanos <= 999_999:
             raise OrcError(f"timestamp statistics nanos out of range: {min_nanos + 1}, {max_nanos + 1}")
+        minimum = _opt(sub, "minimum_utc")
+        maximum = _opt(sub, "maximum_utc")
+        # ORC C++ truncates toward zero, so instants before 1970 can carry negative sub-millisecond nanos
+        if min_nanos < 0 and minimum is not None:
+            minimum, min_nanos = minimum - 1, min_nanos + 1_000_000
+        if max_nanos < 0 and maximum is not None:
+            maximum, max_nanos = maximum - 1, max_nanos + 1_000_000
+        min_nanos, max_nanos = max(min_nanos, 0), max(max_nanos, 0)
         return TimestampStatistics(
             **base,
-            minimum=_opt(sub, "minimum_utc"),
-            maximum=_opt(sub, "maximum_utc"),
+            minimum=minimum,
+            maximum=maximum,
             minimum_nanos=min_nanos,
             maximum_nanos=max_nanos,
             minimum_local=_opt(sub, "minimum"),
