@@ -68,10 +68,22 @@ class Utf8Values:
 
 @dataclass
 class TimestampValues:
-    """Instants as floor seconds since 1970-01-01 (UTC or wall clock) and nanoseconds in that second."""
+    """Instants as floor seconds since 1970-01-01 (UTC or wall clock) and nanoseconds in that second.
+
+    Also an input form for timestamp columns (any year, nanosecond precision), with ``present`` marking the
+    rows that are not null (None: no nulls).
+    """
 
     seconds: np.ndarray  # int64
     nanos: np.ndarray  # int64 in [0, 1e9)
+    present: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.seconds)
+
+    def __getitem__(self, rows: slice) -> TimestampValues:
+        present = None if self.present is None else self.present[rows]
+        return TimestampValues(self.seconds[rows], self.nanos[rows], present)
 
 
 @dataclass
@@ -102,13 +114,38 @@ def _describe(path: str) -> str:
     return f"column {path!r}" if path else "the root column"
 
 
-def _fail(path: str, message: str, index: int | None = None) -> OrcError:
-    where = f" (value {index})" if index is not None else ""
-    return OrcError(f"{_describe(path)}: {message}{where}")
+class ColumnValueError(OrcError):
+    """A value the writer cannot store; ``row`` is its row in the batch (for top-level columns) when known."""
+
+    def __init__(self, path: str, reason: str, row: int | None = None) -> None:
+        self.path = path
+        self.problem = reason
+        self.row = row
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        where = "" if self.row is None else f" ({'row' if '.' not in self.path else 'element'} {self.row})"
+        return f"{_describe(self.path)}: {self.problem}{where}"
+
+    def shifted(self, rows: int) -> ColumnValueError:
+        """The same error with its row moved by ``rows`` (the batch was written in chunks)."""
+        return ColumnValueError(self.path, self.problem, None if self.row is None else self.row + rows)
+
+
+def _fail(path: str, message: str, index: int | None = None) -> ColumnValueError:
+    # ``index`` counts non-null values here; shred() turns it into a row number
+    return ColumnValueError(path, message, index)
 
 
 def _split_nulls(data: Any, path: str) -> tuple[np.ndarray | None, Any, int]:
     """(present mask or None, the non-null values, row count) of a column given by the user."""
+    if isinstance(data, TimestampValues):
+        seconds = np.asarray(data.seconds, dtype=np.int64)
+        nanos = np.asarray(data.nanos, dtype=np.int64)
+        if data.present is None or np.all(data.present):
+            return None, TimestampValues(seconds, nanos), len(seconds)
+        present = np.asarray(data.present, dtype=bool)
+        return present, TimestampValues(seconds[present], nanos[present]), len(seconds)
     if isinstance(data, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(data)
         raw = np.asarray(data.data)
@@ -408,6 +445,11 @@ def _dates(values: Any, path: str) -> np.ndarray:
 
 
 def _timestamps(values: Any, instant: bool, path: str) -> TimestampValues:
+    if isinstance(values, TimestampValues):
+        bad = np.flatnonzero((values.nanos < 0) | (values.nanos >= _NANOS))
+        if len(bad):
+            raise _fail(path, f"nanoseconds {int(values.nanos[bad[0]])} are not in 0..999999999", int(bad[0]))
+        return TimestampValues(values.seconds, values.nanos)
     if isinstance(values, np.ndarray):
         if not np.issubdtype(values.dtype, np.datetime64):
             raise _fail(path, f"timestamp column needs datetimes, got array of {values.dtype}")
@@ -447,6 +489,16 @@ def _timestamps(values: Any, instant: bool, path: str) -> TimestampValues:
 def shred(column: TypeDescription, data: Any, path: str = "") -> ColumnData:
     """Convert one column's values (any accepted form) into :class:`ColumnData`, recursing into children."""
     present, values, rows = _split_nulls(data, path)
+    try:
+        return _shred_values(column, present, values, rows, path)
+    except ColumnValueError as exc:
+        if exc.path != path or exc.row is None or present is None:
+            raise
+        # the failing value's index counts non-null values only: report its row
+        raise ColumnValueError(path, exc.problem, int(np.flatnonzero(present)[exc.row])) from None
+
+
+def _shred_values(column: TypeDescription, present, values, rows: int, path: str) -> ColumnData:
     c = column.category
     n = len(values)
     if c == Category.BOOLEAN:

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .column_input import ColumnData, concat_columns, shred
+from .column_input import ColumnData, ColumnValueError, TimestampValues, concat_columns, shred
 from .column_writers import ColumnStripe, WriterSettings, create_writer
 from .compression import CompressionKind
 from .errors import OrcError
@@ -289,7 +289,10 @@ class OrcWriter:
             else:
                 room = max(self.options.stripe_size - self._buffered_bytes, 1)
                 take = int(min(n - pos, max(1, -(-room // max(self._row_bytes, 1e-9)))))
-            self._append([c[pos : pos + take] for c in fields], take)
+            try:
+                self._append([c[pos : pos + take] for c in fields], take)
+            except ColumnValueError as exc:
+                raise exc.shifted(pos) from None
             pos += take
             if self._buffered_bytes >= self.options.stripe_size:
                 self._flush_stripe()
@@ -366,7 +369,7 @@ class OrcWriter:
 
     @staticmethod
     def _sliceable(column: Any, name: str) -> Any:
-        if isinstance(column, (np.ndarray, list)):
+        if isinstance(column, (np.ndarray, list, TimestampValues)):
             return column
         if isinstance(column, (str, bytes)) or not isinstance(column, Iterable):
             raise OrcError(f"column {name!r} must be an array or a list of values, got {type(column).__name__}")
