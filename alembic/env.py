@@ -19,8 +19,9 @@ from metastore.store.schema import metadata
 
 config = context.config
 
-# Only the alembic command line gets alembic.ini's logging; a server migrating at start keeps its own.
-if config.config_file_name and not logging.getLogger().handlers:
+# Only the alembic command line (cmd_opts set) gets alembic.ini's logging: a server migrating at start
+# must keep its own, and a root handler added here would turn its later logging.basicConfig into a no-op.
+if config.config_file_name and config.cmd_opts is not None and not logging.getLogger().handlers:
     fileConfig(config.config_file_name, disable_existing_loggers=False)
 
 # Serialises concurrent migrators on PostgreSQL (several servers starting at once); SQLite's BEGIN IMMEDIATE

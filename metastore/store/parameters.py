@@ -78,6 +78,30 @@ class ParameterTable:
         ]
         upsert(conn, self.table, rows, key=(self.owner, "PARAM_KEY"))
 
+    def update(self, conn: sa.Connection, changes_by_owner: Mapping[int, Mapping[str, str | None]]) -> None:
+        """Set (value) or remove (None) individual parameters of each owner, leaving the others alone."""
+        rows = [
+            {self.owner: owner_id, "PARAM_KEY": _checked_key(k), "PARAM_VALUE": v}
+            for owner_id, changes in changes_by_owner.items()
+            for k, v in changes.items()
+            if v is not None
+        ]
+        upsert(conn, self.table, rows, key=(self.owner, "PARAM_KEY"))
+        removals = [
+            {"p_owner": owner_id, "p_key": k}
+            for owner_id, changes in changes_by_owner.items()
+            for k, v in changes.items()
+            if v is None
+        ]
+        if removals:
+            conn.execute(
+                sa.delete(self.table).where(
+                    self.owner_column == sa.bindparam("p_owner"),
+                    self.table.c.PARAM_KEY == sa.bindparam("p_key"),
+                ),
+                removals,
+            )
+
 
 def _checked_key(key: str) -> str:
     if not isinstance(key, str) or not key:

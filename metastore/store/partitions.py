@@ -7,7 +7,7 @@ statement per partition.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import sqlalchemy as sa
@@ -586,6 +586,25 @@ class PartitionRepository:
             .values(LOCATION=sa.literal(new_prefix) + sa.func.substr(SDS.c.LOCATION, len(old_prefix) + 1))
         )
         return result.rowcount
+
+    def update_parameters(
+        self,
+        db_name: str,
+        table_name: str,
+        changes_by_partition: Mapping[str, Mapping[str, str | None]],
+        *,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> None:
+        """Set (value) or remove (None) some parameters of many partitions (by name) in a few statements.
+        NoSuchObject naming the partitions that do not exist; nothing is changed then."""
+        ref, _ = self._table(db_name, table_name, catalog)
+        rows = self._rows_by_names(ref, list(changes_by_partition), lock=True)
+        missing = [n for n in changes_by_partition if n not in rows]
+        if missing:
+            raise NoSuchObject(f"partition(s) of {ref.qualified_name} do not exist: {', '.join(missing[:5])}")
+        PARTITION_PARAMETERS.update(
+            self._conn, {rows[name].PART_ID: changes for name, changes in changes_by_partition.items()}
+        )
 
     # ------------------------------------------------------------------ drop
 

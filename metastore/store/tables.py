@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -309,6 +309,19 @@ class TableRepository:
                 f"partition keys of {ref.qualified_name} cannot be changed "
                 f"(from {[n for n, _ in old]} to {[k.name for k in keys]})"
             )
+
+    def update_parameters(
+        self,
+        db_name: str,
+        table_name: str,
+        changes: Mapping[str, str | None],
+        *,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> None:
+        """Set (value) or remove (None) some table parameters without replacing the whole table (e.g. numRows
+        after ANALYZE). Locks the table against concurrent parameter writers."""
+        ref = table_ref(self._conn, catalog, db_name, table_name, for_update=True)
+        TABLE_PARAMETERS.update(self._conn, {ref.tbl_id: changes})
 
     # ------------------------------------------------------------------ drop
 

@@ -46,7 +46,8 @@ def create_worker_engine(url: str, *, workers: int) -> Engine:
     if workers * options["pool_size"] + workers * options["max_overflow"] > POSTGRES_CONNECTION_BUDGET:
         log.warning(
             "%d workers with at least one database connection each exceed the budget of %d connections",
-            workers, POSTGRES_CONNECTION_BUDGET,
+            workers,
+            POSTGRES_CONNECTION_BUDGET,
         )
     engine = create_engine(url, pool_pre_ping=False, **options)
     _ping_when_idle(engine)

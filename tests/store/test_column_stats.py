@@ -263,7 +263,9 @@ def test_dropped_and_retyped_columns_lose_statistics_everywhere(analyzed: Store)
 def test_alter_with_cascade_gives_partitions_the_new_columns(analyzed: Store) -> None:
     with analyzed.transaction() as uow:
         p = uow.partitions.get_by_name("sales", "orders", PARTS[1])  # one partition with columns of its own
-        uow.partitions.alter("sales", "orders", replace(p, sd=replace(p.sd, cols=[*p.sd.cols, FieldSchema("x", "int")])))
+        uow.partitions.alter(
+            "sales", "orders", replace(p, sd=replace(p.sd, cols=[*p.sd.cols, FieldSchema("x", "int")]))
+        )
         assert uow.connection.execute(sa.text('SELECT count(*) FROM "CDS"')).scalar() == 2
         t = uow.tables.get("sales", "orders")
         cols = [*t.sd.cols, FieldSchema("extra", "int")]

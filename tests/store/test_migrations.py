@@ -148,3 +148,21 @@ def test_alembic_command_line_with_x_db(sqlite_url: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert migrate.current_revision(sqlite_url) == migrate.head_revision()
+
+
+def test_programmatic_upgrade_leaves_logging_alone(db_url: str) -> None:
+    """A server migrating at start must still be able to configure logging afterwards."""
+    import logging
+
+    root = logging.getLogger()
+    saved = list(root.handlers)
+    for handler in saved:  # like a server that has not configured logging yet
+        root.removeHandler(handler)
+    try:
+        migrate.upgrade(db_url)
+        assert root.handlers == []
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in saved:
+            root.addHandler(handler)

@@ -239,3 +239,19 @@ def test_many_partitions_take_a_fixed_number_of_statements(store: Store) -> None
     # Statement counts grow with batches of 500-1000 rows, not with the 600 partitions.
     assert added <= 25, statements
     assert listed <= 15
+
+
+def test_update_parameters_of_many_partitions(sales: Store) -> None:
+    with sales.transaction() as uow:
+        uow.partitions.update_parameters(
+            "sales", "orders", {name: {"numRows": str(i), "gone": None} for i, name in enumerate(ALL_NAMES)}
+        )
+        assert uow.partitions.get_by_name("sales", "orders", ALL_NAMES[3]).parameters == {"numRows": "3"}
+        uow.partitions.update_parameters("sales", "orders", {ALL_NAMES[3]: {"numRows": None}})
+        assert uow.partitions.get_by_name("sales", "orders", ALL_NAMES[3]).parameters == {}
+    with pytest.raises(NoSuchObject, match="ds=1999"), sales.transaction() as uow:
+        uow.partitions.update_parameters(
+            "sales", "orders", {ALL_NAMES[0]: {"a": "b"}, "ds=1999-01-01/hr=1": {"a": "b"}}
+        )
+    with sales.read() as uow:
+        assert uow.partitions.get_by_name("sales", "orders", ALL_NAMES[0]).parameters == {"numRows": "0"}

@@ -218,3 +218,16 @@ def test_drop_table_removes_every_row(db: Store) -> None:
             "PARTITION_KEYS",
         ):
             assert uow.connection.execute(sa.text(f'SELECT count(*) FROM "{table}"')).scalar() == 0, table
+
+
+def test_update_parameters(db: Store) -> None:
+    with db.transaction() as uow:
+        uow.tables.create(sales_table())
+        uow.tables.update_parameters(
+            "sales", "orders", {"numRows": "10", "transient_lastDdlTime": None, "x": "y"}
+        )
+        assert uow.tables.get("sales", "orders").parameters == {"numRows": "10", "x": "y"}
+        uow.tables.update_parameters("sales", "orders", {"numRows": "11", "absent": None})
+        assert uow.tables.get("sales", "orders").parameters == {"numRows": "11", "x": "y"}
+        with pytest.raises(NoSuchObject):
+            uow.tables.update_parameters("sales", "nope", {"a": "b"})
