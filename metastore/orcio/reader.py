@@ -48,6 +48,9 @@ WRITER_VERSION_NAMES = {
     0: "ORIGINAL", 1: "HIVE_8732", 2: "HIVE_4243", 3: "HIVE_12055", 4: "HIVE_13083", 5: "ORC_101",
     6: "ORC_135", 7: "ORC_517", 8: "ORC_203", 9: "ORC_14",
 }
+#: the stream kinds that hold column values (what reading rows needs)
+DATA_AREA_KINDS = frozenset({pb.Stream.PRESENT, pb.Stream.DATA, pb.Stream.LENGTH, pb.Stream.DICTIONARY_DATA,
+                             pb.Stream.SECONDARY})
 #: sanity bound on rows per stripe (guards loops and allocations against corrupt counts)
 MAX_STRIPE_ROWS = 1 << 32
 DEFAULT_BATCH_SIZE = 65536
@@ -393,10 +396,11 @@ class OrcReader:
 
     # ------------------------------------------------------------------------------------------------ indexes
 
-    def row_index(self, stripe: int, column: int | str) -> list[RowGroupIndexEntry]:
+    def row_index(self, stripe: int, column: int | str, _streams: StripeStreams | None = None
+                  ) -> list[RowGroupIndexEntry]:
         """The row index of a column in a stripe: positions and statistics of each row group ([] if none)."""
         cid = self._column_id(column)
-        streams = self._stripe_streams(stripe)
+        streams = _streams or self._stripe_streams(stripe)
         s = streams.stream(cid, pb.Stream.ROW_INDEX)
         if s is None:
             return []
@@ -507,7 +511,7 @@ class OrcReader:
     def _decode(self, schema: TypeDescription, include: set[int], stripe: int, count: int,
                 streams: StripeStreams, ctx: ReadContext) -> ColumnVector:
         readable = include - self._encrypted_columns
-        streams.prefetch(readable, None)
+        streams.prefetch(readable, DATA_AREA_KINDS)
         try:
             return _decode_projected(schema, count, ctx, self._encrypted_columns)
         except OrcError as err:
@@ -581,8 +585,11 @@ class OrcReader:
             # the first row group starts where the streams start (some Java writers leave its positions out)
             compressed = self.compression != CompressionKind.NONE
             cursors: dict[int, PositionCursor] = {}
-            for cid in include - self._encrypted_columns:
-                entries = self.row_index(stripe, cid)
+            readable = include - self._encrypted_columns
+            streams.prefetch(readable, frozenset({pb.Stream.ROW_INDEX}))
+            for cid in readable:
+                entries = self.row_index(stripe, cid, streams)
+                streams.drop(cid, pb.Stream.ROW_INDEX)
                 if group >= len(entries):
                     raise self._error(f"row index has {len(entries)} entries, row group {group} is missing",
                                       stripe=stripe, column=cid, stream="ROW_INDEX")
