@@ -27,7 +27,9 @@ def make_processor_factory(settings: Settings):  # noqa: ANN201 - returns a zero
         from metastore.server.processor import MetastoreProcessor
         from metastore.service import Metastore
 
-        return MetastoreProcessor(Handler(Metastore.open(settings), settings))
+        # The parent checked (or upgraded) the schema before forking.
+        metastore = Metastore.open(settings, workers=max(1, settings.workers), check_schema=False)
+        return MetastoreProcessor(Handler(metastore, settings))
 
     return factory
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from metastore.config import Settings
 from metastore.service.catalog import CatalogService
 from metastore.service.statistics import AggregateResult, StatisticsService, StatsWrite
-from metastore.store import Store
+from metastore.store import Store, migrate
+from metastore.store.worker_engine import create_worker_engine
 
 __all__ = ["AggregateResult", "CatalogService", "Metastore", "StatisticsService", "StatsWrite"]
 
@@ -24,9 +25,17 @@ class Metastore:
     stats: StatisticsService
 
     @classmethod
-    def open(cls, settings: Settings, *, auto_upgrade: bool = False) -> Metastore:
-        """Open the store of `settings.db` (checking its schema) and build the services over it."""
-        store = Store.open(settings.db, auto_upgrade=auto_upgrade)
+    def open(
+        cls, settings: Settings, *, auto_upgrade: bool = False, workers: int | None = None, check_schema: bool = True
+    ) -> Metastore:
+        """Open the store of `settings.db` and build the services over it.
+
+        check_schema refuses (or with auto_upgrade, upgrades) an out-of-date schema; a server's workers skip it,
+        their parent checked. workers sizes the connection pool as one of that many server workers."""
+        if check_schema:
+            migrate.check_schema(settings.db, auto_upgrade=auto_upgrade)
+        engine = create_worker_engine(settings.db, workers=workers or 1)
+        store = Store(settings.db, engine=engine)
         return cls(
             store=store,
             catalog=CatalogService(store, settings.warehouse),

@@ -1,23 +1,34 @@
 """Column statistics: validated writes (with optional merge), reads, aggregation and deletes.
 
-Every call is one transaction: a request with one bad entry writes nothing.
+Every call is one transaction: a request with one bad entry writes nothing. The hot paths use the direct-SQL
+statements of metastore.store.stats_direct: a write of one column is a locking lookup of the table (columns
+and parameters in one statement), one upsert and, only if it changes, the COLUMN_STATS_ACCURATE parameter.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 
-from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE, FieldSchema, Table
+import sqlalchemy as sa
+
+from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE
 from metastore.errors import InvalidInput, InvalidObject, NoSuchObject
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.stats.aggregate import aggregate_partition_stats
 from metastore.stats.merge import merge_stats
-from metastore.stats.model import ColumnStatsEntry
+from metastore.stats.model import ColumnStatsEntry, StatsKind, kind_for_type
+from metastore.stats.sql_rows import entry_to_row
 from metastore.stats.validate import normalize_entry
 from metastore.store import Store, UnitOfWork
-from metastore.store.stats_accurate import COLUMN_STATS_ACCURATE
+from metastore.store import stats_direct as direct
+from metastore.store.parameters import PARTITION_PARAMETERS, TABLE_PARAMETERS
+from metastore.store.refs import catalog_prefix
+from metastore.store.stats_accurate import COLUMN_STATS_ACCURATE, with_columns_accurate
+from metastore.store.stats_direct import TableTarget
 
 
 @dataclass(frozen=True)
@@ -40,51 +51,75 @@ class AggregateResult:
 
 @dataclass
 class _TableWrites:
-    table: Table
+    target: TableTarget
+    catalog: str
     table_entries: dict[str, ColumnStatsEntry] = field(default_factory=dict)
     table_last_analyzed: int | None = None
     partition_entries: dict[str, dict[str, ColumnStatsEntry]] = field(default_factory=dict)
     partition_last_analyzed: dict[str, int | None] = field(default_factory=dict)
 
 
-def _basic_row_count(params: Mapping[str, str]) -> int | None:
+def _basic_row_count(num_rows: str | None, stats_accurate: str | None) -> int | None:
     """numRows when the table's basic statistics are marked accurate (then column counts may not exceed it)."""
-    raw = params.get(COLUMN_STATS_ACCURATE)
-    if not raw or "numRows" not in params:
+    if not stats_accurate or num_rows is None:
         return None
     try:
-        basic = str(json.loads(raw).get("BASIC_STATS", "false")).lower() == "true"
+        basic = str(json.loads(stats_accurate).get("BASIC_STATS", "false")).lower() == "true"
     except (ValueError, AttributeError):
-        basic = raw.strip().lower() == "true"
+        basic = stats_accurate.strip().lower() == "true"
     try:
-        return int(params["numRows"]) if basic else None
+        return int(num_rows) if basic else None
     except ValueError:
         return None
 
 
-def _data_column(table: Table, name: str) -> FieldSchema | None:
-    low = name.lower()
-    return next((c for c in table.sd.cols if c.name.lower() == low), None)
-
-
-def canonical_partition_name(table: Table, name: str) -> str:
+def canonical_partition_name(target: TableTarget, name: str) -> str:
     """The stored form of a partition name a client sent (`DS=2024-01-01` → `ds=2024-01-01`)."""
-    if not table.partition_keys:
-        raise InvalidInput(f"{table.db_name}.{table.table_name} is not partitioned; it has no partition {name!r}")
-    keys = [k.name.lower() for k in table.partition_keys]
+    if not target.partition_keys:
+        raise InvalidInput(f"{target.qualified_name} is not partitioned; it has no partition {name!r}")
+    keys = [k.lower() for k in target.partition_keys]
     try:
         return make_part_name(keys, values_from_part_name(name, keys))
     except InvalidObject as exc:
-        raise NoSuchObject(f"{table.db_name}.{table.table_name} partition ({name}) not found: {exc}") from None
+        raise NoSuchObject(f"{target.qualified_name} partition ({name}) not found: {exc}") from None
+
+
+def _missing_table(catalog: str, db_name: str, table_name: str) -> NoSuchObject:
+    db, tbl = db_name.strip().lower(), table_name.strip().lower()
+    return NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
+
+
+def _target(conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, lock: bool = False) -> TableTarget:
+    target = direct.table_target(conn, catalog, db_name, table_name, lock=lock)
+    if target is None:
+        raise _missing_table(catalog, db_name, table_name)
+    return target
 
 
 class StatisticsService:
     """Table and partition column statistics over the store."""
 
-    def __init__(self, store: Store, *, fetch_bitvector: bool = False, fetch_kll: bool = False) -> None:
+    def __init__(
+        self, store: Store, *, fetch_bitvector: bool = False, fetch_kll: bool = False, aggregate_in_sql: bool = True
+    ) -> None:
         self.store = store
         self.fetch_bitvector = fetch_bitvector
         self.fetch_kll = fetch_kll
+        # get_aggr_stats_for sums columns up in SQL where the rules allow (see aggregate); off, every column
+        # goes through the Python aggregator (the two must agree: tests compare them).
+        self.aggregate_in_sql = aggregate_in_sql
+
+    @contextmanager
+    def _read(self) -> Iterator[UnitOfWork]:
+        """A unit of work for reading. On PostgreSQL it runs in autocommit: under READ COMMITTED every
+        statement sees its own snapshot inside a transaction too, so BEGIN/COMMIT would only add a round trip."""
+        if self.store.engine.dialect.name != "postgresql":
+            with self.store.read() as uow:
+                yield uow
+            return
+        with self.store.engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+            yield UnitOfWork(conn)
 
     # ------------------------------------------------------------------ writes
 
@@ -94,119 +129,141 @@ class StatisticsService:
         merge combines them with the stored statistics (Hive's needMerge); otherwise they replace them.
         """
         engine = engine or DEFAULT_ENGINE
+        if not writes:
+            return
         with self.store.transaction() as uow:
-            grouped = self._validated(uow, writes)
-            for (catalog, db_name, table_name), tw in grouped.items():
+            conn = uow.connection
+            for tw in self._validated(conn, writes).values():
                 if tw.table_entries:
-                    entries = list(tw.table_entries.values())
-                    if merge:
-                        entries = self._merged_table(uow, tw, entries, engine, catalog)
-                    uow.column_stats.upsert_table(
-                        db_name, table_name, entries, engine=engine, last_analyzed=tw.table_last_analyzed,
-                        catalog=catalog,
-                    )
+                    self._write_table(conn, tw, merge, engine)
                 if tw.partition_entries:
-                    by_part = {name: list(e.values()) for name, e in tw.partition_entries.items()}
-                    if merge:
-                        by_part = self._merged_partitions(uow, tw, by_part, engine, catalog)
-                    # One upsert per distinct lastAnalyzed (usually one for the whole request).
-                    by_time: dict[int | None, dict[str, list[ColumnStatsEntry]]] = {}
-                    for name, entries in by_part.items():
-                        by_time.setdefault(tw.partition_last_analyzed.get(name), {})[name] = entries
-                    for when, group in by_time.items():
-                        uow.column_stats.upsert_partitions(
-                            db_name, table_name, group, engine=engine, last_analyzed=when, catalog=catalog
-                        )
+                    self._write_partitions(conn, tw, merge, engine)
 
-    def _validated(self, uow: UnitOfWork, writes: Sequence[StatsWrite]) -> dict[tuple[str, str, str], _TableWrites]:
-        grouped: dict[tuple[str, str, str], _TableWrites] = {}
+    def _validated(self, conn: sa.Connection, writes: Sequence[StatsWrite]) -> dict[tuple[str, str, str], _TableWrites]:
+        keys = sorted({(w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower()) for w in writes})
+        table_level = {
+            (w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower())
+            for w in writes
+            if w.partition_name is None
+        }
+        # Tables are looked up (and locked for table-level writes) in name order: no deadlock between requests.
+        grouped = {k: _TableWrites(_target(conn, *k, lock=k in table_level), k[0]) for k in keys}
         for w in writes:
-            key = (w.catalog.lower(), w.db_name.lower(), w.table_name.lower())
-            tw = grouped.get(key)
-            if tw is None:
-                tw = grouped[key] = _TableWrites(uow.tables.get(w.db_name, w.table_name, catalog=w.catalog))
-            table = tw.table
-            qualified = f"{table.db_name}.{table.table_name}"
+            tw = grouped[(w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower())]
+            target = tw.target
             if w.partition_name is None:
-                owner, num_rows, target = qualified, _basic_row_count(table.parameters), tw.table_entries
+                owner = target.qualified_name
+                num_rows = _basic_row_count(target.num_rows, target.stats_accurate)
+                entries = tw.table_entries
                 if w.last_analyzed is not None:
                     tw.table_last_analyzed = w.last_analyzed
             else:
-                name = canonical_partition_name(table, w.partition_name)
-                owner, num_rows = f"{qualified} partition {name}", None
-                target = tw.partition_entries.setdefault(name, {})
+                name = canonical_partition_name(target, w.partition_name)
+                owner, num_rows = f"{target.qualified_name} partition {name}", None
+                entries = tw.partition_entries.setdefault(name, {})
                 tw.partition_last_analyzed[name] = w.last_analyzed
             for entry in w.entries:
-                normalized = normalize_entry(entry, _data_column(table, entry.column), owner=owner, num_rows=num_rows)
-                target[normalized.column.lower()] = normalized
+                normalized = normalize_entry(entry, target.column(entry.column), owner=owner, num_rows=num_rows)
+                entries[normalized.column.lower()] = normalized
         return grouped
 
-    def _merged_table(
-        self, uow: UnitOfWork, tw: _TableWrites, entries: list[ColumnStatsEntry], engine: str, catalog: str
-    ) -> list[ColumnStatsEntry]:
-        stored = {
-            e.column.lower(): e
-            for e in uow.column_stats.get_table(
-                tw.table.db_name, tw.table.table_name, [e.column for e in entries], engine=engine,
-                with_bit_vectors=True, with_histograms=True, for_update=True, catalog=catalog,
-            )
-        }
-        return [self._merge_one(stored.get(e.column.lower()), e, f"{tw.table.db_name}.{tw.table.table_name}") for e in entries]
+    def _write_table(self, conn: sa.Connection, tw: _TableWrites, merge: bool, engine: str) -> None:
+        target = tw.target
+        entries = list(tw.table_entries.values())
+        if merge:
+            stored = {
+                e.column: e
+                for e, _ in direct.table_stats(
+                    conn, tw.catalog, target.db_name, target.table_name, [e.column for e in entries], engine,
+                    bit_vectors=True, histograms=True,
+                )
+            }
+            entries = [_merge_one(stored.get(e.column.lower()), e, target.qualified_name) for e in entries]
+        when = _now() if tw.table_last_analyzed is None else tw.table_last_analyzed
+        rows = []
+        for e in entries:
+            row = entry_to_row(e, engine=engine, last_analyzed=when)
+            row["TBL_ID"] = target.tbl_id
+            rows.append(row)
+        direct.upsert_table_rows(conn, rows)
+        accurate = with_columns_accurate(target.stats_accurate, [r["COLUMN_NAME"] for r in rows])
+        if accurate != target.stats_accurate:
+            TABLE_PARAMETERS.set_values(conn, COLUMN_STATS_ACCURATE, {target.tbl_id: accurate})
 
-    def _merged_partitions(
-        self, uow: UnitOfWork, tw: _TableWrites, by_part: dict[str, list[ColumnStatsEntry]], engine: str, catalog: str
-    ) -> dict[str, list[ColumnStatsEntry]]:
-        columns = sorted({e.column for entries in by_part.values() for e in entries})
-        stored = uow.column_stats.get_partitions(
-            tw.table.db_name, tw.table.table_name, list(by_part), columns, engine=engine,
-            with_bit_vectors=True, with_histograms=True, for_update=True, catalog=catalog,
-        )
-        out: dict[str, list[ColumnStatsEntry]] = {}
+    def _write_partitions(self, conn: sa.Connection, tw: _TableWrites, merge: bool, engine: str) -> None:
+        target = tw.target
+        names = list(tw.partition_entries)
+        parts = direct.partition_targets(conn, target.tbl_id, names, lock=True)
+        missing = [n for n in names if n not in parts]
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise NoSuchObject(f"partition(s) of {target.qualified_name} do not exist: {shown}")
+        by_part = {name: list(entries.values()) for name, entries in tw.partition_entries.items()}
+        if merge:
+            columns = sorted({e.column for entries in by_part.values() for e in entries})
+            stored: dict[tuple[str, str], ColumnStatsEntry] = {
+                (name, e.column): e
+                for name, e, _ in direct.partition_stats(
+                    conn, tw.catalog, target.db_name, target.table_name, names, columns, engine,
+                    bit_vectors=True, histograms=True,
+                )
+            }
+            by_part = {
+                name: [
+                    _merge_one(stored.get((name, e.column.lower())), e, f"{target.qualified_name} partition {name}")
+                    for e in entries
+                ]
+                for name, entries in by_part.items()
+            }
+        now = _now()
+        rows = []
+        accurate: dict[int, str] = {}
         for name, entries in by_part.items():
-            old = {e.column.lower(): e for e in stored.get(name, [])}
-            owner = f"{tw.table.db_name}.{tw.table.table_name} partition {name}"
-            out[name] = [self._merge_one(old.get(e.column.lower()), e, owner) for e in entries]
-        return out
-
-    @staticmethod
-    def _merge_one(old: ColumnStatsEntry | None, new: ColumnStatsEntry, owner: str) -> ColumnStatsEntry:
-        if old is None:
-            return new
-        merged = merge_stats(old.stats, new.stats, where=f"column '{new.column}' of {owner}")
-        return ColumnStatsEntry(column=new.column, column_type=new.column_type, stats=merged)
+            part = parts[name]
+            when = tw.partition_last_analyzed.get(name)
+            for e in entries:
+                row = entry_to_row(e, engine=engine, last_analyzed=now if when is None else when)
+                row["PART_ID"] = part.part_id
+                rows.append(row)
+            value = with_columns_accurate(part.stats_accurate, [e.column.lower() for e in entries])
+            if value != part.stats_accurate:
+                accurate[part.part_id] = value
+        direct.upsert_partition_rows(conn, rows)
+        if accurate:
+            PARTITION_PARAMETERS.set_values(conn, COLUMN_STATS_ACCURATE, accurate)
 
     # ------------------------------------------------------------------ reads
-
-    def _fetch_options(self) -> dict[str, bool]:
-        return {"with_bit_vectors": self.fetch_bitvector, "with_histograms": self.fetch_kll}
 
     def table_stats(
         self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE,
         catalog: str = DEFAULT_CATALOG,
     ) -> list[ColumnStatsEntry]:
         """Table-level statistics of the columns that have them; NoSuchObject for a missing table."""
-        with self.store.read() as uow:
-            return uow.column_stats.get_table(
-                db_name, table_name, columns, engine=engine or DEFAULT_ENGINE, catalog=catalog, **self._fetch_options()
+        with self._read() as uow:
+            found = direct.table_stats(
+                uow.connection, catalog, db_name, table_name, columns, engine or DEFAULT_ENGINE,
+                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll,
             )
+            if not found:
+                _target(uow.connection, catalog, db_name, table_name)
+            return [e for e, _ in found]
 
     def table_column_stats(
         self, db_name: str, table_name: str, column: str, *, engine: str = DEFAULT_ENGINE,
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[ColumnStatsEntry, int | None]:
         """One column's table-level statistics and when they were analysed; NoSuchObject when absent."""
-        engine = engine or DEFAULT_ENGINE
-        with self.store.read() as uow:
-            entries = uow.column_stats.get_table(
-                db_name, table_name, [column], engine=engine, catalog=catalog, **self._fetch_options()
+        with self._read() as uow:
+            found = direct.table_stats(
+                uow.connection, catalog, db_name, table_name, [column], engine or DEFAULT_ENGINE,
+                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll,
             )
-            if not entries:
-                table = uow.tables.get(db_name, table_name, catalog=catalog)
-                if _data_column(table, column) is None:
-                    raise NoSuchObject(f"column '{column}' does not exist in {table.db_name}.{table.table_name}")
-                raise NoSuchObject(f"no statistics for column '{column}' of {table.db_name}.{table.table_name}")
-            when = uow.column_stats.last_analyzed(db_name, table_name, [column], engine=engine, catalog=catalog)
-            return entries[0], when
+            if not found:
+                target = _target(uow.connection, catalog, db_name, table_name)
+                if target.column(column) is None:
+                    raise NoSuchObject(f"column '{column}' does not exist in {target.qualified_name}")
+                raise NoSuchObject(f"no statistics for column '{column}' of {target.qualified_name}")
+            return found[0]
 
     def partition_column_stats(
         self, db_name: str, table_name: str, partition_name: str, column: str, *, engine: str = DEFAULT_ENGINE,
@@ -214,71 +271,144 @@ class StatisticsService:
     ) -> tuple[ColumnStatsEntry, str, int | None]:
         """One column's statistics in one partition (entry, canonical partition name, lastAnalyzed)."""
         engine = engine or DEFAULT_ENGINE
-        with self.store.read() as uow:
-            table = uow.tables.get(db_name, table_name, catalog=catalog)
-            name = canonical_partition_name(table, partition_name)
-            found = uow.column_stats.get_partitions(
-                db_name, table_name, [name], [column], engine=engine, catalog=catalog, **self._fetch_options()
-            ).get(name)
-            if not found:
-                uow.partitions.get_by_name(db_name, table_name, name, catalog=catalog)  # NoSuchObject if absent
-                if _data_column(table, column) is None:
-                    raise NoSuchObject(f"column '{column}' does not exist in {table.db_name}.{table.table_name}")
-                raise NoSuchObject(
-                    f"no statistics for column '{column}' of {table.db_name}.{table.table_name} partition {name}"
-                )
-            when = uow.column_stats.last_analyzed(
-                db_name, table_name, [column], partition_name=name, engine=engine, catalog=catalog
-            )
-            return found[0], name, when
+        options = {"bit_vectors": self.fetch_bitvector, "histograms": self.fetch_kll}
+        with self._read() as uow:
+            conn = uow.connection
+            # A stored name is canonical: try the name as sent first, canonicalise only when it is not found.
+            found = direct.partition_stats(conn, catalog, db_name, table_name, [partition_name], [column], engine, **options)
+            if found:
+                name, entry, when = found[0]
+                return entry, name, when
+            target = _target(conn, catalog, db_name, table_name)
+            name = canonical_partition_name(target, partition_name)
+            if name != partition_name:
+                found = direct.partition_stats(conn, catalog, db_name, table_name, [name], [column], engine, **options)
+                if found:
+                    return found[0][1], name, found[0][2]
+            if not direct.partition_targets(conn, target.tbl_id, [name], lock=False):
+                raise NoSuchObject(f"{target.qualified_name} partition ({name}) not found")
+            if target.column(column) is None:
+                raise NoSuchObject(f"column '{column}' does not exist in {target.qualified_name}")
+            raise NoSuchObject(f"no statistics for column '{column}' of {target.qualified_name} partition {name}")
 
     def partitions_stats(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
         engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
     ) -> dict[str, list[ColumnStatsEntry]]:
-        """{partition name: statistics} for the named partitions that have statistics of the columns."""
-        if not partition_names or not columns:
-            with self.store.read() as uow:
-                uow.tables.get(db_name, table_name, catalog=catalog)
-            return {}
-        with self.store.read() as uow:
-            return uow.column_stats.get_partitions(
-                db_name, table_name, partition_names, columns, engine=engine or DEFAULT_ENGINE, catalog=catalog,
-                **self._fetch_options(),
+        """{partition name: statistics in the order of `columns`} for the named partitions that have any."""
+        with self._read() as uow:
+            found = direct.partition_stats(
+                uow.connection, catalog, db_name, table_name, partition_names, columns, engine or DEFAULT_ENGINE,
+                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll,
             )
+            if not found:
+                _target(uow.connection, catalog, db_name, table_name)
+        order = {c: i for i, c in enumerate(dict.fromkeys(c.lower() for c in columns))}
+        result: dict[str, list[ColumnStatsEntry]] = {}
+        for name, entry, _ in found:
+            result.setdefault(name, []).append(entry)
+        for entries in result.values():
+            entries.sort(key=lambda e: order[e.column])
+        return result
 
     def aggregate(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
         engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
     ) -> AggregateResult:
-        """Table-wide statistics of the columns over the named partitions, following Hive's get_aggr_stats_for."""
+        """Table-wide statistics of the columns over the named partitions, following Hive's get_aggr_stats_for
+        (metastore.stats.aggregate holds the rules).
+
+        Where the rules reduce to sums, minima and maxima over the partitions' stored values (every requested
+        partition has the column, or only one has it, and the NDV is not merged from sketches; booleans and
+        binaries always), the database sums the column up and returns one row for it; other columns fetch
+        their per-partition rows and go through the Python aggregator.
+        """
         names = list(dict.fromkeys(partition_names))
         cols = list(dict.fromkeys(c.lower() for c in columns))
         if not names or not cols:
             return AggregateResult([], 0)
-        with self.store.read() as uow:
-            rows = uow.column_stats.rows_for_aggregation(
-                db_name, table_name, names, cols, engine=engine or DEFAULT_ENGINE, with_bit_vectors=True,
-                with_histograms=True, catalog=catalog,
-            )
+        engine = engine or DEFAULT_ENGINE
+        summed: dict[str, ColumnStatsEntry] = {}
+        parts_found: int | None = None
+        with self._read() as uow:
+            conn = uow.connection
+            slow = cols
+            if self.aggregate_in_sql:
+                sums = direct.column_sums(conn, catalog, db_name, table_name, names, cols, engine)
+                by_column: dict[str, list[direct.ColumnSums]] = {}
+                for cs in sums:
+                    by_column.setdefault(cs.sums.column, []).append(cs)
+                parts_found = self._parts_found(conn, by_column, names, cols, (catalog, db_name, table_name, engine))
+                for col, found in by_column.items():
+                    if len(found) == 1 and self._summable(found[0], len(names)):
+                        summed[col] = found[0].sums
+                slow = [c for c in cols if c not in summed and c in by_column]
+                if not by_column:
+                    _target(conn, catalog, db_name, table_name)  # NoSuchObject for a missing table
+            rows = []
+            if slow:
+                rows = uow.column_stats.rows_for_aggregation(
+                    db_name, table_name, names, slow, engine=engine, with_bit_vectors=True,
+                    with_histograms=self.fetch_kll, catalog=catalog,
+                )
         index = {n: i for i, n in enumerate(names)}
         per_column: dict[str, list[tuple[int, ColumnStatsEntry]]] = {}
         columns_per_partition: dict[str, int] = {}
         for part_name, entry in rows:
             per_column.setdefault(entry.column.lower(), []).append((index[part_name], entry))
             columns_per_partition[part_name] = columns_per_partition.get(part_name, 0) + 1
-        parts_found = sum(1 for n in columns_per_partition.values() if n == len(cols))
+        if parts_found is None:
+            parts_found = sum(1 for n in columns_per_partition.values() if n == len(cols))
         out: list[ColumnStatsEntry] = []
         for col in cols:
+            if col in summed:
+                out.append(self._visible(summed[col]))
+                continue
             found = per_column.get(col)
             if not found:
                 continue
             column_type = found[0][1].column_type
-            stats = aggregate_partition_stats(
-                column_type, [(i, e.stats) for i, e in found], num_partitions=len(names)
-            )
-            out.append(ColumnStatsEntry(column=found[0][1].column, column_type=column_type, stats=stats))
+            stats = aggregate_partition_stats(column_type, [(i, e.stats) for i, e in found], num_partitions=len(names))
+            out.append(self._visible(ColumnStatsEntry(column=found[0][1].column, column_type=column_type, stats=stats)))
         return AggregateResult(out, parts_found)
+
+    @staticmethod
+    def _parts_found(
+        conn: sa.Connection, by_column: dict[str, list[direct.ColumnSums]], names: list[str], cols: list[str],
+        where: tuple[str, str, str, str],
+    ) -> int:
+        """Partitions having statistics of every requested column; usually known from the sums alone."""
+        if len(by_column) < len(cols):
+            return 0  # some column has statistics in no partition
+        if all(sum(cs.partitions for cs in found) == len(names) for found in by_column.values()):
+            return len(names)  # every requested partition has every column
+        catalog, db_name, table_name, engine = where
+        return direct.partitions_with_every_column(conn, catalog, db_name, table_name, names, cols, engine)
+
+    def _summable(self, sums: direct.ColumnSums, requested: int) -> bool:
+        """Whether the aggregator would give this column the database's plain sums, minima and maxima."""
+        kind = kind_for_type(sums.sums.column_type)
+        if kind in (StatsKind.BOOLEAN, StatsKind.BINARY):
+            return True  # summed up the same way whatever is missing, never an NDV
+        if kind is None or kind is StatsKind.DECIMAL:
+            return False  # decimal bounds keep their stored scale exactly only in Python
+        if sums.partitions != requested and sums.partitions != 1:
+            return False  # partitions without statistics: extrapolation
+        if sums.bit_vectors == sums.partitions:
+            return False  # every partition has a sketch: the NDV is the estimate of their union
+        return not (self.fetch_kll and sums.histograms == sums.partitions)  # a merged histogram is returned
+
+    def _visible(self, entry: ColumnStatsEntry) -> ColumnStatsEntry:
+        """The entry with sketches only where the configuration returns them (as every read)."""
+        stats = entry.stats
+        changes = {}
+        if stats.bit_vector is not None and not self.fetch_bitvector:
+            changes["bit_vector"] = None
+        if getattr(stats, "histogram", None) is not None and not self.fetch_kll:
+            changes["histogram"] = None
+        if not changes:
+            return entry
+        return ColumnStatsEntry(column=entry.column, column_type=entry.column_type, stats=replace(stats, **changes))
 
     # ------------------------------------------------------------------ deletes
 
@@ -303,8 +433,8 @@ class StatisticsService:
         with self.store.transaction() as uow:
             names = None
             if partition_names is not None:
-                table = uow.tables.get(db_name, table_name, catalog=catalog)
-                names = [canonical_partition_name(table, n) for n in partition_names]
+                target = _target(uow.connection, catalog, db_name, table_name)
+                names = [canonical_partition_name(target, n) for n in partition_names]
             deleted = uow.column_stats.delete_partitions(
                 db_name, table_name, names, columns, engine=engine, catalog=catalog
             )
@@ -314,4 +444,16 @@ class StatisticsService:
                     f"partition(s) {', '.join(names)}"
                 )
             return deleted
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+def _merge_one(old: ColumnStatsEntry | None, new: ColumnStatsEntry, owner: str) -> ColumnStatsEntry:
+    if old is None:
+        return new
+    merged = merge_stats(old.stats, new.stats, where=f"column '{new.column}' of {owner}")
+    return ColumnStatsEntry(column=new.column, column_type=new.column_type, stats=merged)
+
 
