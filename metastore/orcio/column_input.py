@@ -169,10 +169,10 @@ def _split_nulls(data: Any, path: str) -> tuple[np.ndarray | None, Any, int]:
     if isinstance(data, (str, bytes)) or not isinstance(data, Sequence) and not hasattr(data, "__iter__"):
         raise _fail(path, f"expected a sequence of values, got {type(data).__name__}")
     items = data if isinstance(data, list) else list(data)
+    if type(None) not in set(map(type, items)):
+        return None, items, len(items)
     # identity tests only: == against None is slow for some types (Decimal goes through abc checks)
     present = np.fromiter(map(operator.is_not, items, itertools.repeat(None)), dtype=bool, count=len(items))
-    if present.all():
-        return None, items, len(items)
     return present, [v for v in items if v is not None], len(items)
 
 

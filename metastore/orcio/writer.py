@@ -282,6 +282,8 @@ class OrcWriter:
         if len(lengths) > 1:
             raise OrcError(f"columns of one batch must have the same length, got lengths {sorted(lengths)}")
         n = lengths.pop() if lengths else 0
+        if self._row_bytes is None and n > _FIRST_CHUNK_ROWS:
+            self._row_bytes = self._estimate_row_bytes(fields)
         pos = 0
         while pos < n:
             if self._row_bytes is None:
@@ -374,6 +376,17 @@ class OrcWriter:
         if isinstance(column, (str, bytes)) or not isinstance(column, Iterable):
             raise OrcError(f"column {name!r} must be an array or a list of values, got {type(column).__name__}")
         return list(column)
+
+    def _estimate_row_bytes(self, fields: list[Any]) -> float:
+        """Rough bytes per row from the first rows of a batch (to cut it into stripe-sized pieces at once)."""
+        sample = [f[:_FIRST_CHUNK_ROWS] for f in fields]
+        root = self.schema
+        if root.category == Category.STRUCT:
+            parts = [shred(t, data, name) for t, data, name in zip(root.children, sample, root.field_names, strict=True)]
+            size = sum(p.total_raw_bytes() for p in parts)
+        else:
+            size = shred(root, sample[0], "").total_raw_bytes()
+        return size / _FIRST_CHUNK_ROWS + 1
 
     def _write_row_chunk(self, rows: list[Any]) -> None:
         root = self.schema
