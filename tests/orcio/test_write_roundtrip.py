@@ -13,7 +13,7 @@ import pytest
 
 from metastore.orcio.errors import OrcError
 from metastore.orcio.reader import OrcReader
-from metastore.orcio.types import TypeDescription
+from metastore.orcio.types import Category, TypeDescription
 from metastore.orcio.writer import OrcWriter
 
 from .write_cases import canonical, expected, has_wide_timestamps, random_columns, random_schema, untag
@@ -48,6 +48,16 @@ def _write(path, schema, columns, options, rng: random.Random, rows: int) -> Non
             start += size
 
 
+def _has_empty_string_data(reader: OrcReader) -> bool:
+    text_kinds = {Category.STRING, Category.CHAR, Category.VARCHAR, Category.BINARY}
+    columns = reader.schema.flatten()
+    for i in range(len(reader.stripes)):
+        for s in reader.stripe_footer(i).streams:
+            if s.kind == 1 and s.length == 0 and columns[s.column].category in text_kinds:
+                return True
+    return False
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_random_schemas_read_back_by_every_reader(seed: int, tmp_path) -> None:
     rng = random.Random(seed)
@@ -69,9 +79,19 @@ def test_random_schemas_read_back_by_every_reader(seed: int, tmp_path) -> None:
         got = [tuple(canonical(t, r[n]) for n, t in fields) for r in ours.read().to_pylist()]
     assert got == want
 
-    reader = pyorc.Reader(open(path, "rb"), struct_repr=pyorc.StructRepr.DICT)
-    got = [tuple(canonical(t, r[n], union_tags=False) for n, t in fields) for r in reader]
-    assert got == [tuple(untag(t, v) for (_, t), v in zip(fields, row, strict=True)) for row in want]
+    with open(path, "rb") as f:
+        reader = pyorc.Reader(f, struct_repr=pyorc.StructRepr.DICT)
+        got = [tuple(canonical(t, r[n], union_tags=False) for n, t in fields) for r in reader]
+        untagged = [tuple(untag(t, v) for (_, t), v in zip(fields, row, strict=True)) for row in want]
+        assert got == untagged
+        # ORC C++ seeks through our row-index positions (row groups inside stripes, every stream kind);
+        # its string reader fails to skip inside an empty DATA stream, even in files ORC C++ itself writes
+        # ("StringDirectColumnReader::skip: lastBuffer_ is null"), so such files are left out
+        targets = [] if _has_empty_string_data(ours) else sorted(rng.sample(range(rows), min(rows, 12)))
+        for target in targets:
+            reader.seek(target)
+            row = next(reader)
+            assert tuple(canonical(t, row[n], union_tags=False) for n, t in fields) == untagged[target], target
 
     if not any(has_wide_timestamps(t, columns[n][i]) for n, t in fields for i in range(rows)):
         table = pa_orc.ORCFile(str(path)).read()
