@@ -226,6 +226,8 @@ def analyze(ex: Executor, st: Analyze) -> Result:
     elif st.mode is AnalyzeMode.BASIC:
         require_orc(table, "ANALYZE ... COMPUTE STATISTICS (use NOSCAN for other formats)", st.table.position)
     targets, partitions_total = _targets(ex, table, st)
+    if not targets:
+        return Result(message=f"{qualified(table)} has no partitions to analyze")
     hive_types = {c.name: c.type for c in columns}
     total_files = sum(len(t.files) for t in targets)
     progress = _Progress(ex, total_files, f"analyze {qualified(table)}")

@@ -101,9 +101,12 @@ def run_sql(args: argparse.Namespace) -> int:
         executor = Executor(client, options=options)
         shell = Shell(executor, output=args.output)
         if args.database and args.database.lower() != executor.database:
-            code = shell.run_script(f"USE `{args.database.replace('`', '``')}`")
-            if code:
-                return code
+            try:
+                client.get_database(args.database)
+            except MetastoreError as exc:
+                print(one_line(f"Error: --database {args.database}: {exc}"), file=sys.stderr)
+                return 1
+            executor.database = args.database.lower()
         if interactive:
             return shell.interactive(default_data_dir() / HISTORY_FILE)
         assert script is not None

@@ -24,7 +24,7 @@ from metastore.catalog import (
 from metastore.client import MetastoreClient
 from metastore.errors import AlreadyExists, MetastoreError, NoSuchObject
 from metastore.sql import describe
-from metastore.sql.errors import Position, SqlError
+from metastore.sql.errors import SqlError
 from metastore.sql.output import Result
 from metastore.sql.partition_specs import partial_values, partition_name, qualified, resolve_spec
 from metastore.sql.statements import (
@@ -367,7 +367,3 @@ _HANDLERS: dict[type, Callable[[Executor, Any], Result]] = {
     Analyze: Executor.analyze,
     Describe: Executor.describe,
 }
-
-
-def position_of(statement: Statement) -> Position:
-    return statement.position

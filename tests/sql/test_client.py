@@ -32,10 +32,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc.stop()
 
 
-@pytest.fixture(params=["embedded", "thrift"])
+@pytest.fixture(params=["embedded", pytest.param("embedded-postgresql", marks=pytest.mark.pg), "thrift"])
 def client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MetastoreClient]:
     if request.param == "embedded":
         c: MetastoreClient = EmbeddedMetastoreClient(f"sqlite:///{tmp_path / 'ms.db'}", str(tmp_path / "wh"))
+    elif request.param == "embedded-postgresql":
+        from metastore.store import migrate
+
+        url = request.getfixturevalue("pg_url")
+        migrate.upgrade(url)
+        c = EmbeddedMetastoreClient(url, str(tmp_path / "wh"))
     else:
         server = request.getfixturevalue("server")
         c = ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}")
@@ -188,3 +194,11 @@ def test_failover_between_uris_and_connect(server: ServerProcess, tmp_path: Path
     with pytest.raises(InvalidInput, match="neither a metastore URI"):
         connect("just-a-name")
     assert issubclass(ConnectionFailed, MetastoreError)
+
+
+def test_embedded_postgresql_needs_an_upgraded_schema(pg_url: str, tmp_path: Path) -> None:
+    """A shared PostgreSQL database is upgraded on purpose (`metastore db upgrade`), never by a shell."""
+    from metastore.errors import SchemaOutOfDate
+
+    with pytest.raises(SchemaOutOfDate, match="metastore db upgrade"):
+        EmbeddedMetastoreClient(pg_url, str(tmp_path / "wh"))

@@ -147,3 +147,89 @@ def test_metastore_command_has_sql(tmp_path: Path) -> None:
 def test_conflicting_flags(tmp_path: Path, flags: list[str]) -> None:
     proc = subprocess.run([*ENTRY, *flags], capture_output=True, text=True, timeout=60, input="")
     assert proc.returncode == 2 and "not allowed with argument" in proc.stderr
+
+
+def test_interactive_session_through_a_pseudo_terminal(tmp_path: Path) -> None:
+    """Multi-line statements, an error that does not end the session, the prompt following USE, history."""
+    import pty
+    import re
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("METASTORE_")}
+    env.update({"TERM": "xterm", "XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "120", "LINES": "40"})
+    proc = subprocess.Popen(
+        [*ENTRY, "--db", f"sqlite:///{tmp_path / 'ms.db'}", "--warehouse", str(tmp_path / "wh")],
+        stdin=slave, stdout=slave, stderr=slave, env=env, cwd=tmp_path, start_new_session=True,
+    )
+    os.close(slave)
+    seen = ""
+    ansi = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[>=]|\r")
+
+    def read_until(text: str, timeout: float = 60.0) -> str:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while text not in ansi.sub("", seen):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or proc.poll() is not None:
+                raise AssertionError(f"{text!r} did not appear; output so far:\n{ansi.sub('', seen)[-2000:]}")
+            ready, _, _ = select.select([master], [], [], min(remaining, 0.5))
+            if ready:
+                try:
+                    seen += os.read(master, 65536).decode("utf-8", "replace")
+                except OSError:
+                    pass
+        clean = ansi.sub("", seen)
+        seen = ""
+        return clean
+
+    def send(line: str) -> None:
+        os.write(master, line.encode() + b"\r")
+
+    try:
+        read_until("metastore:default>")
+        send("CREATE DATABASE inter;")
+        read_until("OK")
+        send("SHOW")  # no ';' yet: the statement goes on on the next line
+        send("  DATABASES;")
+        assert "| inter         |" in read_until("+---------------+\n", 30) + read_until("metastore:default>")
+        send("SHOW TABLEZ;")
+        assert "Error: line 1:6: expected DATABASES, TABLES, PARTITIONS or TBLPROPERTIES" in read_until("Error:") + \
+            read_until("metastore:default>")
+        send("USE inter;")
+        read_until("metastore:inter>")
+        send("quit")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        os.close(master)
+    history = (tmp_path / "data" / "metastore" / "sql_history").read_text()
+    assert "CREATE DATABASE inter;" in history and "USE inter;" in history
+
+
+def test_completion_of_keywords_and_names(session, tmp_path: Path) -> None:  # noqa: ANN001 - conftest fixture
+    from prompt_toolkit.document import Document
+
+    from metastore.sql.shell import SqlCompleter
+
+    session.run("CREATE DATABASE shop; CREATE TABLE shop.items (item_id int, item_name string); "
+                "CREATE TABLE orders (order_id int)")
+    completer = SqlCompleter(session.executor)
+
+    def complete(text: str) -> list[str]:
+        return sorted(c.text for c in completer.get_completions(Document(text), None))
+
+    assert complete("ANALY") == ["ANALYZE"]
+    assert complete("analy") == ["ANALYZE"]
+    assert complete("USE sh") == ["SHOW", "shop"]  # keywords too: completion does not follow the grammar
+    assert complete("DESCRIBE ord") == ["orders"]
+    assert complete("DESCRIBE shop.it") == ["items"]
+    assert complete("ANALYZE TABLE shop.items COMPUTE STATISTICS FOR COLUMNS item_") == ["item_id", "item_name"]
+    assert complete("DESCRIBE orders ord") == ["order_id", "orders"]
+    session.run("CREATE TABLE ordinals (n int)")
+    assert complete("DESCRIBE ord") == ["orders"], "names are cached until the catalog changes"
+    completer.invalidate()
+    assert complete("DESCRIBE ord") == ["orders", "ordinals"]
