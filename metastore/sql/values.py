@@ -52,9 +52,9 @@ def _integer(text: str, hive_type: HiveType) -> int:
         try:
             d = Decimal(raw)
         except InvalidOperation:
-            raise ConversionError(f"'{_too_long(text)}' is not a {hive_type} value") from None
+            raise ConversionError(f"'{_too_long(text)}' is not a valid {hive_type} value") from None
         if not d.is_finite() or d != d.to_integral_value():
-            raise ConversionError(f"'{_too_long(text)}' is not a {hive_type} value (not a whole number)") from None
+            raise ConversionError(f"'{_too_long(text)}' is not a valid {hive_type} value (not a whole number)") from None
         value = int(d)
     lo, hi = _INT_RANGES[hive_type.name]
     if not lo <= value <= hi:
@@ -74,7 +74,7 @@ def _double(text: str, hive_type: HiveType) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ConversionError(f"'{_too_long(text)}' is not a {hive_type} value") from None
+        raise ConversionError(f"'{_too_long(text)}' is not a valid {hive_type} value") from None
     if hive_type.name == "float" and math.isfinite(value) and abs(value) > 3.4028234663852886e38:
         raise ConversionError(f"{raw} is outside the range of float")
     return value
@@ -85,7 +85,7 @@ def _decimal(text: str, hive_type: HiveType) -> Decimal:
     try:
         d = Decimal(raw)
     except InvalidOperation:
-        raise ConversionError(f"'{_too_long(text)}' is not a {hive_type} value") from None
+        raise ConversionError(f"'{_too_long(text)}' is not a valid {hive_type} value") from None
     if not d.is_finite():
         raise ConversionError(f"'{raw}' is not a finite {hive_type} value")
     scale = hive_type.scale or 0
@@ -102,7 +102,7 @@ def parse_date(text: str, hive_type: HiveType | str = "date") -> dt.date:
     """A Hive date string ('2024-01-31', time part ignored)."""
     m = _DATE.match(text)
     if not m:
-        raise ConversionError(f"'{_too_long(text)}' is not a {hive_type} value (expected YYYY-MM-DD)")
+        raise ConversionError(f"'{_too_long(text)}' is not a valid {hive_type} value (expected YYYY-MM-DD)")
     try:
         return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
     except ValueError as exc:
@@ -114,7 +114,7 @@ def parse_timestamp(text: str, hive_type: HiveType | str = "timestamp") -> np.da
     m = _TIMESTAMP.match(text)
     if not m:
         raise ConversionError(
-            f"'{_too_long(text)}' is not a {hive_type} value (expected YYYY-MM-DD HH:MM:SS[.fffffffff])"
+            f"'{_too_long(text)}' is not a valid {hive_type} value (expected YYYY-MM-DD HH:MM:SS[.fffffffff])"
         )
     year, month, day, hour, minute, second, fraction = m.groups()
     try:
@@ -181,12 +181,12 @@ def from_literal(literal: Literal, hive_type: HiveType) -> Any:
         if name in ("date", "timestamp", "string", "varchar", "char"):
             parse_date(text)  # a DATE literal must be a valid date whatever the column
             return from_text(text, hive_type)
-        raise ConversionError(f"DATE '{text}' is not a {hive_type} value")
+        raise ConversionError(f"DATE '{text}' is not a valid {hive_type} value")
     if kind is LiteralKind.TIMESTAMP:
         if name in ("date", "timestamp", "string", "varchar", "char"):
             parse_timestamp(text)
             return from_text(text, hive_type)
-        raise ConversionError(f"TIMESTAMP '{text}' is not a {hive_type} value")
+        raise ConversionError(f"TIMESTAMP '{text}' is not a valid {hive_type} value")
     return from_text(text, hive_type)
 
 

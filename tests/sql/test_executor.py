@@ -162,7 +162,7 @@ def test_partitions_add_show_drop(session: SqlSession, embedded: EmbeddedMetasto
     assert str(info.value) == "line 1:19: ADD PARTITION needs a value for every partition column of default.t; missing: hr"
     with pytest.raises(SqlError) as info:
         session.run("ALTER TABLE t ADD PARTITION (ds='x', hr='five')")
-    assert str(info.value).startswith("line 1:41: partition column 'hr': 'five' is not a int value")
+    assert str(info.value).startswith("line 1:41: partition column 'hr': 'five' is not a valid int value")
     with pytest.raises(SqlError) as info:
         session.run("ALTER TABLE t ADD PARTITION (ds='x', minute=1)")
     assert str(info.value) == (
@@ -251,9 +251,9 @@ def test_insert_values_writes_orc_with_table_options(session: SqlSession, embedd
     ("values", "message"),
     [
         ("(1, 2)", "line 1:23: a row of VALUES has 2 value(s) but default.t takes 3 (i, d, b)"),
-        ("('x', 1, true)", "line 1:23: column 'i' (int): 'x' is not a int value"),
+        ("('x', 1, true)", "line 1:23: column 'i' (int): 'x' is not a valid int value"),
         ("(3000000000, 1, true)", "line 1:23: column 'i' (int): 3000000000 is outside the range of int"),
-        ("(1.5, 1, true)", "line 1:23: column 'i' (int): '1.5' is not a int value (not a whole number)"),
+        ("(1.5, 1, true)", "line 1:23: column 'i' (int): '1.5' is not a valid int value (not a whole number)"),
         ("(1, 12345.678, true)", "line 1:26: column 'd' (decimal(6,2)): 12345.678 does not fit decimal(6,2)"),
         ("(1, 1, 'maybe')", "line 1:29: column 'b' (boolean): 'maybe' is not a boolean value"),
         ("(1, TRUE, true)", "line 1:26: column 'd' (decimal(6,2)): TRUE is a boolean, not a decimal(6,2) value"),
@@ -279,7 +279,7 @@ def test_insert_into_partitions_static_and_dynamic(session: SqlSession, embedded
     assert part.parameters["numRows"] == "2"
     with pytest.raises(SqlError, match="a static partition value cannot follow a dynamic one"):
         session.run("INSERT INTO t PARTITION (ds, hr=1) VALUES (1, '2024-01-01')")
-    with pytest.raises(SqlError, match="partition column 'hr': 'x' is not a int value"):
+    with pytest.raises(SqlError, match="partition column 'hr': 'x' is not a valid int value"):
         session.run("INSERT INTO t PARTITION (ds='2024-01-01', hr) VALUES (1, 'x')")
 
 
@@ -327,7 +327,7 @@ def test_load_data_errors(session: SqlSession, tmp_path: Path) -> None:
     with pytest.raises(SqlError) as info:
         session.run(f"LOAD DATA LOCAL INPATH '{bad}' INTO TABLE t")
     assert str(info.value) == (
-        f"line 1:24: {bad} line 2, column 'd': 'yesterday' is not a date value (expected YYYY-MM-DD)"
+        f"line 1:24: {bad} line 2, column 'd': 'yesterday' is not a valid date value (expected YYYY-MM-DD)"
     )
     short = tmp_path / "short.csv"
     short.write_text("1\n", encoding="utf-8")
