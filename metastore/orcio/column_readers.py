@@ -253,8 +253,12 @@ def _read_floating(node: TypeDescription, n: int, ctx: ReadContext) -> ColumnVec
 
 def _lengths(ctx: ReadContext, column: int, count: int, version: int, *, positioned: bool = True) -> np.ndarray:
     lengths = _int_stream(ctx, column, LENGTH, count, False, version, positioned=positioned)
-    if len(lengths) and int(lengths.min()) < 0:
-        raise ctx.error("negative length (a value of 2**63 or more) in LENGTH stream", column, LENGTH)
+    if len(lengths):
+        if int(lengths.min()) < 0:
+            raise ctx.error("negative length (a value of 2**63 or more) in LENGTH stream", column, LENGTH)
+        # the sum must not wrap around int64 (a corrupt length would otherwise pass the size checks)
+        if int(lengths.max()) * len(lengths) >= 1 << 62:
+            raise ctx.error(f"implausible length {int(lengths.max())} in LENGTH stream", column, LENGTH)
     return lengths
 
 

@@ -87,6 +87,13 @@ class ColumnVector:
     def _py_values(self) -> list:
         raise NotImplementedError
 
+    def to_numpy(self) -> np.ndarray:
+        """The slots as one numpy array: the value array for numbers (nulls hold 0; see ``present``),
+        datetime64[ns] for timestamps, an object array of Python values (None for nulls) otherwise."""
+        out = np.empty(self.length, dtype=object)
+        out[:] = self.to_pylist()
+        return out
+
     def slice(self, start: int, stop: int) -> ColumnVector:
         """Slots ``start..stop`` as a new vector (arrays are views where possible)."""
         raise NotImplementedError
@@ -122,6 +129,11 @@ class LongVector(ColumnVector):
     def _present_list(self) -> list[bool]:
         return [True] * self.length if self.present is None else self.present.tolist()
 
+    def to_numpy(self) -> np.ndarray:
+        if self.type.category == Category.DATE:
+            return self.values.astype("datetime64[D]")
+        return self.values
+
     def slice(self, start: int, stop: int) -> LongVector:
         values = self.values[start:stop]
         return LongVector(self.type, len(values), self._present_slice(start, stop), values)
@@ -139,6 +151,9 @@ class DoubleVector(ColumnVector):
 
     def _py_values(self) -> list:
         return self.values.tolist()
+
+    def to_numpy(self) -> np.ndarray:
+        return self.values
 
     def slice(self, start: int, stop: int) -> DoubleVector:
         return DoubleVector(self.type, len(self.values[start:stop]), self._present_slice(start, stop),
@@ -176,8 +191,8 @@ class BytesVector(ColumnVector):
             return [b.decode("utf-8", "surrogateescape") for b in raw]
         return raw
 
-    def values(self) -> np.ndarray:
-        """Object array of str/bytes with None for nulls."""
+    def to_numpy(self) -> np.ndarray:
+        """Object array of str (bytes for binary) with None for nulls."""
         out = np.empty(self.length, dtype=object)
         out[:] = self.to_pylist()
         return out
@@ -231,7 +246,7 @@ class DictionaryBytesVector(ColumnVector):
         idx = self.indices if self.present is None else np.where(self.present, self.indices, -1)
         return entries[idx].tolist()
 
-    def values(self) -> np.ndarray:
+    def to_numpy(self) -> np.ndarray:
         """Object array of str with None for nulls."""
         out = np.empty(self.length, dtype=object)
         out[:] = self._py_values()
@@ -310,6 +325,9 @@ class TimestampVector(ColumnVector):
         """Nanoseconds since the epoch as int64 (wraps outside years 1677..2262, like datetime64[ns])."""
         with np.errstate(over="ignore"):
             return self.seconds * np.int64(1_000_000_000) + self.nanos
+
+    def to_numpy(self) -> np.ndarray:
+        return self.epoch_nanos().view("datetime64[ns]")
 
     def _py_values(self) -> list:
         base = _EPOCH_UTC if self.type.category == Category.TIMESTAMP_INSTANT else _EPOCH_NAIVE
