@@ -75,7 +75,7 @@ from metastore.orcio.vectors import (
     TimestampVector,
 )
 from metastore.stats.filecache import FileStatsCache
-from metastore.stats.hll import HyperLogLog
+from metastore.stats.hll import HyperLogLog, merge_hlls
 from metastore.stats.kll import DEFAULT_K, KLL_KINDS, kll_from_bytes
 from metastore.stats.model import (
     BinaryStats,
@@ -108,7 +108,9 @@ __all__ = [
     "HarvestError",
     "analyze_files",
     "basic_stats",
+    "merge_partials",
     "merge_results",
+    "results_by_partition",
 ]
 
 #: HyperLogLog precision of the sketches we build (Hive's builder default; ~0.8 % standard error).
@@ -164,28 +166,13 @@ class ColumnPartial:
 
     def merged(self, other: ColumnPartial) -> ColumnPartial:
         """The partial of both sets of rows (counts add, ranges widen, sketches merge)."""
-        if other.kind is not self.kind:
-            raise InvalidInput(f"cannot merge {other.kind.name} statistics into {self.kind.name} statistics")
-        return ColumnPartial(
-            kind=self.kind,
-            rows=self.rows + other.rows,
-            num_nulls=self.num_nulls + other.num_nulls,
-            low=_pick(min, self.low, other.low),
-            high=_pick(max, self.high, other.high),
-            num_trues=self.num_trues + other.num_trues,
-            total_length=self.total_length + other.total_length,
-            max_length=max(self.max_length, other.max_length),
-            sketch=_merge_sketch_bytes(self.sketch, other.sketch),
-            histogram=_merge_histogram_bytes(self.histogram, other.histogram),
-            missing=self.missing | other.missing,
-        )
+        return merge_partials([self, other])
 
     def ndv(self) -> int:
         """The NDV estimate of the non-null values (0 without a sketch or without values)."""
         if self.sketch is None or self.non_null == 0:
             return 0
-        estimate = HyperLogLog.from_bytes(self.sketch).estimate()
-        return max(1, min(estimate, self.non_null))
+        return max(1, min(_stored_estimate(self.sketch), self.non_null))
 
     def to_stats(self) -> ColumnStats:
         """The Hive statistics these rows have (unknown NDV is 0; unknown maxColLen is ceil(avgColLen))."""
@@ -272,20 +259,67 @@ def _pick(fn, a, b):  # noqa: ANN001, ANN202 - min/max of optional values of one
     return fn(a, b)
 
 
-def _merge_sketch_bytes(a: bytes | None, b: bytes | None) -> bytes | None:
-    if a is None or b is None:
-        return a if b is None else b
-    left, right = HyperLogLog.from_bytes(a), HyperLogLog.from_bytes(b)
-    low, high = (left, right) if left.p <= right.p else (right, left)
-    low.merge(high)
-    return low.to_bytes()
+def merge_partials(partials: Sequence[ColumnPartial]) -> ColumnPartial:
+    """One partial for the rows of all ``partials`` (counts add, ranges widen, sketches merge, each sketch
+    parsed and the result serialised once). Raises InvalidInput for partials of different kinds."""
+    if not partials:
+        raise InvalidInput("merge_partials needs at least one partial")
+    first = partials[0]
+    if len(partials) == 1:
+        return first
+    for other in partials[1:]:
+        if other.kind is not first.kind:
+            raise InvalidInput(f"cannot merge {other.kind.name} statistics into {first.kind.name} statistics")
+    low = high = None
+    for p in partials:
+        low = _pick(min, low, p.low)
+        high = _pick(max, high, p.high)
+    return ColumnPartial(
+        kind=first.kind,
+        rows=sum(p.rows for p in partials),
+        num_nulls=sum(p.num_nulls for p in partials),
+        low=low,
+        high=high,
+        num_trues=sum(p.num_trues for p in partials),
+        total_length=sum(p.total_length for p in partials),
+        max_length=max(p.max_length for p in partials),
+        sketch=_merge_sketches([p.sketch for p in partials if p.sketch is not None]),
+        histogram=_merge_histograms([p.histogram for p in partials if p.histogram is not None]),
+        missing=frozenset().union(*(p.missing for p in partials)),
+    )
 
 
-def _merge_histogram_bytes(a: bytes | None, b: bytes | None) -> bytes | None:
-    if a is None or b is None:
-        return a if b is None else b
-    sketch = kll_from_bytes(a)
-    sketch.merge(kll_from_bytes(b))
+def _stored_estimate(sketch: bytes) -> int:
+    """The estimate a serialised HyperLogLog carries in its header (written by ``to_bytes`` from ``estimate()``),
+    read without decoding the registers."""
+    if len(sketch) < 5 or sketch[:3] != b"HLL":
+        return HyperLogLog.from_bytes(sketch).estimate()  # raises the format error
+    value = shift = 0
+    for byte in sketch[4:14]:
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value
+        shift += 7
+    return HyperLogLog.from_bytes(sketch).estimate()
+
+
+def _merge_sketches(blobs: list[bytes]) -> bytes | None:
+    if not blobs:
+        return None
+    if len(blobs) == 1:
+        return blobs[0]
+    sketches = [HyperLogLog.from_bytes(b) for b in blobs]
+    return merge_hlls(sketches).to_bytes()
+
+
+def _merge_histograms(blobs: list[bytes]) -> bytes | None:
+    if not blobs:
+        return None
+    if len(blobs) == 1:
+        return blobs[0]
+    sketch = kll_from_bytes(blobs[0])
+    for blob in blobs[1:]:
+        sketch.merge(kll_from_bytes(blob))
     return sketch.serialize()
 
 
@@ -585,6 +619,7 @@ class FileAnalysis:
     bytes_read: int = 0
     stripes_scanned: int = 0
     sketch_metadata_columns: tuple[str, ...] = ()
+    seconds: float = 0.0
 
     def stats(self) -> dict[str, ColumnStats]:
         """This file's statistics per column."""
@@ -630,6 +665,8 @@ class AnalyzeResult:
     files_reused: int
     seconds: float
     missing: dict[str, frozenset[str]] = field(default_factory=dict)
+    want_ndv: bool = True
+    want_histograms: bool = False
 
     @property
     def num_files(self) -> int:
@@ -675,8 +712,9 @@ def analyze_files(
     order, used for files with positional ``_colN`` field names. ``want_ndv`` computes NDV sketches,
     ``want_histograms`` KLL histograms; ``scan=False`` never reads data (footer facts only; what needs data is
     reported in ``result.missing``). ``cache`` keeps per-file results between runs. ``progress(done, total)``
-    is called after each file. ``workers`` processes scan files in parallel (default: one per CPU when several
-    files need reading; 1 = in this process). Raises :class:`HarvestError` naming the file for unreadable or
+    is called after each file. ``workers`` processes scan in parallel (default: one per CPU; 1 = in this process):
+    files are shared out, and when fewer files than workers need reading their columns are split between
+    workers. Raises :class:`HarvestError` naming the file for unreadable or
     corrupt files and InvalidInput for unknown columns or types without statistics.
     """
     started = time.perf_counter()
@@ -709,36 +747,45 @@ def analyze_files(
             progress(done, total)
 
     outcomes: list[_FileOutcome] = []
+    tasks = _split_tasks(todo, _worker_count(workers))
+    expected = {index: 0 for index, *_ in todo}
+    for index, _ in tasks:
+        expected[index] += 1
+    pieces: dict[int, list[_FileOutcome]] = {index: [] for index in expected}
+    haves = {index: have for index, *_, have in todo}
 
-    def analysed(index: int, outcome: _FileOutcome, have: dict[str, ColumnPartial]) -> None:
-        outcomes.append(outcome)
-        analysis = outcome.analysis
-        if have:
-            analysis = replace(analysis, columns={**have, **analysis.columns})
+    def analysed(index: int, outcome: _FileOutcome) -> None:
+        pieces[index].append(outcome)
+        if len(pieces[index]) < expected[index]:
+            return
+        joined = _join_outcomes(pieces.pop(index))
+        outcomes.append(joined)
+        analysis = joined.analysis
+        if haves[index]:
+            analysis = replace(analysis, columns={**haves[index], **analysis.columns})
         finished(index, analysis)
 
-    pool_size = _pool_size(workers, todo)
+    by_index = {item[0]: item for item in todo}
+    calls = [(index, (by_index[index][1], by_index[index][2], by_index[index][3], wanted, options))
+             for index, wanted in tasks]
+    pool_size = min(_worker_count(workers), len(calls))
     if pool_size <= 1:
-        for index, path, size, mtime_ns, wanted, have in todo:
-            analysed(index, _analyze_file(path, size, mtime_ns, wanted, options), have)
+        for index, call in calls:
+            analysed(index, _analyze_file(*call))
     else:
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with ProcessPoolExecutor(max_workers=pool_size, mp_context=context) as pool:
-            futures = {
-                pool.submit(_analyze_file, path, size, mtime_ns, wanted, options): (index, have)
-                for index, path, size, mtime_ns, wanted, have in todo
-            }
+            futures = {pool.submit(_analyze_file, *call): index for index, call in calls}
             pending = set(futures)
             while pending:
                 completed, pending = wait(pending, return_when=FIRST_EXCEPTION)
                 for future in completed:
-                    index, have = futures[future]
                     error = future.exception()
                     if error is not None:
                         for other in pending:
                             other.cancel()
                         raise error
-                    analysed(index, future.result(), have)
+                    analysed(futures[future], future.result())
     analyses = tuple(r for r in results if r is not None)
     if cache is not None and outcomes:
         cache.put_many((o.analysis.path, o.analysis.size, o.analysis.mtime_ns, o.info, o.entries) for o in outcomes)
@@ -755,12 +802,7 @@ def merge_results(results: Iterable[AnalyzeResult]) -> AnalyzeResult:
     for other in parts[1:]:
         if list(other.partials) != names:
             raise InvalidInput(f"cannot merge results for columns {list(other.partials)} into {names}")
-    merged: dict[str, ColumnPartial] = {}
-    for name in names:
-        partial = parts[0].partials[name]
-        for other in parts[1:]:
-            partial = partial.merged(other.partials[name])
-        merged[name] = partial
+    merged = {name: merge_partials([r.partials[name] for r in parts]) for name in names}
     return AnalyzeResult(
         columns={n: p.to_stats() for n, p in merged.items()},
         partials=merged,
@@ -772,7 +814,25 @@ def merge_results(results: Iterable[AnalyzeResult]) -> AnalyzeResult:
         files_reused=sum(r.files_reused for r in parts),
         seconds=sum(r.seconds for r in parts),
         missing={n: m for n in names if (m := frozenset().union(*(r.missing.get(n, frozenset()) for r in parts)))},
+        want_ndv=parts[0].want_ndv,
+        want_histograms=parts[0].want_histograms,
     )
+
+
+def results_by_partition(result: AnalyzeResult, partition_of: Callable[[str], str]) -> dict[str, AnalyzeResult]:
+    """Split one run over the files of many partitions into a result per partition, without reading anything:
+    ``partition_of(path)`` names the partition of each file (e.g. its directory). Merging the parts with
+    :func:`merge_results` gives the table statistics. Partitions keep the order of their first file."""
+    groups: dict[str, list[FileAnalysis]] = {}
+    for analysis in result.files:
+        groups.setdefault(partition_of(analysis.path), []).append(analysis)
+    options = _Options(want_ndv=result.want_ndv, want_histograms=result.want_histograms, scan=True)
+    names = list(result.partials)
+    out = {}
+    for key, files in groups.items():
+        merged = {name: merge_partials([f.columns[name] for f in files]) for name in names}
+        out[key] = _result(tuple(files), merged, options, sum(f.seconds for f in files))
+    return out
 
 
 def basic_stats(
@@ -830,12 +890,63 @@ def _column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: 
     return specs
 
 
-def _pool_size(workers: int | None, todo: list) -> int:
-    if len(todo) < 2:
-        return 1
+def _worker_count(workers: int | None) -> int:
     if workers is None:
         workers = os.cpu_count() or 1
-    return max(1, min(workers, len(todo)))
+    return max(1, workers)
+
+
+# Files smaller than this are not split by columns between workers: each part re-reads the file's tail, and a
+# small file's scan does not outweigh starting a worker.
+SPLIT_MIN_BYTES = 4 << 20
+# Relative cost of scanning a column of each kind (decimals decode varints and scales, strings hash bytes).
+_SCAN_COST = {StatsKind.DECIMAL: 4, StatsKind.STRING: 2, StatsKind.BINARY: 2, StatsKind.TIMESTAMP: 2}
+
+
+def _split_tasks(todo: list, workers: int) -> list[tuple[int, tuple[_ColumnSpec, ...]]]:
+    """(file index, columns) tasks: one per file, or, when fewer files than workers need reading, each file's
+    columns split into groups of similar cost so that every worker has a share (a single changed file still
+    uses every core)."""
+    if not todo or len(todo) >= workers:
+        return [(index, wanted) for index, _, _, _, wanted, _ in todo]
+    per_file = -(-workers // len(todo))
+    tasks = []
+    for index, _, size, _, wanted, _ in todo:
+        groups = min(per_file, len(wanted)) if size >= SPLIT_MIN_BYTES else 1
+        if groups <= 1:
+            tasks.append((index, wanted))
+            continue
+        loads = [0] * groups
+        members: list[list[_ColumnSpec]] = [[] for _ in range(groups)]
+        for spec in sorted(wanted, key=lambda s: -_SCAN_COST.get(hive_kind(s.hive_type), 1)):
+            target = loads.index(min(loads))
+            members[target].append(spec)
+            loads[target] += _SCAN_COST.get(hive_kind(spec.hive_type), 1)
+        tasks.extend((index, tuple(group)) for group in members if group)
+    return tasks
+
+
+def _join_outcomes(parts: list[_FileOutcome]) -> _FileOutcome:
+    """One file's outcome from the outcomes of its column groups."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0].analysis
+    columns: dict[str, ColumnPartial] = {}
+    entries: dict[str, bytes] = {}
+    for part in parts:
+        columns.update(part.analysis.columns)
+        entries.update(part.entries)
+    analyses = [p.analysis for p in parts]
+    analysis = replace(
+        first,
+        columns=columns,
+        source="scan" if any(a.source == "scan" for a in analyses) else first.source,
+        bytes_read=sum(a.bytes_read for a in analyses),
+        stripes_scanned=max(a.stripes_scanned for a in analyses),
+        sketch_metadata_columns=tuple(c for a in analyses for c in a.sketch_metadata_columns),
+        seconds=max(a.seconds for a in analyses),
+    )
+    return _FileOutcome(analysis, parts[0].info, entries)
 
 
 def _stat(path: str) -> tuple[int, int]:
@@ -926,13 +1037,13 @@ def _combine(
 ) -> AnalyzeResult:
     merged: dict[str, ColumnPartial] = {}
     for spec in specs:
-        partial: ColumnPartial | None = None
-        for analysis in analyses:
-            piece = analysis.columns[spec.name]
-            partial = piece if partial is None else partial.merged(piece)
-        if partial is None:
-            partial = _absent_partial(hive_kind(spec.hive_type), 0, options)
-        merged[spec.name] = partial
+        pieces = [analysis.columns[spec.name] for analysis in analyses]
+        merged[spec.name] = merge_partials(pieces) if pieces else _absent_partial(hive_kind(spec.hive_type), 0, options)
+    return _result(analyses, merged, options, time.perf_counter() - started)
+
+
+def _result(analyses: tuple[FileAnalysis, ...], merged: dict[str, ColumnPartial], options: _Options,
+            seconds: float) -> AnalyzeResult:
     read = [a for a in analyses if a.source != "cache"]
     return AnalyzeResult(
         columns={name: p.to_stats() for name, p in merged.items()},
@@ -943,8 +1054,10 @@ def _combine(
         files_read=len(read),
         bytes_read=sum(a.bytes_read for a in read),
         files_reused=len(analyses) - len(read),
-        seconds=time.perf_counter() - started,
+        seconds=seconds,
         missing=_reported_missing(merged, options),
+        want_ndv=options.want_ndv,
+        want_histograms=options.want_histograms,
     )
 
 
@@ -1041,9 +1154,11 @@ def _analyze_file(
     path: str, size: int, mtime_ns: int, wanted: tuple[_ColumnSpec, ...], options: _Options
 ) -> _FileOutcome:
     """Analyse one file for ``wanted`` columns (the others came from the cache)."""
+    started = time.perf_counter()
     with _open(path) as (reader, counter):
         try:
-            return _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options)
+            outcome = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options)
+            return replace(outcome, analysis=replace(outcome.analysis, seconds=time.perf_counter() - started))
         except HarvestError:
             raise
         except OrcError as err:

@@ -17,6 +17,7 @@ from hypothesis import strategies as hs
 from metastore.errors import InvalidInput
 from metastore.orcio.murmur3 import hash64, hash64_array_bytes
 from metastore.orcio.murmur3_packed import hash64_packed
+from metastore.stats import harvest
 from metastore.stats.harvest import ColumnPartial, ColumnSketcher, analyze_files
 from metastore.stats.hll import HyperLogLog
 from metastore.stats.model import StatsKind
@@ -135,3 +136,31 @@ def test_ndv_is_capped_by_the_non_null_values():
     assert partial.ndv() == 2
     empty = ColumnPartial(kind=StatsKind.LONG, rows=5, num_nulls=5, sketch=HyperLogLog(14).to_bytes())
     assert empty.ndv() == 0 and empty.to_stats().num_dvs == 0
+
+
+@pytest.mark.parametrize("count", [0, 1, 100, 3000, 50_000])
+def test_ndv_uses_the_estimate_stored_in_the_sketch_header(count: int):
+    sketch = HyperLogLog(14)
+    sketch.add_hashes(np.random.default_rng(count).integers(-(2**63), 2**63 - 1, count, dtype=np.int64))
+    blob = sketch.to_bytes()
+    partial = ColumnPartial(kind=StatsKind.LONG, rows=10**6, num_nulls=0, sketch=blob)
+    assert partial.ndv() == max(1, HyperLogLog.from_bytes(blob).estimate())
+
+
+def test_a_single_file_split_over_workers_by_columns_gives_the_same_result(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(harvest, "SPLIT_MIN_BYTES", 0)
+    rng = np.random.default_rng(4)
+    n = 50_000
+    table = pa.table({"a": rng.integers(0, 1000, n), "b": [f"s{k}" for k in rng.integers(0, 9999, n)],
+                      "c": pa.array([Decimal(int(k)).scaleb(-2) for k in rng.integers(0, 10**6, n)], pa.decimal128(9, 2)),
+                      "d": rng.random(n)})
+    path = tmp_path / "one.orc"
+    po.write_table(table, path)
+    types = {"a": "bigint", "b": "string", "c": "decimal(9,2)", "d": "double"}
+    split = analyze_files([path], list(types), hive_types=types, workers=2)
+    serial = analyze_files([path], list(types), hive_types=types, workers=1)
+    assert split.columns == serial.columns and list(split.columns) == list(types)
+    assert split.files_read == 1 and split.files[0].source == "scan"
+    # two workers each opened the file for their columns
+    assert split.bytes_read > serial.bytes_read
