@@ -343,7 +343,10 @@ def _read_decimal(node: TypeDescription, n: int, ctx: ReadContext) -> ColumnVect
             if fitted is not None:
                 return DecimalVector(node, n, None, fitted, scale)
     ints, _ = _big_varints(ctx, node, data, n, offset)
-    rescaled = [_rescale(v, s, scale) for v, s in zip(ints, scales.tolist(), strict=True)]
+    if n and (scales == scale).all():
+        rescaled = ints
+    else:
+        rescaled = [_rescale(v, s, scale) for v, s in zip(ints, scales.tolist(), strict=True)]
     if precision <= 18 and all(-(2**63) <= v < 2**63 for v in rescaled):
         return DecimalVector(node, n, None, np.asarray(rescaled, dtype=np.int64), scale)
     return DecimalVector(node, n, None, _object_ints(rescaled), scale)

@@ -96,7 +96,11 @@ def unpack_bits(words: np.ndarray, bit_offsets: np.ndarray, widths: np.ndarray |
 def unzigzag_array(values: np.ndarray) -> np.ndarray:
     """Zigzag-decode uint64 values (result: the uint64 bits of the signed values)."""
     v = values.astype(_U64, copy=False)
-    return (v >> _U64(1)) ^ (_U64(0) - (v & _U64(1)))
+    sign = v & _U64(1)
+    np.negative(sign, out=sign)  # 0 or all ones (uint64 wraps)
+    out = v >> _U64(1)
+    out ^= sign
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ byte RLE
@@ -196,10 +200,9 @@ def decode_big_varints(data: bytes, count: int, pos: int = 0, max_bytes: int = 2
     if int(lengths.max()) > max_bytes:
         raise OrcError(f"decimal varint of {int(lengths.max())} bytes is larger than any 128-bit value")
     short = lengths <= 9
-    out: list[int] = [0] * count
+    out_array = np.zeros(count, dtype=object)
     if short.any():
-        sub_ends = ends[short]
-        # decode the short ones vectorised by gathering their bytes
+        # the short ones (< 2**63) vectorised: gather their bytes, sum the 7-bit groups
         sub_lengths = lengths[short]
         run_of, within = _within(sub_lengths)
         src = starts[short][run_of] + within
@@ -207,9 +210,8 @@ def decode_big_varints(data: bytes, count: int, pos: int = 0, max_bytes: int = 2
         contrib = (buf[src] & 0x7F).astype(_U64) << (within * 7).astype(_U64)
         raw = np.add.reduceat(contrib, packed_starts)
         signed = ((raw >> _U64(1)).astype(np.int64)) ^ -((raw & _U64(1)).astype(np.int64))
-        for i, v in zip(np.flatnonzero(short).tolist(), signed.tolist(), strict=True):
-            out[i] = v
-        del sub_ends
+        out_array[short] = signed.tolist()
+    out: list[int] = out_array.tolist()
     if not short.all():
         raw_bytes = bytes(buf[: int(ends[-1]) + 1])
         for i in np.flatnonzero(~short).tolist():
@@ -361,7 +363,7 @@ def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool, more: b
         # a single kind of run: the runs follow each other, so their concatenation is the output
         return groups[0][0]
     run_count = sum(len(g[1]) for g in groups)
-    if run_count * 32 <= total and not more:
+    if run_count * 128 <= total and not more:
         # few long runs: glue slices together in stream order
         pieces = []
         for k, (_, outs, lens) in enumerate(groups):

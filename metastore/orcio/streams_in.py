@@ -22,8 +22,6 @@ from .proto import orc_proto_pb2 as pb
 STREAM_KIND_NAMES = {v.number: v.name for v in pb.Stream.Kind.DESCRIPTOR.values}
 ENCODING_NAMES = {v.number: v.name for v in pb.ColumnEncoding.Kind.DESCRIPTOR.values}
 INDEX_STREAM_KINDS = frozenset({pb.Stream.ROW_INDEX, pb.Stream.BLOOM_FILTER, pb.Stream.BLOOM_FILTER_UTF8})
-#: ranges closer than this are fetched with one read
-_MERGE_GAP = 256 * 1024
 
 
 class FileSource:
@@ -141,21 +139,28 @@ class StripeStreams:
         return (column, kind) in self.locations
 
     def prefetch(self, columns: set[int], kinds: frozenset[int] | None = None) -> None:
-        """Read the raw bytes of the streams of ``columns`` (only ``kinds`` if given) with few large reads."""
+        """Read the raw bytes of the streams of ``columns`` (only ``kinds`` if given), nothing else.
+
+        Back-to-back streams are fetched with one read; streams are never merged across a gap, so a projection
+        never reads the bytes of columns it did not ask for.
+        """
         wanted = sorted(
             (loc for key, loc in self.locations.items()
              if key[0] in columns and (kinds is None or key[1] in kinds) and key not in self._raw and loc.length),
             key=lambda loc: loc.offset,
         )
         group: list[StreamLocation] = []
-        for loc in wanted + [None]:  # type: ignore[list-item]
-            if group and (loc is None or loc.offset - (group[-1].offset + group[-1].length) > _MERGE_GAP):
-                start = group[0].offset
-                stop = max(g.offset + g.length for g in group)
-                blob = self.source.read(start, stop - start, f"stripe {self.stripe_index} streams")
-                view = memoryview(blob)
-                for g in group:
-                    self._raw[(g.column, g.kind)] = bytes(view[g.offset - start : g.offset - start + g.length])
+        for loc in [*wanted, None]:
+            if group and (loc is None or loc.offset != group[-1].offset + group[-1].length):
+                if len(group) == 1:
+                    g = group[0]
+                    self._raw[(g.column, g.kind)] = self.source.read(g.offset, g.length, f"stream {g.kind_name}")
+                else:
+                    start = group[0].offset
+                    blob = self.source.read(start, group[-1].offset + group[-1].length - start,
+                                            f"stripe {self.stripe_index} streams")
+                    for g in group:
+                        self._raw[(g.column, g.kind)] = blob[g.offset - start : g.offset - start + g.length]
                 group = []
             if loc is not None:
                 group.append(loc)

@@ -181,11 +181,19 @@ class BytesVector(ColumnVector):
 
     def raw_values(self) -> list[bytes]:
         """Every slot as bytes (b'' for nulls)."""
-        data = self.data
+        data = self.data if isinstance(self.data, bytes) else bytes(self.data)
         offs = self.offsets.tolist()
         return [data[a:b] for a, b in zip(offs[:-1], offs[1:], strict=True)]
 
     def _py_values(self) -> list:
+        if self.is_text and self.length:
+            start, stop = int(self.offsets[0]), int(self.offsets[-1])
+            window = self.data[start:stop]
+            if window.isascii():
+                # one decode for the whole buffer; byte offsets are character offsets in ASCII
+                text = bytes(window).decode("ascii")
+                offs = (self.offsets - start).tolist()
+                return [text[a:b] for a, b in zip(offs[:-1], offs[1:], strict=True)]
         raw = self.raw_values()
         if self.is_text:
             return [b.decode("utf-8", "surrogateescape") for b in raw]

@@ -252,3 +252,39 @@ def test_hybrid_calendar_conversion() -> None:
     # Julian 1582-10-04 is the day before Gregorian 1582-10-15 in the hybrid calendar
     converted = hybrid_to_proleptic_days(np.array([-141428, -141427, 0]))
     assert converted.tolist() == [dt.date(1582, 10, 4).toordinal() - 719163, -141427, 0]
+
+
+def test_projection_reads_only_the_selected_streams(orc_examples: Path) -> None:
+    import io
+
+    class RecordingFile(io.BytesIO):
+        def __init__(self, data: bytes) -> None:
+            super().__init__(data)
+            self.ranges: list[tuple[int, int]] = []
+
+        def read(self, size: int = -1) -> bytes:
+            start = self.tell()
+            out = super().read(size)
+            self.ranges.append((start, start + len(out)))
+            return out
+
+    data = (orc_examples / "TestOrcFile.testSeek.orc").read_bytes()
+    f = RecordingFile(data)
+    reader = OrcReader(f)
+    int_id = reader.schema.find("int1").id
+    footer = reader.stripe_footer(0)
+    f.ranges.clear()
+    reader.read(["int1"], stripe=0)
+    start = reader.stripes[0].offset
+    locations = {}
+    for s in footer.streams:
+        locations[(s.column, s.kind)] = (start, start + s.length)
+        start += s.length
+    read_bytes = set()
+    for a, b in f.ranges:
+        read_bytes.update(range(a, b))
+    for (column, kind), (a, b) in locations.items():
+        touched = any(x in read_bytes for x in range(a, b))
+        wanted = column in (0, int_id) and kind in (0, 1, 2, 3, 5)
+        if b > a:
+            assert touched == wanted, (column, kind)
