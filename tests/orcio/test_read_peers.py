@@ -186,6 +186,13 @@ def test_pyorc_files(run_pyorc, compression: str, dictionary: bool) -> None:
             assert all(v is None for v in ours.values())
             continue
         assert ours == _written(dict(zip(names, theirs, strict=True)), pyorc_unions[k]), k
+    # every row group (unions, lists of maps, nested structs, dictionaries) seeks to the same rows; the union
+    # column of a compressed pyorc file is internally inconsistent (see above), so it is left out there
+    columns = None if compression == "NONE" else [n for n in names if n != "u"]
+    for s in range(len(reader.stripes)):
+        stripe = reader.read_stripe(s, columns).to_pylist()
+        for g in range(reader.row_group_count(s)):
+            assert reader.read_row_group(s, g, columns).to_pylist() == stripe[g * 1000 : (g + 1) * 1000], (s, g)
     # bloom filters of the C++ writer are usable and contain the values
     filters = reader.bloom_filters(0, "str")
     assert filters is not None and filters[0].test_string("str1")
