@@ -37,7 +37,14 @@ Conventions (what the numbers mean):
 
 Files are matched to table columns by name (exact, then case-insensitive); files whose top-level fields are all
 named ``_colN`` (Hive before HIVE-4243, ``orc.force.positional.evolution``) are matched by position in the
-table's column order. A column a file lacks reads as all NULL (Hive's schema evolution).
+table's column order. A column a file lacks reads as all NULL (Hive's schema evolution). Integer files may back
+bigint/double/decimal columns (Hive's widening); other mismatches are a :class:`HarvestError`. Hive ACID files
+and timestamps of files without a writer time zone (read as UTC) are the known limits.
+
+API: :func:`analyze_files` → :class:`AnalyzeResult` (``columns``: Hive statistics per column; ``partials``: the
+mergeable form; ``files``: one :class:`FileAnalysis` each); :func:`results_by_partition` splits one run over many
+partitions' files into per-partition results and :func:`merge_results` merges results (partitions → table);
+:func:`basic_stats` → :class:`BasicStats` for ``ANALYZE ... COMPUTE STATISTICS [NOSCAN]``.
 """
 
 from __future__ import annotations
