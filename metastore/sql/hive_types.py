@@ -141,7 +141,7 @@ class _TypeStringParser:
     def number(self) -> int:
         self.skip_space()
         start = self.i
-        while self.i < len(self.text) and self.text[self.i].isdigit():
+        while self.i < len(self.text) and self.text[self.i] in "0123456789":
             self.i += 1
         if start == self.i:
             raise self.fail("expected a number")

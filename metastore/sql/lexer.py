@@ -48,14 +48,15 @@ class Token:
 
 SYMBOLS = frozenset("(),;.=<>:*-+")
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_INTEGER_WORD = re.compile(r"(\d+(?:[eE]\d+)?)(BD|[LSYD])?", re.IGNORECASE)
+_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_INTEGER_WORD = re.compile(r"(\d+(?:[eE]\d+)?)(BD|[LSYD])?", re.IGNORECASE | re.ASCII)
 _SINGLE_ESCAPES = {
     "0": "\0", "'": "'", '"': '"', "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "\\": "\\",
     # Hive keeps the backslash before % and _ (they stay escaped for LIKE patterns, as MySQL does).
     "%": "\\%", "_": "\\_",
 }
 _HEX = frozenset("0123456789abcdefABCDEF")
+_DIGITS = frozenset("0123456789")
 
 
 class LineMap:
@@ -154,12 +155,12 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token(TokenKind.QUOTED, text[start:j], name, lines.position(start), j))
             i = j
             continue
-        if c in _WORD_CHARS and not (c.isdigit() and _continues_number(text, i)):
+        if c in _WORD_CHARS and not (c in _DIGITS and _continues_number(text, i)):
             j = i
             while j < n and text[j] in _WORD_CHARS:
                 j += 1
             word = text[i:j]
-            m = _INTEGER_WORD.fullmatch(word) if c.isdigit() else None
+            m = _INTEGER_WORD.fullmatch(word) if c in _DIGITS else None
             if m:
                 suffix = (m.group(2) or "").upper()
                 tokens.append(Token(TokenKind.NUMBER, word, m.group(1), lines.position(start), j, suffix))
@@ -168,7 +169,7 @@ def tokenize(text: str) -> list[Token]:
                 tokens.append(Token(TokenKind.WORD, word, word, lines.position(start), j))
             i = j
             continue
-        if c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
+        if c in _DIGITS or (c == "." and i + 1 < n and text[i + 1] in _DIGITS):
             m = _NUMBER.match(text, i)
             assert m is not None
             j = m.end()

@@ -100,7 +100,9 @@ def test_type_strings(text: str, canonical: str) -> None:
     assert str(parse_hive_type(text)) == canonical
 
 
-@pytest.mark.parametrize("text", ["varchar", "decimal(0)", "char(300)", "int(3)", "struct<>", "unknown", "map<int>"])
+@pytest.mark.parametrize(
+    "text", ["varchar", "decimal(0)", "char(300)", "int(3)", "struct<>", "unknown", "map<int>", "decimal(²)"]
+)
 def test_bad_type_strings(text: str) -> None:
     with pytest.raises(HiveTypeError):
         parse_hive_type(text)
