@@ -137,15 +137,20 @@ def _fail(path: str, message: str, index: int | None = None) -> ColumnValueError
     return ColumnValueError(path, message, index)
 
 
-def _split_nulls(data: Any, path: str) -> tuple[np.ndarray | None, Any, int]:
-    """(present mask or None, the non-null values, row count) of a column given by the user."""
+def _kinds_of(values: Any, kinds: set[type] | None) -> set[type]:
+    """The element types of a value list (given when _split_nulls already looked)."""
+    return kinds if kinds is not None else set(map(type, values))
+
+
+def _split_nulls(data: Any, path: str) -> tuple[np.ndarray | None, Any, int, set[type] | None]:
+    """(present mask or None, the non-null values, row count, their element types when a list) of a column."""
     if isinstance(data, TimestampValues):
         seconds = np.asarray(data.seconds, dtype=np.int64)
         nanos = np.asarray(data.nanos, dtype=np.int64)
         if data.present is None or np.all(data.present):
-            return None, TimestampValues(seconds, nanos), len(seconds)
+            return None, TimestampValues(seconds, nanos), len(seconds), None
         present = np.asarray(data.present, dtype=bool)
-        return present, TimestampValues(seconds[present], nanos[present]), len(seconds)
+        return present, TimestampValues(seconds[present], nanos[present]), len(seconds), None
     if isinstance(data, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(data)
         raw = np.asarray(data.data)
@@ -154,8 +159,8 @@ def _split_nulls(data: Any, path: str) -> tuple[np.ndarray | None, Any, int]:
             not_none = map(operator.is_not, raw_list, itertools.repeat(None))
             present = ~mask & np.fromiter(not_none, dtype=bool, count=len(raw_list))
             values = [v for v, p in zip(raw_list, present.tolist(), strict=True) if p]
-            return (None if present.all() else present), values, len(raw_list)
-        return (None if not mask.any() else ~mask), raw[~mask], len(raw)
+            return (None if present.all() else present), values, len(raw_list), None
+        return (None if not mask.any() else ~mask), raw[~mask], len(raw), None
     if isinstance(data, np.ndarray):
         if data.ndim != 1:
             raise _fail(path, f"expected a 1-dimensional array, got shape {data.shape}")
@@ -163,17 +168,19 @@ def _split_nulls(data: Any, path: str) -> tuple[np.ndarray | None, Any, int]:
             data = data.tolist()
         elif np.issubdtype(data.dtype, np.datetime64):
             nat = np.isnat(data)
-            return (None if not nat.any() else ~nat), data[~nat], len(data)
+            return (None if not nat.any() else ~nat), data[~nat], len(data), None
         else:
-            return None, data, len(data)
+            return None, data, len(data), None
     if isinstance(data, (str, bytes)) or not isinstance(data, Sequence) and not hasattr(data, "__iter__"):
         raise _fail(path, f"expected a sequence of values, got {type(data).__name__}")
     items = data if isinstance(data, list) else list(data)
-    if type(None) not in set(map(type, items)):
-        return None, items, len(items)
+    kinds = set(map(type, items))
+    if type(None) not in kinds:
+        return None, items, len(items), kinds
     # identity tests only: == against None is slow for some types (Decimal goes through abc checks)
     present = np.fromiter(map(operator.is_not, items, itertools.repeat(None)), dtype=bool, count=len(items))
-    return present, [v for v in items if v is not None], len(items)
+    values = [v for v in items if v is not None]
+    return present, values, len(items), kinds - {type(None)}
 
 
 def _first_bad(values: list, predicate) -> int:
@@ -242,7 +249,7 @@ def _floats(values: Any, category: Category, path: str) -> np.ndarray:
     return np.array(values, dtype=np.float64).astype(dtype)
 
 
-def _utf8(values: Any, category: Category, path: str) -> Utf8Values:
+def _utf8(values: Any, category: Category, path: str, kinds: set[type] | None = None) -> Utf8Values:
     if isinstance(values, np.ndarray):
         values = values.tolist()
     if category == Category.BINARY:
@@ -252,13 +259,17 @@ def _utf8(values: Any, category: Category, path: str) -> Utf8Values:
         items = [bytes(v) if not isinstance(v, bytes) else v for v in values]
         lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
         return Utf8Values(np.frombuffer(b"".join(items), dtype=np.uint8), lengths)
-    if set(map(type, values)) <= {str}:
+    if _kinds_of(values, kinds) <= {str}:
         codes, code_values = _dictionary_codes(values)
-        joined = "".join(values)
-        encoded = joined.encode("utf-8", "surrogatepass")
-        if len(encoded) == len(joined):  # all ASCII: byte lengths are the character counts
-            lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-            return Utf8Values(np.frombuffer(encoded, dtype=np.uint8), lengths, codes, code_values)
+        joined = "\x00".join(values)
+        if len(values) and joined.count("\x00") == len(values) - 1:
+            # no NUL inside any value: the separators give every value's byte length after one encode
+            buf = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+            separators = np.flatnonzero(buf == 0)
+            bounds = np.concatenate([[-1], separators, [len(buf)]])
+            lengths = np.diff(bounds) - 1
+            data = np.delete(buf, separators) if len(separators) else buf.copy()
+            return Utf8Values(data, lengths, codes, code_values)
         items = [v.encode("utf-8", "surrogatepass") for v in values]
         lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
         return Utf8Values(np.frombuffer(b"".join(items), dtype=np.uint8), lengths, codes, code_values)
@@ -377,10 +388,10 @@ def _decimal_value(v: Any, scale: int, limit: int, path: str, index: int) -> int
     return unscaled
 
 
-def _fast_unscaled(items: list, scale: int) -> list[int] | None:
+def _fast_unscaled(items: list, scale: int, kinds: set[type] | None = None) -> list[int] | None:
     """Unscaled values of a list of Decimals through the C decimal context (no Python loop), or None when
     some value is not a finite Decimal (the slow path then names it)."""
-    if set(map(type, items)) - {Decimal}:
+    if _kinds_of(items, kinds) - {Decimal}:
         return None
     try:
         scaled = map(_ROUNDING.scaleb, items, itertools.repeat(scale))
@@ -389,7 +400,7 @@ def _fast_unscaled(items: list, scale: int) -> list[int] | None:
         return None
 
 
-def _decimals(values: Any, column: TypeDescription, path: str) -> np.ndarray:
+def _decimals(values: Any, column: TypeDescription, path: str, kinds: set[type] | None = None) -> np.ndarray:
     precision = column.precision or 38
     scale = column.scale or 0
     limit = 10**precision
@@ -402,7 +413,7 @@ def _decimals(values: Any, column: TypeDescription, path: str) -> np.ndarray:
         unscaled_list = [int(v) * 10**scale for v in values.tolist()]
     else:
         items = values.tolist() if isinstance(values, np.ndarray) else values
-        fast = _fast_unscaled(items, scale)
+        fast = _fast_unscaled(items, scale, kinds if items is values else None)
         if fast is None:
             fast = [_decimal_value(v, scale, limit, path, i) for i, v in enumerate(items)]
         unscaled_list = fast
@@ -488,9 +499,9 @@ def _timestamps(values: Any, instant: bool, path: str) -> TimestampValues:
 
 def shred(column: TypeDescription, data: Any, path: str = "") -> ColumnData:
     """Convert one column's values (any accepted form) into :class:`ColumnData`, recursing into children."""
-    present, values, rows = _split_nulls(data, path)
+    present, values, rows, kinds = _split_nulls(data, path)
     try:
-        return _shred_values(column, present, values, rows, path)
+        return _shred_values(column, present, values, rows, path, kinds)
     except ColumnValueError as exc:
         if exc.path != path or exc.row is None or present is None:
             raise
@@ -498,7 +509,7 @@ def shred(column: TypeDescription, data: Any, path: str = "") -> ColumnData:
         raise ColumnValueError(path, exc.problem, int(np.flatnonzero(present)[exc.row])) from None
 
 
-def _shred_values(column: TypeDescription, present, values, rows: int, path: str) -> ColumnData:
+def _shred_values(column: TypeDescription, present, values, rows: int, path: str, kinds: set[type] | None) -> ColumnData:
     c = column.category
     n = len(values)
     if c == Category.BOOLEAN:
@@ -511,14 +522,14 @@ def _shred_values(column: TypeDescription, present, values, rows: int, path: str
         arr = _floats(values, c, path)
         return ColumnData(column, rows, present, arr, raw_bytes=arr.itemsize * n)
     if c in (Category.STRING, Category.CHAR, Category.VARCHAR, Category.BINARY):
-        strings = _utf8(values, c, path)
+        strings = _utf8(values, c, path, kinds)
         if c == Category.CHAR:
             strings = fit_char(strings, column.max_length or 1, pad=True)
         elif c == Category.VARCHAR:
             strings = fit_char(strings, column.max_length or 1, pad=False)
         return ColumnData(column, rows, present, strings, raw_bytes=len(strings.data) + 2 * n)
     if c == Category.DECIMAL:
-        arr = _decimals(values, column, path)
+        arr = _decimals(values, column, path, kinds)
         return ColumnData(column, rows, present, arr, raw_bytes=(8 if arr.dtype != object else 17) * n)
     if c == Category.DATE:
         arr = _dates(values, path)
