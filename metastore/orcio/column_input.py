@@ -268,7 +268,7 @@ def _utf8(values: Any, category: Category, path: str, kinds: set[type] | None = 
             separators = np.flatnonzero(buf == 0)
             bounds = np.concatenate([[-1], separators, [len(buf)]])
             lengths = np.diff(bounds) - 1
-            data = np.delete(buf, separators) if len(separators) else buf.copy()
+            data = buf[buf != 0] if len(separators) else buf.copy()  # every 0 byte is a separator
             return Utf8Values(data, lengths, codes, code_values)
         items = [v.encode("utf-8", "surrogatepass") for v in values]
         lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))

@@ -175,10 +175,9 @@ _BYTE_MASKS = np.array([[0xFF if i < k else 0 for i in range(8)] for k in range(
 def _word_keys(values: Utf8Values, offsets: np.ndarray, rows: np.ndarray, word: int) -> np.ndarray:
     """Bytes ``8*word .. 8*word+7`` of each chosen value as a big-endian uint64 (zero-padded)."""
     padded = np.concatenate([values.data, np.zeros(8, dtype=np.uint8)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, 8)
     starts = np.minimum(offsets[rows] + word * 8, len(values.data))
     take = np.clip(values.lengths[rows] - word * 8, 0, 8)
-    chunk = windows[starts] & _BYTE_MASKS[take]
+    chunk = padded[starts[:, None] + np.arange(8)] & _BYTE_MASKS[take]
     return chunk.view(">u8").ravel().astype(np.uint64)
 
 
