@@ -1,4 +1,4 @@
-"""The `metastore` command: serve, db, orc."""
+"""The `metastore` command: serve, db, sql, orc."""
 
 from __future__ import annotations
 
@@ -80,9 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     _add_serve(sub)
+    from metastore.sql.cli import add_sql_commands
     from metastore.store.cli import add_db_commands
 
     add_db_commands(sub)
+    add_sql_commands(sub)
     return parser
 
 
