@@ -253,3 +253,21 @@ def test_batch_shape_errors(tmp_path) -> None:
         writer.write_batch({"a": [1], "b": [2]})
     with pytest.raises(OrcError, match="closed"):
         writer.write_batch({"a": [1], "b": [2]})
+
+
+def test_write_rows_takes_dicts_and_tuples(tmp_path) -> None:
+    path = tmp_path / "rows.orc"
+    schema = "struct<a:int,b:struct<x:string,y:array<double>>,c:map<string,int>>"
+    with OrcWriter(path, schema, {"orc.compress": "LZ4"}) as writer:
+        writer.write_rows([
+            {"a": 1, "b": {"x": "p", "y": [1.5]}, "c": {"k": 1}},
+            (2, ("q", []), [("k", 2), ("j", None)]),
+            {"a": None, "b": None},
+        ])
+        with pytest.raises(OrcError, match="row 3 has fields"):
+            writer.write_rows([{"a": 1, "zz": 2}])
+    assert OrcReader(path).read().to_pylist() == [
+        {"a": 1, "b": {"x": "p", "y": [1.5]}, "c": {"k": 1}},
+        {"a": 2, "b": {"x": "q", "y": []}, "c": {"k": 2, "j": None}},
+        {"a": None, "b": None, "c": None},
+    ]
