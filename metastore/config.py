@@ -44,6 +44,11 @@ class Settings:
     fetch_bitvector: bool = False
     fetch_kll: bool = False
     log_level: str = "INFO"
+    # PostgreSQL: statistics writes commit without waiting for the WAL flush (synchronous_commit off for those
+    # transactions only). A PostgreSQL crash may then lose the last fraction of a second of acknowledged
+    # statistics (never corrupt anything; ANALYZE recomputes them); catalog changes stay synchronous.
+    # METASTORE_STATS_SYNCHRONOUS_COMMIT=true waits for the flush on statistics writes too.
+    stats_synchronous_commit: bool = False
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:

@@ -39,7 +39,10 @@ class Metastore:
         return cls(
             store=store,
             catalog=CatalogService(store, settings.warehouse),
-            stats=StatisticsService(store, fetch_bitvector=settings.fetch_bitvector, fetch_kll=settings.fetch_kll),
+            stats=StatisticsService(
+                store, fetch_bitvector=settings.fetch_bitvector, fetch_kll=settings.fetch_kll,
+                synchronous_commit=settings.stats_synchronous_commit,
+            ),
         )
 
     def close(self) -> None:

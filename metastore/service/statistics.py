@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import sqlalchemy as sa
 
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE
-from metastore.errors import InvalidInput, InvalidObject, NoSuchObject
+from metastore.errors import InvalidInput, InvalidObject, MetastoreError, NoSuchObject
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.stats.aggregate import aggregate_partition_stats
 from metastore.stats.merge import merge_stats
@@ -25,7 +25,7 @@ from metastore.stats.sql_rows import entry_to_row
 from metastore.stats.validate import normalize_entry
 from metastore.store import Store, UnitOfWork
 from metastore.store import stats_direct as direct
-from metastore.store.parameters import PARTITION_PARAMETERS, TABLE_PARAMETERS
+from metastore.store.parameters import PARTITION_PARAMETERS
 from metastore.store.refs import catalog_prefix
 from metastore.store.stats_accurate import COLUMN_STATS_ACCURATE, with_columns_accurate
 from metastore.store.stats_direct import TableTarget
@@ -89,7 +89,9 @@ def _missing_table(catalog: str, db_name: str, table_name: str) -> NoSuchObject:
     return NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
 
 
-def _target(conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, lock: bool = False) -> TableTarget:
+def _target(
+    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, lock: str | None = None
+) -> TableTarget:
     target = direct.table_target(conn, catalog, db_name, table_name, lock=lock)
     if target is None:
         raise _missing_table(catalog, db_name, table_name)
@@ -100,11 +102,14 @@ class StatisticsService:
     """Table and partition column statistics over the store."""
 
     def __init__(
-        self, store: Store, *, fetch_bitvector: bool = False, fetch_kll: bool = False, aggregate_in_sql: bool = True
+        self, store: Store, *, fetch_bitvector: bool = False, fetch_kll: bool = False, aggregate_in_sql: bool = True,
+        synchronous_commit: bool = True,
     ) -> None:
         self.store = store
         self.fetch_bitvector = fetch_bitvector
         self.fetch_kll = fetch_kll
+        # False: on PostgreSQL, statistics writes do not wait for the WAL flush (Settings.stats_synchronous_commit).
+        self.synchronous_commit = synchronous_commit
         # get_aggr_stats_for sums columns up in SQL where the rules allow (see aggregate); off, every column
         # goes through the Python aggregator (the two must agree: tests compare them).
         self.aggregate_in_sql = aggregate_in_sql
@@ -133,21 +138,28 @@ class StatisticsService:
             return
         with self.store.transaction() as uow:
             conn = uow.connection
-            for tw in self._validated(conn, writes).values():
+            if not self.synchronous_commit and conn.dialect.name == "postgresql":
+                conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
+            for tw in self._validated(conn, writes, merge).values():
                 if tw.table_entries:
                     self._write_table(conn, tw, merge, engine)
                 if tw.partition_entries:
                     self._write_partitions(conn, tw, merge, engine)
 
-    def _validated(self, conn: sa.Connection, writes: Sequence[StatsWrite]) -> dict[tuple[str, str, str], _TableWrites]:
+    def _validated(
+        self, conn: sa.Connection, writes: Sequence[StatsWrite], merge: bool
+    ) -> dict[tuple[str, str, str], _TableWrites]:
         keys = sorted({(w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower()) for w in writes})
-        table_level = {
+        merged_tables = {
             (w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower())
             for w in writes
-            if w.partition_name is None
+            if w.partition_name is None and merge
         }
-        # Tables are looked up (and locked for table-level writes) in name order: no deadlock between requests.
-        grouped = {k: _TableWrites(_target(conn, *k, lock=k in table_level), k[0]) for k in keys}
+        # Tables are looked up and locked in name order: no deadlock between requests. A merge of table-level
+        # statistics reads, merges and writes them: exclusive; other writes only keep alter/drop away.
+        grouped = {
+            k: _TableWrites(_target(conn, *k, lock="update" if k in merged_tables else "share"), k[0]) for k in keys
+        }
         for w in writes:
             tw = grouped[(w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower())]
             target = tw.target
@@ -186,9 +198,7 @@ class StatisticsService:
             row["TBL_ID"] = target.tbl_id
             rows.append(row)
         direct.upsert_table_rows(conn, rows)
-        accurate = with_columns_accurate(target.stats_accurate, [r["COLUMN_NAME"] for r in rows])
-        if accurate != target.stats_accurate:
-            TABLE_PARAMETERS.set_values(conn, COLUMN_STATS_ACCURATE, {target.tbl_id: accurate})
+        _mark_accurate(conn, "TABLE_PARAMS", target.tbl_id, target.stats_accurate, [r["COLUMN_NAME"] for r in rows])
 
     def _write_partitions(self, conn: sa.Connection, tw: _TableWrites, merge: bool, engine: str) -> None:
         target = tw.target
@@ -225,6 +235,7 @@ class StatisticsService:
                 row = entry_to_row(e, engine=engine, last_analyzed=now if when is None else when)
                 row["PART_ID"] = part.part_id
                 rows.append(row)
+            # The partitions are locked: their parameters can be rewritten without compare-and-set.
             value = with_columns_accurate(part.stats_accurate, [e.column.lower() for e in entries])
             if value != part.stats_accurate:
                 accurate[part.part_id] = value
@@ -444,6 +455,19 @@ class StatisticsService:
                     f"partition(s) {', '.join(names)}"
                 )
             return deleted
+
+
+def _mark_accurate(conn: sa.Connection, table: str, owner_id: int, current: str | None, columns: list[str]) -> None:
+    """Add `columns` to the owner's COLUMN_STATS_ACCURATE unless they are in it already (the usual case of
+    statistics written again): compare-and-set, so writers of different columns need no lock on the owner."""
+    for _ in range(100):
+        value = with_columns_accurate(current, columns)
+        if value == current:
+            return
+        if direct.replace_parameter(conn, table, owner_id, COLUMN_STATS_ACCURATE, current, value):
+            return
+        current = direct.read_parameter(conn, table, owner_id, COLUMN_STATS_ACCURATE)
+    raise MetastoreError(f"COLUMN_STATS_ACCURATE of {table} row {owner_id} keeps changing under concurrent writers; try again")
 
 
 def _now() -> int:

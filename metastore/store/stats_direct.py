@@ -120,7 +120,18 @@ def _param(key: str) -> str:
     return f'(SELECT p."PARAM_VALUE" FROM "TABLE_PARAMS" p WHERE p."TBL_ID" = t."TBL_ID" AND p."PARAM_KEY" = \'{key}\')'
 
 
-def _table_target_sql(dialect: str, lock: bool) -> sa.TextClause:
+# Row locks table_target may take on the table (PostgreSQL; SQLite write transactions are serialised anyway).
+LOCK_CLAUSES = {
+    None: "",
+    # Blocks only FOR UPDATE: concurrent statistics writers proceed together, while alter/drop of the
+    # table (which lock it FOR UPDATE) wait for them, so no statistics of a dropped column slip in.
+    "share": " FOR KEY SHARE OF t",
+    # Exclusive: read-merge-write of the table's statistics.
+    "update": " FOR UPDATE OF t",
+}
+
+
+def _table_target_sql(dialect: str, lock: str | None) -> sa.TextClause:
     if dialect == "postgresql":
         cols = (
             'SELECT json_agg(json_build_array(c."COLUMN_NAME", c."TYPE_NAME", c."COMMENT", c."INTEGER_IDX")) '
@@ -143,8 +154,8 @@ def _table_target_sql(dialect: str, lock: bool) -> sa.TextClause:
         f'SELECT t."TBL_ID", d."NAME", t."TBL_NAME", {_param("numRows")}, {_param(COLUMN_STATS_ACCURATE)}, '
         f"({cols}), ({keys}) {_TABLE_BY_NAME}"
     )
-    if lock and dialect == "postgresql":
-        sql += " FOR UPDATE OF t"
+    if dialect == "postgresql":
+        sql += LOCK_CLAUSES[lock]
     return sa.text(sql)
 
 
@@ -155,11 +166,13 @@ def _json(value: Any) -> list:
 
 
 def table_target(
-    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, lock: bool = False
+    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, lock: str | None = None
 ) -> TableTarget | None:
     """The table `db_name.table_name` with its columns and statistics-related parameters, or None if it (or
-    its database) does not exist. lock holds the table's row until the transaction ends (PostgreSQL; SQLite
-    write transactions are serialised anyway), so read-merge-write sequences on it do not interleave."""
+    its database) does not exist. lock ("share" or "update", see LOCK_CLAUSES) holds the table's row until
+    the transaction ends."""
+    if lock not in LOCK_CLAUSES:
+        raise ValueError(f"lock must be one of {sorted(k for k in LOCK_CLAUSES if k)} or None, got {lock!r}")
     stmts = _statements(conn)
     stmt = stmts.get(("table_target", lock), lambda: _table_target_sql(stmts.dialect, lock))
     row = conn.execute(
@@ -467,6 +480,48 @@ def partition_targets(
     stmt = stmts.get(("partition_targets", lock), build)
     rows = conn.execute(stmt, {"tbl_id": tbl_id, "names": bind_list(names, conn.dialect.name)})
     return {name: PartitionTarget(part_id, name, accurate) for part_id, name, accurate in rows}
+
+
+_PARAMETER_TABLES = {"TABLE_PARAMS": "TBL_ID", "PARTITION_PARAMS": "PART_ID"}
+
+
+def replace_parameter(
+    conn: sa.Connection, table: str, owner_id: int, key: str, expected: str | None, value: str
+) -> bool:
+    """Set parameter `key` of one table or partition (table "TABLE_PARAMS" or "PARTITION_PARAMS") to `value`
+    if it still is `expected` (None: absent); True when it did. A compare-and-set: concurrent writers of the
+    same parameter need no lock on its owner, the loser re-reads and tries again."""
+    owner = _PARAMETER_TABLES[table]
+    stmts = _statements(conn)
+
+    def build_update() -> sa.TextClause:
+        return sa.text(
+            f'UPDATE "{table}" SET "PARAM_VALUE" = :value WHERE "{owner}" = :owner AND "PARAM_KEY" = :key '
+            'AND "PARAM_VALUE" = :expected'
+        )
+
+    def build_insert() -> sa.TextClause:
+        return sa.text(
+            f'INSERT INTO "{table}" ("{owner}", "PARAM_KEY", "PARAM_VALUE") VALUES (:owner, :key, :value) '
+            f'ON CONFLICT ("{owner}", "PARAM_KEY") DO NOTHING'
+        )
+
+    params = {"owner": owner_id, "key": key, "value": value, "expected": expected}
+    if expected is None:
+        del params["expected"]
+        return conn.execute(stmts.get(("param_insert", table), build_insert), params).rowcount == 1
+    return conn.execute(stmts.get(("param_update", table), build_update), params).rowcount == 1
+
+
+def read_parameter(conn: sa.Connection, table: str, owner_id: int, key: str) -> str | None:
+    """The current value of one parameter of a table or partition (None when absent)."""
+    owner = _PARAMETER_TABLES[table]
+    stmts = _statements(conn)
+    stmt = stmts.get(
+        ("param_read", table),
+        lambda: sa.text(f'SELECT "PARAM_VALUE" FROM "{table}" WHERE "{owner}" = :owner AND "PARAM_KEY" = :key'),
+    )
+    return conn.execute(stmt, {"owner": owner_id, "key": key}).scalar()
 
 
 def _upsert_statement(conn: sa.Connection, table: sa.Table, owner: str) -> Any:
