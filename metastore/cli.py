@@ -80,11 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     _add_serve(sub)
+    from metastore.orc_tools import add_orc_commands
     from metastore.sql.cli import add_sql_commands
     from metastore.store.cli import add_db_commands
 
     add_db_commands(sub)
     add_sql_commands(sub)
+    add_orc_commands(sub)
     return parser
 
 
