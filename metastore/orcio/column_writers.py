@@ -142,43 +142,41 @@ def _byte_positions(offsets: np.ndarray) -> np.ndarray:
     return np.asarray(offsets, dtype=np.int64).reshape(-1, 1)
 
 
-def extreme_value(values: Utf8Values, offsets: np.ndarray, candidates: np.ndarray, want_max: bool) -> int:
-    """Index (into ``values``) of the byte-wise smallest or largest of ``candidates``, narrowing 8 bytes at a time."""
-    data = values.data
-    lengths = values.lengths
-    word = 0
-    while len(candidates) > 1:
-        cand_len = lengths[candidates]
-        if (cand_len <= word * 8).all():
-            break
-        start = offsets[candidates] + word * 8
-        take = np.clip(cand_len - word * 8, 0, 8)
-        idx = start[:, None] + np.arange(8)[None, :]
-        valid = np.arange(8)[None, :] < take[:, None]
-        chunk = np.where(valid, data[np.minimum(idx, max(len(data) - 1, 0))], 0).astype(np.uint64)
-        key = np.zeros(len(candidates), dtype=np.uint64)
-        for b in range(8):
-            key = (key << np.uint64(8)) | chunk[:, b]
-        target = key.max() if want_max else key.min()
-        candidates = candidates[key == target]
-        word += 1
-    if len(candidates) > 1:
-        # equal as zero-padded words: a longer value has trailing NULs, and is the larger one
-        cand_len = lengths[candidates]
-        candidates = candidates[cand_len == (cand_len.max() if want_max else cand_len.min())]
-    return int(candidates[0])
+# the top k bytes of a big-endian word, k = 0..8
+_TOP_BYTES = np.array([0] + [((1 << (8 * k)) - 1) << (64 - 8 * k) for k in range(1, 9)], dtype=np.uint64)
 
 
-_BYTE_MASKS = np.array([[0xFF if i < k else 0 for i in range(8)] for k in range(9)], dtype=np.uint8)
+class _ByteKeys:
+    """8-byte big-endian slices of variable-length values, for comparing them a word at a time."""
 
+    def __init__(self, values: Utf8Values, offsets: np.ndarray) -> None:
+        self.lengths = values.lengths
+        self.offsets = offsets
+        self.size = len(values.data)
+        self.padded = np.concatenate([values.data, np.zeros(8, dtype=np.uint8)])
+        # every byte offset seen as the start of an (unaligned) 8-byte word, without copying
+        self.words = np.ndarray((len(self.padded) - 7,), dtype=">u8", buffer=self.padded, strides=(1,))
 
-def _word_keys(values: Utf8Values, offsets: np.ndarray, rows: np.ndarray, word: int) -> np.ndarray:
-    """Bytes ``8*word .. 8*word+7`` of each chosen value as a big-endian uint64 (zero-padded)."""
-    padded = np.concatenate([values.data, np.zeros(8, dtype=np.uint8)])
-    starts = np.minimum(offsets[rows] + word * 8, len(values.data))
-    take = np.clip(values.lengths[rows] - word * 8, 0, 8)
-    chunk = padded[starts[:, None] + np.arange(8)] & _BYTE_MASKS[take]
-    return chunk.view(">u8").ravel().astype(np.uint64)
+    def keys(self, rows: np.ndarray, word: int) -> np.ndarray:
+        """Bytes ``8*word .. 8*word+7`` of each chosen value as a uint64 (zero-padded past its end)."""
+        starts = np.minimum(self.offsets[rows] + word * 8, self.size)
+        take = np.clip(self.lengths[rows] - word * 8, 0, 8)
+        return self.words[starts].astype(np.uint64) & _TOP_BYTES[take]
+
+    def extreme(self, candidates: np.ndarray, want_max: bool) -> int:
+        """Index of the byte-wise smallest or largest of ``candidates``, narrowing 8 bytes at a time."""
+        word = 0
+        while len(candidates) > 1:
+            if (self.lengths[candidates] <= word * 8).all():
+                break
+            key = self.keys(candidates, word)
+            candidates = candidates[key == (key.max() if want_max else key.min())]
+            word += 1
+        if len(candidates) > 1:
+            # equal as zero-padded words: a longer value has trailing NULs, and is the larger one
+            cand_len = self.lengths[candidates]
+            candidates = candidates[cand_len == (cand_len.max() if want_max else cand_len.min())]
+        return int(candidates[0])
 
 
 def _group_extremes(values: Utf8Values, offsets: np.ndarray, bounds: np.ndarray, want_max: bool) -> list[int]:
@@ -191,7 +189,8 @@ def _group_extremes(values: Utf8Values, offsets: np.ndarray, bounds: np.ndarray,
     if len(nonempty) == 0:
         return []
     everything = np.arange(len(values.lengths), dtype=np.int64)
-    keys = _word_keys(values, offsets, everything, 0) if len(everything) else np.zeros(0, dtype=np.uint64)
+    byte_keys = _ByteKeys(values, offsets)
+    keys = byte_keys.keys(everything, 0)
     starts = bounds[:-1][nonempty]
     best = (np.maximum if want_max else np.minimum).reduceat(keys, starts)
     group_of = np.repeat(np.arange(len(nonempty)), counts[nonempty])
@@ -207,7 +206,7 @@ def _group_extremes(values: Utf8Values, offsets: np.ndarray, bounds: np.ndarray,
         if hi - lo == 1:
             out.append(int(hits[lo]))
         else:
-            out.append(extreme_value(values, offsets, hits[lo:hi], want_max))
+            out.append(byte_keys.extreme(hits[lo:hi], want_max))
     return out
 
 
