@@ -92,12 +92,6 @@ def to_rows(table: dict) -> list[tuple]:
     return list(zip(*cols, strict=True)) if n else []
 
 
-def ours_columns(table: dict) -> dict:
-    out = dict(table)
-    out["amount"] = table["amount"].astype(np.int64)  # integers: scaled by 10**2 below
-    return out
-
-
 CLOCK = time.process_time  # CPU seconds of this process: steadier than wall time on a shared machine
 
 
@@ -122,52 +116,57 @@ def interleaved(fns: list, repeat: int) -> list[float]:
 
 
 def bench_write_read(table: dict, rows: int, tmp: Path, repeat: int) -> list[tuple]:
+    arrow = to_arrow(table)
+    ours_input = dict(table)
+    ours_input["amount"] = _decimal_texts(table["amount"])
+    pyorc_rows = to_rows(table)
+    results = []
+    for codec in ("NONE", "ZSTD"):
+        results.extend(_bench_codec(codec, rows, tmp, repeat, ours_input, arrow, pyorc_rows))
+    return results
+
+
+def _bench_codec(codec: str, rows: int, tmp: Path, repeat: int, ours_input: dict, arrow, pyorc_rows) -> list[tuple]:
     import pyarrow.orc as pa_orc
     import pyorc
 
     from metastore.orcio.reader import OrcReader
     from metastore.orcio.writer import OrcWriter
 
-    arrow = to_arrow(table)
-    decimals = _decimal_texts(table["amount"])
-    ours_input = dict(table)
-    ours_input["amount"] = decimals
-    pyorc_rows = to_rows(table)
-    results = []
-    for codec in ("NONE", "ZSTD"):
-        ours_path, arrow_path, pyorc_path = tmp / f"ours-{codec}.orc", tmp / f"arrow-{codec}.orc", tmp / f"pyorc-{codec}.orc"
+    ours_path, arrow_path, pyorc_path = tmp / f"ours-{codec}.orc", tmp / f"arrow-{codec}.orc", tmp / f"pyorc-{codec}.orc"
 
-        def write_ours():
-            with OrcWriter(ours_path, SCHEMA, {"orc.compress": codec}) as w:
-                w.write_batch(ours_input)
+    def write_ours():
+        with OrcWriter(ours_path, SCHEMA, {"orc.compress": codec}) as w:
+            w.write_batch(ours_input)
 
-        def write_arrow():
-            pa_orc.write_table(arrow, str(arrow_path), compression="uncompressed" if codec == "NONE" else "zstd")
+    def write_arrow():
+        pa_orc.write_table(arrow, str(arrow_path), compression="uncompressed" if codec == "NONE" else "zstd")
 
-        def write_pyorc():
-            kind = pyorc.CompressionKind.NONE if codec == "NONE" else pyorc.CompressionKind.ZSTD
-            with open(pyorc_path, "wb") as f, pyorc.Writer(f, SCHEMA, compression=kind) as w:
-                w.writerows(pyorc_rows)
+    def write_pyorc():
+        kind = pyorc.CompressionKind.NONE if codec == "NONE" else pyorc.CompressionKind.ZSTD
+        with open(pyorc_path, "wb") as f, pyorc.Writer(f, SCHEMA, compression=kind) as w:
+            w.writerows(pyorc_rows)
 
-        def read_ours():
-            OrcReader(ours_path).read()
+    def read_ours():
+        OrcReader(ours_path).read()
 
-        def read_arrow():
-            pa_orc.ORCFile(str(arrow_path)).read()
+    def read_arrow():
+        pa_orc.ORCFile(str(arrow_path)).read()
 
-        def read_pyorc():
-            with open(pyorc_path, "rb") as f:
-                for _ in pyorc.Reader(f):
-                    pass
+    def read_pyorc():
+        with open(pyorc_path, "rb") as f:
+            for _ in pyorc.Reader(f):
+                pass
 
-        w_ours, w_arrow = interleaved([write_ours, write_arrow], repeat)
-        w_pyorc = best_of(write_pyorc, 1)
-        r_ours, r_arrow = interleaved([read_ours, read_arrow], repeat)
-        r_pyorc = best_of(read_pyorc, 1)
-        sizes = (ours_path.stat().st_size, arrow_path.stat().st_size, pyorc_path.stat().st_size)
-        results.append((f"write {codec}", rows, w_ours, w_arrow, w_pyorc, sizes))
-        results.append((f"read {codec}", rows, r_ours, r_arrow, r_pyorc, sizes))
-    return results
+    w_ours, w_arrow = interleaved([write_ours, write_arrow], repeat)
+    w_pyorc = best_of(write_pyorc, 1)
+    r_ours, r_arrow = interleaved([read_ours, read_arrow], repeat)
+    r_pyorc = best_of(read_pyorc, 1)
+    sizes = (ours_path.stat().st_size, arrow_path.stat().st_size, pyorc_path.stat().st_size)
+    return [
+        (f"write {codec}", rows, w_ours, w_arrow, w_pyorc, sizes),
+        (f"read {codec}", rows, r_ours, r_arrow, r_pyorc, sizes),
+    ]
 
 
 def bench_statistics(files: int, tmp: Path) -> tuple[float, float, float]:
