@@ -90,9 +90,12 @@ def _missing_table(catalog: str, db_name: str, table_name: str) -> NoSuchObject:
 
 
 def _target(
-    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, lock: str | None = None
+    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, lock: str | None = None,
+    asynchronous_commit: bool = False,
 ) -> TableTarget:
-    target = direct.table_target(conn, catalog, db_name, table_name, lock=lock)
+    target = direct.table_target(
+        conn, catalog, db_name, table_name, lock=lock, asynchronous_commit=asynchronous_commit
+    )
     if target is None:
         raise _missing_table(catalog, db_name, table_name)
     return target
@@ -138,8 +141,6 @@ class StatisticsService:
             return
         with self.store.transaction() as uow:
             conn = uow.connection
-            if not self.synchronous_commit and conn.dialect.name == "postgresql":
-                conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
             for tw in self._validated(conn, writes, merge).values():
                 if tw.table_entries:
                     self._write_table(conn, tw, merge, engine)
@@ -157,9 +158,13 @@ class StatisticsService:
         }
         # Tables are looked up and locked in name order: no deadlock between requests. A merge of table-level
         # statistics reads, merges and writes them: exclusive; other writes only keep alter/drop away.
-        grouped = {
-            k: _TableWrites(_target(conn, *k, lock="update" if k in merged_tables else "share"), k[0]) for k in keys
-        }
+        grouped = {}
+        for i, k in enumerate(keys):
+            target = _target(
+                conn, *k, lock="update" if k in merged_tables else "share",
+                asynchronous_commit=i == 0 and not self.synchronous_commit,
+            )
+            grouped[k] = _TableWrites(target, k[0])
         for w in writes:
             tw = grouped[(w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower())]
             target = tw.target

@@ -131,32 +131,21 @@ LOCK_CLAUSES = {
 }
 
 
-def _table_target_sql(dialect: str, lock: str | None) -> sa.TextClause:
-    if dialect == "postgresql":
-        cols = (
-            'SELECT json_agg(json_build_array(c."COLUMN_NAME", c."TYPE_NAME", c."COMMENT", c."INTEGER_IDX")) '
-            'FROM "COLUMNS_V2" c JOIN "SDS" s ON s."CD_ID" = c."CD_ID" WHERE s."SD_ID" = t."SD_ID"'
-        )
-        keys = (
-            'SELECT json_agg(json_build_array(k."PKEY_NAME", k."INTEGER_IDX")) '
-            'FROM "PARTITION_KEYS" k WHERE k."TBL_ID" = t."TBL_ID"'
-        )
-    else:
-        cols = (
-            'SELECT json_group_array(json_array(c."COLUMN_NAME", c."TYPE_NAME", c."COMMENT", c."INTEGER_IDX")) '
-            'FROM "COLUMNS_V2" c JOIN "SDS" s ON s."CD_ID" = c."CD_ID" WHERE s."SD_ID" = t."SD_ID"'
-        )
-        keys = (
-            'SELECT json_group_array(json_array(k."PKEY_NAME", k."INTEGER_IDX")) '
-            'FROM "PARTITION_KEYS" k WHERE k."TBL_ID" = t."TBL_ID"'
-        )
-    sql = (
-        f'SELECT t."TBL_ID", d."NAME", t."TBL_NAME", {_param("numRows")}, {_param(COLUMN_STATS_ACCURATE)}, '
-        f"({cols}), ({keys}) {_TABLE_BY_NAME}"
+def _table_target_sql(dialect: str, by_id: bool) -> sa.TextClause:
+    """The table's details by name, or by id (:tbl_id) after a separate locking statement."""
+    agg, arr = ("json_agg", "json_build_array") if dialect == "postgresql" else ("json_group_array", "json_array")
+    cols = (
+        f'SELECT {agg}({arr}(c."COLUMN_NAME", c."TYPE_NAME", c."COMMENT", c."INTEGER_IDX")) '
+        'FROM "COLUMNS_V2" c JOIN "SDS" s ON s."CD_ID" = c."CD_ID" WHERE s."SD_ID" = t."SD_ID"'
     )
-    if dialect == "postgresql":
-        sql += LOCK_CLAUSES[lock]
-    return sa.text(sql)
+    keys = f'SELECT {agg}({arr}(k."PKEY_NAME", k."INTEGER_IDX")) FROM "PARTITION_KEYS" k WHERE k."TBL_ID" = t."TBL_ID"'
+    source = (
+        'FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" WHERE t."TBL_ID" = :tbl_id' if by_id else _TABLE_BY_NAME
+    )
+    return sa.text(
+        f'SELECT t."TBL_ID", d."NAME", t."TBL_NAME", {_param("numRows")}, {_param(COLUMN_STATS_ACCURATE)}, '
+        f"({cols}), ({keys}) {source}"
+    )
 
 
 def _json(value: Any) -> list:
@@ -166,23 +155,41 @@ def _json(value: Any) -> list:
 
 
 def table_target(
-    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, lock: str | None = None
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    *,
+    lock: str | None = None,
+    asynchronous_commit: bool = False,
 ) -> TableTarget | None:
     """The table `db_name.table_name` with its columns and statistics-related parameters, or None if it (or
     its database) does not exist. lock ("share" or "update", see LOCK_CLAUSES) holds the table's row until
-    the transaction ends."""
+    the transaction ends. asynchronous_commit (PostgreSQL, with a lock) also sets synchronous_commit off for
+    the transaction, in the same round trip."""
     if lock not in LOCK_CLAUSES:
         raise ValueError(f"lock must be one of {sorted(k for k in LOCK_CLAUSES if k)} or None, got {lock!r}")
     stmts = _statements(conn)
-    stmt = stmts.get(("table_target", lock), lambda: _table_target_sql(stmts.dialect, lock))
-    row = conn.execute(
-        stmt,
-        {
-            "db": db_name.strip().lower(),
-            "catalog": catalog.strip().lower(),
-            "tbl": table_name.strip().lower(),
-        },
-    ).first()
+    names = {"db": db_name.strip().lower(), "catalog": catalog.strip().lower(), "tbl": table_name.strip().lower()}
+    if lock is None or stmts.dialect != "postgresql":
+        stmt = stmts.get(("table_target", False), lambda: _table_target_sql(stmts.dialect, by_id=False))
+        row = conn.execute(stmt, names).first()
+    else:
+        # Lock first, then read: a statement that waited for a lock still reads the other tables as they were
+        # when it started (READ COMMITTED), so columns read in the locking statement could predate an ALTER
+        # that committed meanwhile. The next statement sees it.
+        locking = stmts.get(
+            ("table_lock", lock, asynchronous_commit),
+            lambda: sa.text(
+                ("SET LOCAL synchronous_commit = off; " if asynchronous_commit else "")
+                + f'SELECT t."TBL_ID" {_TABLE_BY_NAME}{LOCK_CLAUSES[lock]}'
+            ),
+        )
+        tbl_id = conn.execute(locking, names).scalar()
+        if tbl_id is None:
+            return None
+        stmt = stmts.get(("table_target", True), lambda: _table_target_sql(stmts.dialect, by_id=True))
+        row = conn.execute(stmt, {"tbl_id": tbl_id}).first()
     if row is None:
         return None
     tbl_id, db, tbl, num_rows, accurate, cols, keys = row
@@ -459,27 +466,47 @@ def partition_targets(
     conn: sa.Connection, tbl_id: int, partition_names: Sequence[str], *, lock: bool
 ) -> dict[str, PartitionTarget]:
     """{name: partition} for the named partitions of the table that exist. lock takes their row locks in
-    PART_ID order (so concurrent writers of overlapping partitions cannot deadlock)."""
+    PART_ID order (so concurrent writers of overlapping partitions cannot deadlock); their parameters are then
+    read by a second statement, which sees what writers that held the locks before committed."""
     names = list(dict.fromkeys(partition_names))
     if not names:
         return {}
     stmts = _statements(conn)
-
-    def build() -> sa.TextClause:
-        sql = (
-            'SELECT p."PART_ID", p."PART_NAME", (SELECT pp."PARAM_VALUE" FROM "PARTITION_PARAMS" pp '
-            f'WHERE pp."PART_ID" = p."PART_ID" AND pp."PARAM_KEY" = \'{COLUMN_STATS_ACCURATE}\') '
-            'FROM "PARTITIONS" p WHERE p."TBL_ID" = :tbl_id AND '
-            + _in_list('p."PART_NAME"', "names", stmts.dialect)
-            + ' ORDER BY p."PART_ID"'
+    dialect = stmts.dialect
+    accurate = (
+        '(SELECT pp."PARAM_VALUE" FROM "PARTITION_PARAMS" pp '
+        f'WHERE pp."PART_ID" = p."PART_ID" AND pp."PARAM_KEY" = \'{COLUMN_STATS_ACCURATE}\')'
+    )
+    params = {"tbl_id": tbl_id, "names": bind_list(names, dialect)}
+    if not lock or dialect != "postgresql":
+        stmt = stmts.get(
+            ("partition_targets",),
+            lambda: sa.text(
+                f'SELECT p."PART_ID", p."PART_NAME", {accurate} FROM "PARTITIONS" p WHERE p."TBL_ID" = :tbl_id AND '
+                + _in_list('p."PART_NAME"', "names", dialect)
+            ),
         )
-        if lock and stmts.dialect == "postgresql":
-            sql += " FOR UPDATE OF p"
-        return sa.text(sql)
-
-    stmt = stmts.get(("partition_targets", lock), build)
-    rows = conn.execute(stmt, {"tbl_id": tbl_id, "names": bind_list(names, conn.dialect.name)})
-    return {name: PartitionTarget(part_id, name, accurate) for part_id, name, accurate in rows}
+        return {name: PartitionTarget(part_id, name, value) for part_id, name, value in conn.execute(stmt, params)}
+    locking = stmts.get(
+        ("partition_lock",),
+        lambda: sa.text(
+            'SELECT p."PART_ID", p."PART_NAME" FROM "PARTITIONS" p WHERE p."TBL_ID" = :tbl_id AND '
+            + _in_list('p."PART_NAME"', "names", dialect)
+            + ' ORDER BY p."PART_ID" FOR UPDATE OF p'
+        ),
+    )
+    ids = {part_id: name for part_id, name in conn.execute(locking, params)}
+    if not ids:
+        return {}
+    values = stmts.get(
+        ("partition_accurate",),
+        lambda: sa.text(
+            'SELECT pp."PART_ID", pp."PARAM_VALUE" FROM "PARTITION_PARAMS" pp WHERE pp."PART_ID" = ANY(:ids) '
+            f'AND pp."PARAM_KEY" = \'{COLUMN_STATS_ACCURATE}\''
+        ),
+    )
+    found = dict(conn.execute(values, {"ids": list(ids)}).all())
+    return {name: PartitionTarget(part_id, name, found.get(part_id)) for part_id, name in ids.items()}
 
 
 _PARAMETER_TABLES = {"TABLE_PARAMS": "TBL_ID", "PARTITION_PARAMS": "PART_ID"}

@@ -175,3 +175,31 @@ def test_connections_on_many_threads_share_a_worker(server, new_client, dbname):
     for t in threads:
         t.join(60)
     assert errors == []
+
+
+def _new_columns(port: int, db: str, columns: list[str]) -> None:
+    client = connect(port)
+    try:
+        for col in columns:
+            objs = [b.obj(col, "int", b.data_long(1, 2, 0, 2))]
+            client.update_table_column_statistics(b.table_stats(db, "wide", objs))
+            client.update_partition_column_statistics(b.partition_stats(db, "wide", PART, objs))
+    finally:
+        client._iprot.trans.close()
+
+
+def test_concurrent_writers_of_new_columns_all_marked_accurate(server, client, dbname):
+    import json
+
+    cols = [(f"k{i}", "int") for i in range(24)]
+    client.create_database(b.database(dbname))
+    client.create_table(b.table(dbname, "wide", cols, b.PARTITION_KEYS))
+    client.add_partition(b.partition(dbname, "wide", ["2024-01-01", "1"], cols))
+    names = [c for c, _ in cols]
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(lambda i: _new_columns(server.port, dbname, names[i::6]), range(6)))
+    table = client.get_table(dbname, "wide")
+    part = client.get_partition(dbname, "wide", ["2024-01-01", "1"])
+    for params in (table.parameters, part.parameters):
+        marked = json.loads(params["COLUMN_STATS_ACCURATE"])["COLUMN_STATS"]
+        assert sorted(marked) == sorted(names)
