@@ -70,11 +70,17 @@ class Worker:
         self._lock = threading.Lock()
         self._busy = 0
 
-    def run(self) -> None:
+    def install_signal_handlers(self) -> None:
+        """SIGTERM/SIGINT stop this worker (a request that arrives while it starts up is kept)."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+
+    def run(self) -> None:
+        self.install_signal_handlers()
         processor = self._make_processor()
         _tune_garbage_collector()
+        if self._stopping.is_set():
+            return
         # A timeout on accept lets the loop notice a stop request without another thread closing the socket.
         self._listener.settimeout(0.5)
         while not self._stopping.is_set():
@@ -204,11 +210,22 @@ def serve_forever(
     stopping = False
 
     def spawn(slot: int) -> None:
-        pid = os.fork()
+        # Signals stay blocked across fork until the child has its own handlers: one arriving in between would
+        # otherwise run the parent's handler in the child, and the child would never stop.
+        stop_signals = {signal.SIGTERM, signal.SIGINT}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+        try:
+            pid = os.fork()
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
+            raise
         if pid == 0:
             code = 0
             try:
-                Worker(listener, make_processor, options).run()
+                worker = Worker(listener, make_processor, options)
+                worker.install_signal_handlers()
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
+                worker.run()
             except BaseException:  # noqa: BLE001 - report, then leave the child without running parent code
                 log.exception("worker %d failed", slot)
                 code = 1
@@ -216,6 +233,7 @@ def serve_forever(
                 logging.shutdown()
                 os._exit(code)
         children[pid] = slot
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
 
     def on_signal(signum: int, _frame: object) -> None:
         nonlocal stopping

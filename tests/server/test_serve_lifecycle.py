@@ -179,3 +179,14 @@ def test_idle_connections_do_not_delay_shutdown(tmp_path):
         with pytest.raises(Exception):  # noqa: B017 - closed by the server: any transport error will do
             c.get_all_databases()
     assert not Path(f"/proc/{server.process.pid}").exists() or server.process.poll() is not None
+
+
+def test_stop_while_workers_are_starting(tmp_path):
+    # The ready line comes before the workers have finished starting; a stop request then must not be lost.
+    for attempt in range(3):
+        server = start_server(tmp_path / str(attempt), f"sqlite:///{tmp_path}/m{attempt}.db", workers=3)
+        server.signal(signal.SIGTERM)
+        try:
+            assert server.wait(timeout=15) == 0
+        finally:
+            server.stop()
