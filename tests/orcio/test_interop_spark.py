@@ -153,7 +153,10 @@ def _without_collection_stats(stats: pb.ColumnStatistics) -> pb.ColumnStatistics
     ("spark_options", "our_options"),
     [
         ({"compression": "none"}, {"orc.compress": "NONE"}),
-        ({"compression": "zlib", "orc.compress.size": "4096"}, {"orc.compress": "ZLIB", "orc.compress.size": "4096"}),
+        (
+            {"compression": "zlib", "orc.compress.size": "4096", "orc.bloom.filter.fpp": "0.05"},
+            {"orc.compress": "ZLIB", "orc.compress.size": "4096", "orc.bloom.filter.fpp": "0.05"},
+        ),
     ],
 )
 def test_same_bytes_as_orc_java(spark, tmp_path, spark_options, our_options) -> None:
