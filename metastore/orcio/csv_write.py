@@ -160,7 +160,7 @@ def write_csv(
     header: bool | None = None,
     delimiter: str = ",",
     null_values: Sequence[str] = ("", "\\N"),
-    encoding: str = "utf-8",
+    encoding: str = "utf-8-sig",  # a leading byte-order mark is skipped
     batch_rows: int = 50_000,
 ) -> int:
     """Convert a CSV file into an ORC file with ``schema``; returns the number of rows written."""
