@@ -17,6 +17,11 @@ direct strings decided after the first row group. What differs on purpose:
 * Dates and timestamps are proleptic Gregorian (``calendar`` = 2), as Python's ``datetime`` is; every stripe
   footer says ``writerTimezone`` = "UTC" and ``timestamp`` values are wall-clock times stored as UTC.
 * Collection statistics count children per list/map (Java records its batch capacity instead).
+
+Kept as Java does, though odd: the compression block shrinks for wide schemas (``getEstimatedBufferSize``)
+unless ``orc.buffer.size.enforce``; decimal(<=18) sums follow Java's merge quirk (a file can show a sum its
+stripe dropped); instants in (-1 s, 0) with a fraction read back one second late in every reader (the format
+cannot store them; Java and C++ write the same seconds).
 """
 
 from __future__ import annotations
