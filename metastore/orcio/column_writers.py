@@ -27,8 +27,6 @@ from .rle_encode import (
 )
 from .statistics import decimal_to_text
 from .stats_builder import (
-    INT64_MAX,
-    INT64_MIN,
     MAX_DECIMAL64,
     BinaryStats,
     BooleanStats,
@@ -50,7 +48,8 @@ from .types import Category, TypeDescription
 Kind = pb.Stream
 #: 2015-01-01 00:00:00 UTC: timestamp seconds are stored relative to it
 TIMESTAMP_BASE_SECONDS = 1_420_070_400
-#: ORC 2.3's ``orc.dictionary.max.size.bytes`` (the dictionary of the first row group must stay below it)
+#: ORC 2.3's ``orc.dictionary.max.size.bytes``: the first row group's dictionary must stay below it. Java
+#: measures its tree's memory; we count the distinct bytes plus 16 per entry, which is close.
 DICTIONARY_MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -762,8 +761,6 @@ def create_writer(column: TypeDescription, settings: WriterSettings) -> ColumnWr
 
 
 __all__ = [
-    "INT64_MAX",
-    "INT64_MIN",
     "ColumnStripe",
     "ColumnWriter",
     "StreamPiece",
