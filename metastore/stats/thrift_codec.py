@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from decimal import Decimal
 
@@ -28,7 +29,8 @@ def decimal_from_thrift(d: tt.Decimal | None) -> Decimal | None:
     if d.unscaled is None or d.scale is None:
         raise InvalidInput("a Decimal value needs both 'unscaled' and 'scale'")
     unscaled = int.from_bytes(d.unscaled, "big", signed=True) if d.unscaled else 0
-    return Decimal(unscaled).scaleb(-d.scale)
+    # Built from its digits: Decimal.scaleb would round to the context's 28 digits (Hive allows 38).
+    return Decimal((int(unscaled < 0), tuple(int(c) for c in str(abs(unscaled))), -d.scale))
 
 
 def decimal_to_thrift(value: Decimal | None) -> tt.Decimal | None:
@@ -136,65 +138,100 @@ def entry_from_thrift(obj: tt.ColumnStatisticsObj) -> ColumnStatsEntry:
     return ColumnStatsEntry(column=column, column_type=obj.colType or "", stats=stats)
 
 
+# entry_to_thrift builds the union and its members positionally (half the cost of keyword arguments, and a
+# 4000-partition reply builds 12,000 of them); the generated argument order is checked once here.
+_POSITIONAL = {
+    tt.ColumnStatisticsObj: ("colName", "colType", "statsData"),
+    tt.ColumnStatisticsData: (
+        "booleanStats", "longStats", "doubleStats", "stringStats", "binaryStats", "decimalStats", "dateStats",
+        "timestampStats",
+    ),
+    tt.BooleanColumnStatsData: ("numTrues", "numFalses", "numNulls", "bitVectors"),
+    tt.LongColumnStatsData: ("lowValue", "highValue", "numNulls", "numDVs", "bitVectors", "histogram"),
+    tt.DoubleColumnStatsData: ("lowValue", "highValue", "numNulls", "numDVs", "bitVectors", "histogram"),
+    tt.StringColumnStatsData: ("maxColLen", "avgColLen", "numNulls", "numDVs", "bitVectors"),
+    tt.BinaryColumnStatsData: ("maxColLen", "avgColLen", "numNulls", "bitVectors"),
+    tt.DecimalColumnStatsData: ("lowValue", "highValue", "numNulls", "numDVs", "bitVectors", "histogram"),
+    tt.DateColumnStatsData: ("lowValue", "highValue", "numNulls", "numDVs", "bitVectors", "histogram"),
+    tt.TimestampColumnStatsData: ("lowValue", "highValue", "numNulls", "numDVs", "bitVectors", "histogram"),
+}
+for _cls, _fields in _POSITIONAL.items():
+    if tuple(inspect.signature(_cls.__init__).parameters)[1:] != _fields:  # pragma: no cover - regenerated IDL
+        raise ImportError(f"generated {_cls.__name__}.__init__ arguments changed; update thrift_codec._POSITIONAL")
+
+_Obj, _Data = tt.ColumnStatisticsObj, tt.ColumnStatisticsData
+
+
+def _boolean(s: BooleanStats, bv: bytes | None, hist: bytes | None) -> tt.ColumnStatisticsData:
+    # Hive never returns bit vectors for booleans.
+    return _Data(tt.BooleanColumnStatsData(s.num_trues, s.num_falses, s.num_nulls))
+
+
+def _long(s: LongStats, bv: bytes | None, hist: bytes | None) -> tt.ColumnStatisticsData:
+    return _Data(None, tt.LongColumnStatsData(s.low, s.high, s.num_nulls, s.num_dvs, bv, hist))
+
+
+def _double(s: DoubleStats, bv: bytes | None, hist: bytes | None) -> tt.ColumnStatisticsData:
+    return _Data(None, None, tt.DoubleColumnStatsData(s.low, s.high, s.num_nulls, s.num_dvs, bv, hist))
+
+
+def _string(s: StringStats, bv: bytes | None, hist: bytes | None) -> tt.ColumnStatisticsData:
+    return _Data(None, None, None, tt.StringColumnStatsData(s.max_col_len, s.avg_col_len, s.num_nulls, s.num_dvs, bv))
+
+
+def _binary(s: BinaryStats, bv: bytes | None, hist: bytes | None) -> tt.ColumnStatisticsData:
+    # Hive never returns bit vectors for binary columns either.
+    return _Data(None, None, None, None, tt.BinaryColumnStatsData(s.max_col_len, s.avg_col_len, s.num_nulls))
+
+
+def _decimal(s: DecimalStats, bv: bytes | None, hist: bytes | None) -> tt.ColumnStatisticsData:
+    data = tt.DecimalColumnStatsData(
+        decimal_to_thrift(s.low), decimal_to_thrift(s.high), s.num_nulls, s.num_dvs, bv, hist
+    )
+    return _Data(None, None, None, None, None, data)
+
+
+def _date(s: DateStats, bv: bytes | None, hist: bytes | None) -> tt.ColumnStatisticsData:
+    data = tt.DateColumnStatsData(
+        None if s.low is None else tt.Date(daysSinceEpoch=s.low),
+        None if s.high is None else tt.Date(daysSinceEpoch=s.high),
+        s.num_nulls, s.num_dvs, bv, hist,
+    )
+    return _Data(None, None, None, None, None, None, data)
+
+
+def _timestamp(s: TimestampStats, bv: bytes | None, hist: bytes | None) -> tt.ColumnStatisticsData:
+    data = tt.TimestampColumnStatsData(
+        None if s.low is None else tt.Timestamp(secondsSinceEpoch=s.low),
+        None if s.high is None else tt.Timestamp(secondsSinceEpoch=s.high),
+        s.num_nulls, s.num_dvs, bv, hist,
+    )
+    return _Data(None, None, None, None, None, None, None, data)
+
+
+_TO_THRIFT = {
+    BooleanStats: _boolean,
+    LongStats: _long,
+    DoubleStats: _double,
+    StringStats: _string,
+    BinaryStats: _binary,
+    DecimalStats: _decimal,
+    DateStats: _date,
+    TimestampStats: _timestamp,
+}
+
+
 def entry_to_thrift(
     entry: ColumnStatsEntry, *, bit_vectors: bool = False, histograms: bool = False
 ) -> tt.ColumnStatisticsObj:
     """A ColumnStatsEntry as Thrift; sketches are included only when the server is configured to return them."""
     s = entry.stats
+    convert = _TO_THRIFT.get(type(s))
+    if convert is None:
+        raise TypeError(f"unknown statistics type {type(s).__name__}")
     bv = s.bit_vector if bit_vectors else None
     hist = getattr(s, "histogram", None) if histograms else None
-    data = tt.ColumnStatisticsData()
-    if isinstance(s, BooleanStats):
-        # Hive never returns bit vectors for booleans.
-        data.booleanStats = tt.BooleanColumnStatsData(
-            numTrues=s.num_trues, numFalses=s.num_falses, numNulls=s.num_nulls
-        )
-    elif isinstance(s, LongStats):
-        data.longStats = tt.LongColumnStatsData(
-            lowValue=s.low, highValue=s.high, numNulls=s.num_nulls, numDVs=s.num_dvs, bitVectors=bv, histogram=hist
-        )
-    elif isinstance(s, DoubleStats):
-        data.doubleStats = tt.DoubleColumnStatsData(
-            lowValue=s.low, highValue=s.high, numNulls=s.num_nulls, numDVs=s.num_dvs, bitVectors=bv, histogram=hist
-        )
-    elif isinstance(s, StringStats):
-        data.stringStats = tt.StringColumnStatsData(
-            maxColLen=s.max_col_len, avgColLen=s.avg_col_len, numNulls=s.num_nulls, numDVs=s.num_dvs, bitVectors=bv
-        )
-    elif isinstance(s, BinaryStats):
-        data.binaryStats = tt.BinaryColumnStatsData(
-            maxColLen=s.max_col_len, avgColLen=s.avg_col_len, numNulls=s.num_nulls
-        )
-    elif isinstance(s, DecimalStats):
-        data.decimalStats = tt.DecimalColumnStatsData(
-            lowValue=decimal_to_thrift(s.low),
-            highValue=decimal_to_thrift(s.high),
-            numNulls=s.num_nulls,
-            numDVs=s.num_dvs,
-            bitVectors=bv,
-            histogram=hist,
-        )
-    elif isinstance(s, DateStats):
-        data.dateStats = tt.DateColumnStatsData(
-            lowValue=None if s.low is None else tt.Date(daysSinceEpoch=s.low),
-            highValue=None if s.high is None else tt.Date(daysSinceEpoch=s.high),
-            numNulls=s.num_nulls,
-            numDVs=s.num_dvs,
-            bitVectors=bv,
-            histogram=hist,
-        )
-    elif isinstance(s, TimestampStats):
-        data.timestampStats = tt.TimestampColumnStatsData(
-            lowValue=None if s.low is None else tt.Timestamp(secondsSinceEpoch=s.low),
-            highValue=None if s.high is None else tt.Timestamp(secondsSinceEpoch=s.high),
-            numNulls=s.num_nulls,
-            numDVs=s.num_dvs,
-            bitVectors=bv,
-            histogram=hist,
-        )
-    else:  # pragma: no cover - the model has exactly these kinds
-        raise TypeError(f"unknown statistics type {type(s).__name__}")
-    return tt.ColumnStatisticsObj(colName=entry.column, colType=entry.column_type, statsData=data)
+    return _Obj(entry.column, entry.column_type, convert(s, bv, hist))
 
 
 def _req(value: int | float | None, name: str, column: str) -> int | float:

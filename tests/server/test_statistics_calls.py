@@ -127,7 +127,11 @@ def test_hive2_timestamp_as_long_stats_is_stored_as_timestamp(client, dbname):
 
 def test_decimal_values_keep_unscaled_bytes_and_scale(client, dbname):
     b.create_db_and_table(client, dbname)
-    cases = [("0", "0.0000"), ("-1", "1"), ("-0.0001", "99999999999999999999.9999"), ("-128", "127"), ("-129", "255")]
+    cases = [
+        ("0", "0.0000"), ("-1", "1"), ("-0.0001", "99999999999999999999.9999"), ("-128", "127"), ("-129", "255"),
+        # 38 digits (Hive's maximum precision): more than Python's default decimal context keeps.
+        ("-12345678901234567890.123456789012345678", "99999999999999999999.999999999999999999"),
+    ]
     for low, high in cases:
         sent = b.obj("dec", "decimal(20,4)", b.data_decimal(low, high, 0, 1))
         client.update_table_column_statistics(b.table_stats(dbname, "t", [sent]))
