@@ -19,7 +19,12 @@ from metastore.stats.model import (
     StringStats,
     TimestampStats,
 )
-from metastore.stats.thrift_codec import decimal_from_thrift, decimal_to_thrift, entry_from_thrift, entry_to_thrift
+from metastore.stats.thrift_codec import (
+    decimal_from_thrift,
+    decimal_to_thrift,
+    entry_from_thrift,
+    entry_to_thrift,
+)
 
 BV, HIST = b"HLL\x10\x00", b"kll-bytes"
 ENTRIES = [
