@@ -42,25 +42,32 @@ def hash64_packed(
     padded[:end] = raw[:end]
     words = np.ndarray(shape=(end + 1,), dtype="<u8", buffer=padded, strides=(1,))
     nwords = (lengths + 7) >> 3
-    full_blocks = lengths >> 3
-    tail_mask = _TAIL_MASKS[(lengths & 7).astype(np.intp)]
-    h = np.full(n, seed & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+    # Sorted by word count, the values with a j-th word are a suffix: slices (views) instead of gathers.
     order = np.argsort(nwords, kind="stable")
     sorted_words = nwords[order]
-    starts = offsets[:-1]
+    sorted_lengths = lengths[order]
+    starts = offsets[:-1][order]
+    full_blocks = sorted_lengths >> 3
+    tail_mask = _TAIL_MASKS[(sorted_lengths & 7).astype(np.intp)]
+    h = np.full(n, seed & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in range(int(sorted_words[-1])):
-            # values with more than j words: a suffix of the order
             first = int(np.searchsorted(sorted_words, j + 1, side="left"))
-            active = order[first:]
-            word = words[starts[active] + 8 * j]
-            is_last = nwords[active] == j + 1
-            word = np.where(is_last, word & tail_mask[active], word)
-            mixed = h[active] ^ _v_mix_key(word)
-            block = full_blocks[active] > j
-            h[active] = np.where(block, _v_rotl(mixed, 27) * _FIVE + _N1, mixed)
-        h ^= lengths.astype(np.uint64)
-        return _v_fmix(h).view(np.int64)
+            word = words[starts[first:] + 8 * j]
+            # the last word of a value keeps only the value's bytes
+            last = sorted_words[first:] == j + 1
+            if last.any():
+                word = np.where(last, word & tail_mask[first:], word)
+            mixed = h[first:] ^ _v_mix_key(word)
+            block = full_blocks[first:] > j
+            if block.all():
+                h[first:] = _v_rotl(mixed, 27) * _FIVE + _N1
+            else:
+                h[first:] = np.where(block, _v_rotl(mixed, 27) * _FIVE + _N1, mixed)
+        h ^= sorted_lengths.astype(np.uint64)
+        out = np.empty(n, dtype=np.uint64)
+        out[order] = _v_fmix(h)
+        return out.view(np.int64)
 
 
 __all__ = ["hash64_packed"]

@@ -73,6 +73,8 @@ class FileStatsCache:
             self._conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False,
                                          isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
+            # a cache may lose its last write on power loss (it is recomputed), never its consistency
+            self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             if version != FORMAT_VERSION:

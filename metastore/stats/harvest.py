@@ -715,8 +715,9 @@ def analyze_files(
 ) -> AnalyzeResult:
     """Column statistics of ``columns`` over ORC ``files`` (one table or partition), merged.
 
-    ``hive_types`` maps column names to Hive types; its order (or ``table_columns``) is the table's column
-    order, used for files with positional ``_colN`` field names. ``want_ndv`` computes NDV sketches,
+    ``hive_types`` maps column names to Hive types: give every (non-partition) column of the table, in table
+    order, because that order (or ``table_columns``) places columns in files with positional ``_colN`` field
+    names. ``want_ndv`` computes NDV sketches,
     ``want_histograms`` KLL histograms; ``scan=False`` never reads data (footer facts only; what needs data is
     reported in ``result.missing``). ``cache`` keeps per-file results between runs. ``progress(done, total)``
     is called after each file. ``workers`` processes scan in parallel (default: one per CPU; 1 = in this process):
@@ -903,9 +904,9 @@ def _worker_count(workers: int | None) -> int:
     return max(1, workers)
 
 
-# Files smaller than this are not split by columns between workers: each part re-reads the file's tail, and a
-# small file's scan does not outweigh starting a worker.
-SPLIT_MIN_BYTES = 4 << 20
+# Files smaller than this are not split by columns between workers: each part re-reads the file's tail, and
+# below a few hundred thousand rows a file's scan takes less than starting and joining worker processes.
+SPLIT_MIN_BYTES = 32 << 20
 # Relative cost of scanning a column of each kind (decimals decode varints and scales, strings hash bytes).
 _SCAN_COST = {StatsKind.DECIMAL: 4, StatsKind.STRING: 2, StatsKind.BINARY: 2, StatsKind.TIMESTAMP: 2}
 
@@ -1232,10 +1233,8 @@ def _analyze_open_file(
             )
         facts = None
         if node.id < len(stats_entries):
-            msg = stats_entries[node.id]
-            typed = reader._typed_stats(msg, node.id)
-            facts = orc_column_facts(typed, node, spec.hive_type, num_rows=rows, writer=writer,
-                                     has_value_count=msg.HasField("number_of_values"))
+            facts = orc_column_facts(reader.column_statistics(node.id), node, spec.hive_type, num_rows=rows,
+                                     writer=writer, has_value_count=stats_entries[node.id].HasField("number_of_values"))
         plan = _Plan(spec, kind, node, facts)
         record = read_sketch_metadata(reader.user_metadata, field_names[index])
         if record is not None and record.fits(kind, rows, facts.non_null if facts else None):
