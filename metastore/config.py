@@ -49,6 +49,11 @@ class Settings:
     # statistics (never corrupt anything; ANALYZE recomputes them); catalog changes stay synchronous.
     # METASTORE_STATS_SYNCHRONOUS_COMMIT=true waits for the flush on statistics writes too.
     stats_synchronous_commit: bool = False
+    # Serve timestamp statistics as longStats (epoch seconds), the only form Hive 2.3/3 IDLs (Spark's client,
+    # Trino, pymetastore, hmsclient, hive-metastore-client) can decode: they see Hive 4's timestampStats
+    # (union member 8) as an empty union. Like Hive's hive.metastore.stats.legacy.timestamp.as.long.
+    # METASTORE_STATS_TIMESTAMP_AS_LONG=false serves timestampStats, as Hive 4 does. Writes accept both.
+    stats_timestamp_as_long: bool = True
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:

@@ -152,6 +152,7 @@ def _meta_conf(settings: Settings) -> dict[str, str]:
         "hive.metastore.aggregate.stats.cache.enabled": "false",
         "hive.metastore.stats.ndv.tuner": "0.0",
         "hive.metastore.stats.ndv.densityfunction": "false",
+        "hive.metastore.stats.legacy.timestamp.as.long": str(settings.stats_timestamp_as_long).lower(),
         "hive.metastore.client.socket.timeout": "600s",
         "metastore.batch.retrieve.max": "300",
     }
@@ -520,6 +521,18 @@ class Handler:
         return [convert.partition_to_thrift(p) for p in parts]
 
     @_thrift_method
+    def get_partition_values(self, request: tt.PartitionValuesRequest) -> tt.PartitionValuesResponse:
+        rows = self.ms.catalog.partition_values(
+            request.dbName, request.tblName, [k.name for k in request.partitionKeys or []],
+            filter_text=request.filter or None,
+            distinct=request.applyDistinct is None or bool(request.applyDistinct),
+            order_by=[k.name for k in request.partitionOrder or []],
+            ascending=request.ascending is None or bool(request.ascending),
+            max_parts=_max(request.maxParts), catalog=_catalog(request.catName),
+        )
+        return tt.PartitionValuesResponse(partitionValues=[tt.PartitionValuesRow(row=r) for r in rows])
+
+    @_thrift_method
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str | None) -> int:  # noqa: A002
         return self.ms.catalog.count_partitions_by_filter(db_name, tbl_name, filter or "")
 
@@ -660,7 +673,10 @@ class Handler:
     # ------------------------------------------------------------------ column statistics: reads
 
     def _obj(self, entry: object) -> tt.ColumnStatisticsObj:
-        return entry_to_thrift(entry, bit_vectors=self.settings.fetch_bitvector, histograms=self.settings.fetch_kll)
+        return entry_to_thrift(
+            entry, bit_vectors=self.settings.fetch_bitvector, histograms=self.settings.fetch_kll,
+            timestamp_as_long=self.settings.stats_timestamp_as_long,
+        )
 
     @_thrift_method
     def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> tt.ColumnStatistics:

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlparse
 
 from metastore.catalog import DEFAULT_CATALOG, Database, Partition, Table
 from metastore.errors import InvalidObject
-from metastore.partnames import make_part_name
+from metastore.partnames import make_part_name, values_from_part_name
 from metastore.store import Store
 
 log = logging.getLogger(__name__)
@@ -252,6 +252,47 @@ class CatalogService:
     ) -> int:
         with self.store.read() as uow:
             return uow.partitions.count_by_filter(db_name, table_name, filter_text, catalog=catalog)
+
+    def partition_values(
+        self,
+        db_name: str,
+        table_name: str,
+        keys: Sequence[str],
+        *,
+        filter_text: str | None = None,
+        distinct: bool = True,
+        order_by: Sequence[str] = (),
+        ascending: bool = True,
+        max_parts: int = -1,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> list[list[str]]:
+        """Values of some partition keys over the partitions (optionally those matching a Hive filter): Hive's
+        get_partition_values. Rows follow partition-name order unless order_by names keys (compared as the
+        stored strings, as Hive's direct SQL does); distinct drops repeated rows; max_parts >= 0 limits them."""
+        with self.store.read() as uow:
+            table = uow.tables.get(db_name, table_name, catalog=catalog)
+            all_keys = [k.name.lower() for k in table.partition_keys]
+            if not all_keys:
+                raise InvalidObject(f"{table.db_name}.{table.table_name} is not partitioned")
+            if filter_text:
+                names = uow.partitions.list_names_by_filter(db_name, table_name, filter_text, catalog=catalog)
+            else:
+                names = uow.partitions.list_names(db_name, table_name, catalog=catalog)
+        position = {}
+        for key in [*keys, *order_by]:
+            if key.lower() not in all_keys:
+                raise InvalidObject(
+                    f"{key!r} is not a partition key of {table.db_name}.{table.table_name} (keys: {all_keys})"
+                )
+            position[key] = all_keys.index(key.lower())
+        values = [values_from_part_name(n, all_keys) for n in names]
+        if order_by:
+            order = [position[k] for k in order_by]
+            values.sort(key=lambda v: [v[i] for i in order], reverse=not ascending)
+        rows = [[v[position[k]] for k in keys] for v in values]
+        if distinct:
+            rows = [list(r) for r in dict.fromkeys(tuple(r) for r in rows)]
+        return rows if max_parts < 0 else rows[:max_parts]
 
     def alter_partitions(
         self, db_name: str, table_name: str, partitions: Sequence[Partition], catalog: str = DEFAULT_CATALOG

@@ -221,12 +221,17 @@ _TO_THRIFT = {
 }
 
 
+def _timestamp_as_long(s: TimestampStats, bv: bytes | None, hist: bytes | None) -> tt.ColumnStatisticsData:
+    return _Data(None, tt.LongColumnStatsData(s.low, s.high, s.num_nulls, s.num_dvs, bv, hist))
+
+
 def entry_to_thrift(
-    entry: ColumnStatsEntry, *, bit_vectors: bool = False, histograms: bool = False
+    entry: ColumnStatsEntry, *, bit_vectors: bool = False, histograms: bool = False, timestamp_as_long: bool = False
 ) -> tt.ColumnStatisticsObj:
-    """A ColumnStatsEntry as Thrift; sketches are included only when the server is configured to return them."""
+    """A ColumnStatsEntry as Thrift; sketches are included only when the server is configured to return them.
+    timestamp_as_long sends timestamp statistics as longStats (epoch seconds), the pre-Hive-4 form."""
     s = entry.stats
-    convert = _TO_THRIFT.get(type(s))
+    convert = _timestamp_as_long if timestamp_as_long and type(s) is TimestampStats else _TO_THRIFT.get(type(s))
     if convert is None:
         raise TypeError(f"unknown statistics type {type(s).__name__}")
     bv = s.bit_vector if bit_vectors else None

@@ -393,3 +393,24 @@ def test_unsupported_method_is_a_clear_application_error(client):
     with pytest.raises(TApplicationException, match="not supported"):
         client.truncate_table("default", "nope", None)
     assert client.get_all_databases()
+
+
+def test_get_partition_values(client, dbname):
+    b.create_db_and_table(client, dbname, "t", partitioned=True)
+    _add_parts(client, dbname, "t", days=(1, 2, 3), hours=(0, 5))
+    ds, hr = tt.FieldSchema(name="ds", type="string"), tt.FieldSchema(name="hr", type="int")
+
+    def values(**kw):
+        req = tt.PartitionValuesRequest(dbName=dbname, tblName="t", **kw)
+        return [r.row for r in client.get_partition_values(req).partitionValues]
+
+    assert values(partitionKeys=[ds]) == [["2024-01-01"], ["2024-01-02"], ["2024-01-03"]]
+    assert values(partitionKeys=[ds], applyDistinct=False) == [[f"2024-01-0{d}"] for d in (1, 1, 2, 2, 3, 3)]
+    assert values(partitionKeys=[hr, ds], partitionOrder=[hr], ascending=False, maxParts=2) == [
+        ["5", "2024-01-01"], ["5", "2024-01-02"],
+    ]
+    assert values(partitionKeys=[ds], filter='ds > "2024-01-01" and hr = 5') == [["2024-01-02"], ["2024-01-03"]]
+    with pytest.raises(tt.MetaException, match="nokey"):
+        values(partitionKeys=[tt.FieldSchema(name="nokey", type="string")])
+    with pytest.raises(tt.NoSuchObjectException):
+        client.get_partition_values(tt.PartitionValuesRequest(dbName=dbname, tblName="nope", partitionKeys=[ds]))

@@ -56,9 +56,9 @@ def test_table_statistics_round_trip_every_kind(client, dbname):
         assert got.statsDesc.isTblLevel is True
         assert (got.statsDesc.dbName, got.statsDesc.tableName) == (dbname, "t")
         assert got.statsDesc.lastAnalyzed == 1700000123
-        assert got.statsObj == [o]
+        assert got.statsObj == b.as_served([o])
     res = client.get_table_statistics_req(tt.TableStatsRequest(dbName=dbname, tblName="t", colNames=COLS))
-    assert res.tableStats == sent
+    assert res.tableStats == b.as_served(sent)
 
 
 def test_partition_statistics_round_trip_every_kind(client, dbname):
@@ -69,11 +69,11 @@ def test_partition_statistics_round_trip_every_kind(client, dbname):
         got = client.get_partition_column_statistics(dbname, "t", PART, o.colName)
         assert got.statsDesc.isTblLevel is False
         assert got.statsDesc.partName == PART
-        assert got.statsObj == [o]
+        assert got.statsObj == b.as_served([o])
     res = client.get_partitions_statistics_req(
         tt.PartitionsStatsRequest(dbName=dbname, tblName="t", colNames=COLS, partNames=[PART])
     )
-    assert res.partStats == {PART: sent}
+    assert res.partStats == {PART: b.as_served(sent)}
 
 
 def test_req_variants_and_set_aggr_stats_for_write_the_same(client, dbname):
@@ -93,11 +93,11 @@ def test_req_variants_and_set_aggr_stats_for_write_the_same(client, dbname):
             colStats=[b.partition_stats(dbname, "t", "ds=2024-01-02/hr=1", other)], needMerge=False
         )
     ) is True
-    assert client.get_table_statistics_req(tt.TableStatsRequest(dbName=dbname, tblName="t", colNames=COLS)).tableStats == tbl
+    assert client.get_table_statistics_req(tt.TableStatsRequest(dbName=dbname, tblName="t", colNames=COLS)).tableStats == b.as_served(tbl)
     res = client.get_partitions_statistics_req(
         tt.PartitionsStatsRequest(dbName=dbname, tblName="t", colNames=COLS, partNames=[PART, "ds=2024-01-02/hr=1"])
     )
-    assert res.partStats == {PART: part, "ds=2024-01-02/hr=1": other}
+    assert res.partStats == {PART: b.as_served(part), "ds=2024-01-02/hr=1": b.as_served(other)}
 
 
 def test_a_second_write_replaces_without_merge(client, server, dbname):
@@ -117,12 +117,32 @@ def test_column_names_are_case_insensitive(client, dbname):
     assert got.statsObj[0].colType == "bigint"
 
 
-def test_hive2_timestamp_as_long_stats_is_stored_as_timestamp(client, dbname):
+@pytest.fixture(scope="module")
+def hive4_server(server_factory):
+    """A server on the same database serving timestamp statistics as Hive 4 does (timestampStats)."""
+    return server_factory(env={"METASTORE_STATS_TIMESTAMP_AS_LONG": "false"})
+
+
+def test_timestamp_statistics_as_long_for_old_clients_and_as_timestamp_for_hive4(client, hive4_server, dbname):
     b.create_db_and_table(client, dbname)
+    # A Hive 2.3/3 client has no timestampStats member: it writes epoch seconds as longStats.
     client.update_table_column_statistics(b.table_stats(dbname, "t", [b.obj("ts", "timestamp", b.data_long(10, 20, 0, 5))]))
     got = client.get_table_column_statistics(dbname, "t", "ts").statsObj[0].statsData
-    assert got.timestampStats.lowValue.secondsSinceEpoch == 10
-    assert got.timestampStats.highValue.secondsSinceEpoch == 20
+    assert (got.timestampStats, got.longStats.lowValue, got.longStats.highValue) == (None, 10, 20)
+    assert client.getMetaConf("hive.metastore.stats.legacy.timestamp.as.long") == "true"
+    with hive4_server.client() as hive4:
+        got = hive4.get_table_column_statistics(dbname, "t", "ts").statsObj[0].statsData
+        assert got.longStats is None
+        assert (got.timestampStats.lowValue.secondsSinceEpoch, got.timestampStats.highValue.secondsSinceEpoch) == (10, 20)
+        # A Hive 4 client writes timestampStats; an old client still reads them as seconds.
+        hive4.update_table_column_statistics(
+            b.table_stats(dbname, "t", [b.obj("ts", "timestamp", b.data_timestamp(-5, 7, 1, 2))])
+        )
+        assert hive4.get_table_statistics_req(
+            tt.TableStatsRequest(dbName=dbname, tblName="t", colNames=["ts"])
+        ).tableStats == [b.obj("ts", "timestamp", b.data_timestamp(-5, 7, 1, 2))]
+    got = client.get_table_column_statistics(dbname, "t", "ts").statsObj[0].statsData.longStats
+    assert (got.lowValue, got.highValue, got.numNulls, got.numDVs) == (-5, 7, 1, 2)
 
 
 def test_decimal_values_keep_unscaled_bytes_and_scale(client, dbname):
@@ -329,8 +349,8 @@ def test_aggr_all_found_without_sketches(client, dbname):
     assert (dt.lowValue.daysSinceEpoch, dt.highValue.daysSinceEpoch, dt.numNulls, dt.numDVs) == (1, 20, 1, 5)
     bi = got["bin"].statsData.binaryStats
     assert (bi.maxColLen, bi.avgColLen, bi.numNulls) == (20, 3.0, 3)
-    ts = got["ts"].statsData.timestampStats
-    assert (ts.lowValue.secondsSinceEpoch, ts.highValue.secondsSinceEpoch, ts.numNulls, ts.numDVs) == (10, 200, 3, 9)
+    ts = got["ts"].statsData.longStats  # timestamps served as seconds (stats_timestamp_as_long)
+    assert (ts.lowValue, ts.highValue, ts.numNulls, ts.numDVs) == (10, 200, 3, 9)
 
 
 def test_aggr_ndv_from_merged_bitvectors_only_when_every_partition_has_one(client, dbname):

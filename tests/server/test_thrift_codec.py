@@ -86,3 +86,11 @@ def test_bad_thrift_objects_are_invalid_input():
             longStats=tt.LongColumnStatsData(numDVs=1))))
     with pytest.raises(InvalidInput, match="scale"):
         decimal_from_thrift(tt.Decimal(unscaled=b"\x01", scale=None))
+
+
+def test_timestamp_as_long_is_the_pre_hive4_wire_form():
+    ts = ENTRIES[-1]
+    obj = entry_to_thrift(ts, timestamp_as_long=True)
+    assert obj.statsData.timestampStats is None
+    assert (obj.statsData.longStats.lowValue, obj.statsData.longStats.highValue) == (None, 7)
+    assert entry_to_thrift(ENTRIES[1], timestamp_as_long=True) == entry_to_thrift(ENTRIES[1])

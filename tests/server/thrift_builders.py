@@ -184,3 +184,20 @@ def partition_stats(db: str, tbl: str, part_name: str, objs: Sequence[tt.ColumnS
 def create_db_and_table(client, db: str, tbl: str = "t", *, partitioned: bool = False, cols=ALL_KINDS_COLUMNS) -> None:  # noqa: ANN001
     client.create_database(database(db))
     client.create_table(table(db, tbl, cols, PARTITION_KEYS if partitioned else ()))
+
+
+def as_served(objs: Sequence[tt.ColumnStatisticsObj], *, timestamp_as_long: bool = True) -> list[tt.ColumnStatisticsObj]:
+    """The statistics objects as the server answers them: by default (stats_timestamp_as_long) timestamp
+    statistics come back as longStats of epoch seconds, the only form pre-Hive-4 clients decode."""
+    out = []
+    for o in objs:
+        ts = o.statsData.timestampStats
+        if timestamp_as_long and ts is not None:
+            data = data_long(
+                None if ts.lowValue is None else ts.lowValue.secondsSinceEpoch,
+                None if ts.highValue is None else ts.highValue.secondsSinceEpoch,
+                ts.numNulls, ts.numDVs, bv=ts.bitVectors, hist=ts.histogram,
+            )
+            o = obj(o.colName, o.colType, data)
+        out.append(o)
+    return out
