@@ -227,7 +227,8 @@ class Handler:
 
     @_thrift_method
     def set_ugi(self, user_name: str, group_names: Sequence[str] | None) -> list[str]:
-        return [*(group_names or []), user_name]
+        # HMS 2.3.10 answers the group names as sent (checked by the differential interop test).
+        return list(group_names or [])
 
     @_thrift_method
     def getMetaConf(self, key: str) -> str:  # noqa: N802

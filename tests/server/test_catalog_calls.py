@@ -25,9 +25,9 @@ def test_fb303_basics(client):
     assert isinstance(client.getCounters(), dict)
 
 
-def test_set_ugi_returns_groups_then_user(client):
-    assert client.set_ugi("alice", ["staff", "eng"]) == ["staff", "eng", "alice"]
-    assert client.set_ugi("bob", []) == ["bob"]
+def test_set_ugi_answers_the_groups_like_hms_2_3(client):
+    assert client.set_ugi("alice", ["staff", "eng"]) == ["staff", "eng"]
+    assert client.set_ugi("bob", []) == []
 
 
 def test_configuration_calls(client, server):
