@@ -166,6 +166,11 @@ class Handler:
         self.settings = settings
         self._started = int(time.time())
         self._conf = _meta_conf(settings)
+        # Statistics as this server answers them (bound once: a large reply converts thousands of entries).
+        self._to_thrift = functools.partial(
+            entry_to_thrift, bit_vectors=settings.fetch_bitvector, histograms=settings.fetch_kll,
+            timestamp_as_long=settings.stats_timestamp_as_long,
+        )
 
     def __getattr__(self, name: str) -> Callable:
         # Methods of the IDL this server does not implement answer with a clear error instead of crashing
@@ -674,10 +679,7 @@ class Handler:
     # ------------------------------------------------------------------ column statistics: reads
 
     def _obj(self, entry: object) -> tt.ColumnStatisticsObj:
-        return entry_to_thrift(
-            entry, bit_vectors=self.settings.fetch_bitvector, histograms=self.settings.fetch_kll,
-            timestamp_as_long=self.settings.stats_timestamp_as_long,
-        )
+        return self._to_thrift(entry)
 
     @_thrift_method
     def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> tt.ColumnStatistics:
@@ -713,7 +715,8 @@ class Handler:
             request.dbName, request.tblName, list(request.partNames or []), list(request.colNames or []),
             engine=_engine(request.engine), catalog=_catalog(request.catName),
         )
-        return tt.PartitionsStatsResult(partStats={n: [self._obj(e) for e in es] for n, es in found.items()})
+        convert = self._to_thrift
+        return tt.PartitionsStatsResult(partStats={n: [convert(e) for e in es] for n, es in found.items()})
 
     @_thrift_method
     def get_aggr_stats_for(self, request: tt.PartitionsStatsRequest) -> tt.AggrStats:

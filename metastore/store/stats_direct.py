@@ -324,7 +324,7 @@ def partition_stats(
             "columns": bind_list(cols, dialect),
         },
     )
-    return [(row[0], decode(row[1:]), row[-1]) for row in rows]
+    return [(row[0], decode(row[1:]), row[-1]) for row in rows.all()]
 
 
 @dataclass(frozen=True)
