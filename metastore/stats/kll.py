@@ -1,8 +1,9 @@
 """KLL float histograms in Apache DataSketches' format: Hive 4's column-statistics ``histogram`` field.
 
 Hive (HIVE-26221) serializes ``KllFloatsSketch.toByteArray()`` with k = 200 for long, double, decimal, date and
-timestamp columns. Values go in as 32-bit floats: integers and decimals as their numeric value, dates as days
-since the epoch, timestamps as epoch seconds. The Python ``datasketches`` package writes the same compact
+timestamp columns. Values go in as 32-bit floats: integers and decimals as their numeric value, dates and
+timestamps as epoch seconds (Hive 4 computes them with ``ds_kll_sketch`` over ``unix_timestamp`` of the value;
+metastore.stats.harvest follows the same convention). The Python ``datasketches`` package writes the same compact
 serialization as the Java library.
 """
 
@@ -47,14 +48,16 @@ def kll_of(values: Sequence[float] | np.ndarray, k: int = DEFAULT_K) -> datasket
 def histogram_for(kind: StatsKind, values: Sequence | np.ndarray, k: int = DEFAULT_K) -> bytes:
     """The serialized KLL histogram Hive would store for non-null ``values`` of a column ``kind``.
 
-    ``values`` are numbers for long/double/decimal kinds, days for dates and epoch seconds for timestamps.
+    ``values`` are numbers for long/double/decimal kinds, days since the epoch (or datetime64) for dates and
+    epoch seconds (or datetime64) for timestamps; both temporal kinds are sketched as epoch seconds.
     """
     if kind not in KLL_KINDS:
         raise ValueError(f"{kind.name.lower()} columns carry no histogram")
     arr = np.asarray([float(v) for v in values] if kind is StatsKind.DECIMAL else values)
     if arr.dtype.kind == "M":
-        unit = "D" if kind is StatsKind.DATE else "s"
-        arr = arr.astype(f"datetime64[{unit}]").astype(np.int64)
+        arr = arr.astype("datetime64[s]").astype(np.int64)
+    elif kind is StatsKind.DATE:
+        arr = arr.astype(np.int64) * 86_400
     return kll_of(arr.astype(np.float64), k).serialize()
 
 

@@ -34,7 +34,10 @@ def test_java_reads_our_sketches_and_we_read_javas(java_oracle) -> None:
 def test_histogram_for_kinds() -> None:
     dates = np.array(["2024-01-01", "2024-01-11"], dtype="datetime64[D]")
     s = kll_from_bytes(histogram_for(StatsKind.DATE, dates))
-    assert (s.get_min_value(), s.get_max_value()) == (19723.0, 19733.0)
+    # Dates are sketched as epoch seconds, as Hive 4 (unix_timestamp) and metastore.stats.harvest do.
+    assert (s.get_min_value(), s.get_max_value()) == (19723.0 * 86400, 19733.0 * 86400)
+    s = kll_from_bytes(histogram_for(StatsKind.DATE, [19723, 19733]))
+    assert (s.get_min_value(), s.get_max_value()) == (19723.0 * 86400, 19733.0 * 86400)
     stamps = np.array(["1970-01-01T00:00:10", "1970-01-01T00:01:00"], dtype="datetime64[s]")
     s = kll_from_bytes(histogram_for(StatsKind.TIMESTAMP, stamps))
     assert (s.get_min_value(), s.get_max_value()) == (10.0, 60.0)
