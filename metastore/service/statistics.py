@@ -258,7 +258,7 @@ class StatisticsService:
         with self._read() as uow:
             found = direct.table_stats(
                 uow.connection, catalog, db_name, table_name, columns, engine or DEFAULT_ENGINE,
-                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll,
+                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll, prepared=True,
             )
             if not found:
                 _target(uow.connection, catalog, db_name, table_name)
@@ -272,7 +272,7 @@ class StatisticsService:
         with self._read() as uow:
             found = direct.table_stats(
                 uow.connection, catalog, db_name, table_name, [column], engine or DEFAULT_ENGINE,
-                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll,
+                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll, prepared=True,
             )
             if not found:
                 target = _target(uow.connection, catalog, db_name, table_name)

@@ -267,29 +267,73 @@ def table_stats(
     *,
     bit_vectors: bool = False,
     histograms: bool = False,
+    prepared: bool = False,
 ) -> list[tuple[ColumnStatsEntry, int]]:
     """(entry, LAST_ANALYZED) of the table-level statistics of `columns` that exist, in the order asked. An
-    empty list also for a missing table: callers that must tell the two apart ask table_target."""
+    empty list also for a missing table: callers that must tell the two apart ask table_target.
+
+    prepared (PostgreSQL, a connection in autocommit) runs it as a server-side prepared statement: the
+    lookup is planned once per connection instead of on every call, which is most of its cost."""
     wanted = _lower_unique(columns)
     if not wanted:
         return []
     read = _read_statement(conn, "table", bit_vectors, histograms)
     decode = _reader(read.columns)
-    rows = conn.execute(
-        read.stmt,
-        {
-            "db": db_name.strip().lower(),
-            "catalog": catalog.strip().lower(),
-            "tbl": table_name.strip().lower(),
-            "engine": engine,
-            "columns": bind_list(wanted, conn.dialect.name),
-        },
-    )
+    params = {
+        "db": db_name.strip().lower(),
+        "catalog": catalog.strip().lower(),
+        "tbl": table_name.strip().lower(),
+        "engine": engine,
+        "columns": bind_list(wanted, conn.dialect.name),
+    }
+    if prepared and conn.dialect.name == "postgresql":
+        name = f"metastore_table_stats_{int(bit_vectors)}{int(histograms)}"
+        rows = _execute_prepared(conn, name, read.stmt, _TABLE_STATS_PARAMS, params)
+    else:
+        rows = conn.execute(read.stmt, params).all()
     found = {}
     for row in rows:
         entry = decode(row)
         found[entry.column] = (entry, row[-1])
     return [found[c] for c in wanted if c in found]
+
+
+# Parameters of the table-statistics read, in order, with their PostgreSQL types (for PREPARE).
+_TABLE_STATS_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"), ("engine", "text"), ("columns", "text[]"))
+_PREPARED = "metastore_prepared"
+
+
+def _execute_prepared(
+    conn: sa.Connection, name: str, stmt: sa.TextClause, params_spec: Sequence[tuple[str, str]], params: dict
+) -> list:
+    """Rows of `stmt` run as the prepared statement `name` of this database connection (PostgreSQL, outside
+    a transaction block: a failed EXECUTE must not abort one). The statement is prepared on first use on each
+    connection; a connection that lost it (reconnected) prepares it again."""
+    fairy = conn.connection
+    known = fairy.info.setdefault(_PREPARED, {})
+    dbapi = fairy.dbapi_connection
+    execute = (
+        f"EXECUTE {name}(" + ", ".join(f"%({p})s" for p, _ in params_spec) + ")"
+    )
+    for attempt in range(2):
+        if known.get(name) != id(dbapi):
+            sql = str(stmt)
+            for i, (p, _) in enumerate(params_spec, 1):
+                sql = sql.replace(f":{p}", f"${i}")
+            types = ", ".join(t for _, t in params_spec)
+            try:
+                conn.exec_driver_sql(f"PREPARE {name}({types}) AS {sql}")
+            except sa.exc.DBAPIError as exc:
+                if getattr(exc.orig, "pgcode", None) != "42P05":  # duplicate_prepared_statement: already there
+                    raise
+            known[name] = id(dbapi)
+        try:
+            return conn.exec_driver_sql(execute, params).all()
+        except sa.exc.DBAPIError as exc:
+            if attempt or getattr(exc.orig, "pgcode", None) != "26000":  # invalid_sql_statement_name
+                raise
+            known.pop(name, None)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def partition_stats(

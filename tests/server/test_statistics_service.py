@@ -56,6 +56,7 @@ def test_statistics_writes_commit_without_waiting_for_the_flush(pg_metastore, sy
 def test_one_column_write_and_read_statement_counts(pg_metastore):
     ms = pg_metastore()
     ms.stats.write([StatsWrite("s", "t", [ENTRY])])  # first write also marks the column accurate
+    ms.stats.table_stats("s", "t", ["l"])  # reads prepare their statement once per connection
     seen = _statements(ms)
     ms.stats.write([StatsWrite("s", "t", [ENTRY])])
     # The locking lookup (with SET LOCAL), the table's details, the upsert: COLUMN_STATS_ACCURATE is already
@@ -65,3 +66,19 @@ def test_one_column_write_and_read_statement_counts(pg_metastore):
     ms.stats.table_column_stats("s", "t", "l")
     ms.stats.table_stats("s", "t", ["l", "x"])
     assert len(seen) == 2, seen
+
+
+def test_reads_are_prepared_once_per_connection(pg_metastore, pg_server):
+    ms = pg_metastore()
+    ms.stats.write([StatsWrite("s", "t", [ENTRY])])
+    seen = _statements(ms)
+    for _ in range(10):
+        assert ms.stats.table_column_stats("s", "t", "l")[0] == ENTRY
+    assert sum(s.startswith("PREPARE") for s in seen) <= 1
+    assert sum(s.startswith("EXECUTE") for s in seen) == 10
+    # A connection that lost its prepared statements (here: all of them deallocated) prepares them again.
+    with ms.store.engine.connect() as conn:
+        conn.exec_driver_sql("DEALLOCATE ALL")
+        conn.commit()
+    for _ in range(3):
+        assert ms.stats.table_stats("s", "t", ["l"]) == [ENTRY]
