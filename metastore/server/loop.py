@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import select
 import signal
 import socket
 import sys
@@ -184,15 +185,18 @@ def _has_buffered_input(trans: object) -> bool:
 
 
 def _wait_readable(conn: socket.socket, stopping: threading.Event) -> bool:
-    """Block until the connection has data (True) or is closed / the worker is stopping (False)."""
-    import select
+    """Block until the connection has data (True) or is closed / the worker is stopping (False).
 
+    poll, not select: select cannot watch descriptors numbered 1024 and above, which a worker with many
+    connections hands out."""
+    poller = select.poll()
+    poller.register(conn, select.POLLIN | select.POLLPRI)
     while not stopping.is_set():
         try:
-            readable, _, _ = select.select([conn], [], [], 0.5)
-        except (OSError, ValueError):
+            events = poller.poll(500)
+        except OSError:
             return False
-        if readable:
+        if events:
             return True
     return False
 

@@ -203,3 +203,19 @@ def test_concurrent_writers_of_new_columns_all_marked_accurate(server, client, d
     for params in (table.parameters, part.parameters):
         marked = json.loads(params["COLUMN_STATS_ACCURATE"])["COLUMN_STATS"]
         assert sorted(marked) == sorted(names)
+
+
+def test_a_worker_serves_more_than_a_thousand_connections(server_factory):
+    # Descriptors above 1023 are out of select()'s reach: every connection must still be served.
+    single = server_factory(workers=1)
+    clients = []
+    try:
+        for _ in range(1100):
+            c = connect(single.port)
+            clients.append(c)
+        answers = {c.getStatusDetails() for c in clients[-60:]}
+        assert len(answers) == 1 and "alive" in answers.pop()
+        assert all(c.get_all_databases()[0] == "default" for c in clients[::50])
+    finally:
+        for c in clients:
+            c._iprot.trans.close()
