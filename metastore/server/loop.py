@@ -99,9 +99,15 @@ class Worker:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self._connections.add(conn)
-            threading.Thread(
-                target=self._serve_connection, args=(processor, conn, peer), daemon=True, name=f"conn-{peer}"
-            ).start()
+            try:
+                threading.Thread(
+                    target=self._serve_connection, args=(processor, conn, peer), daemon=True, name=f"conn-{peer}"
+                ).start()
+            except RuntimeError as exc:  # no more threads: refuse this connection, keep serving the others
+                log.error("cannot serve the connection from %s: %s", peer, exc)
+                with self._lock:
+                    self._connections.discard(conn)
+                conn.close()
         self._drain()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
