@@ -215,7 +215,7 @@ def test_a_worker_serves_more_than_a_thousand_connections(server_factory):
             clients.append(c)
         answers = {c.getStatusDetails() for c in clients[-60:]}
         assert len(answers) == 1 and "alive" in answers.pop()
-        assert all(c.get_all_databases()[0] == "default" for c in clients[::50])
+        assert all("default" in c.get_all_databases() for c in clients[::50])
     finally:
         for c in clients:
             c._iprot.trans.close()
