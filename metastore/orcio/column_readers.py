@@ -330,39 +330,25 @@ def _read_decimal(node: TypeDescription, n: int, ctx: ReadContext) -> ColumnVect
     data, offset = _raw_stream(ctx, node.id, DATA, needed=n > 0)
     # read the scales first in position order: DATA's position was consumed above, SECONDARY's comes next
     scales = _int_stream(ctx, node.id, SECONDARY, n, True, version)
+    ints = _big_varints(ctx, node, data, n, offset)
     if precision == 0:
-        ints, _ = _big_varints(ctx, node, data, n, offset)
-        return DecimalVector(node, n, None, _object_ints(ints), 0, scales)
-    if precision <= 18:
-        try:
-            raw, _ = rle.decode_varints(data, n, True, offset)
-        except OrcError:
-            raw = None
-        if raw is not None:
-            fitted = _rescale_int64(raw, scales, scale)
-            if fitted is not None:
-                return DecimalVector(node, n, None, fitted, scale)
-    ints, _ = _big_varints(ctx, node, data, n, offset)
-    if n and (scales == scale).all():
-        rescaled = ints
-    else:
-        rescaled = [_rescale(v, s, scale) for v, s in zip(ints, scales.tolist(), strict=True)]
-    if precision <= 18 and all(-(2**63) <= v < 2**63 for v in rescaled):
-        return DecimalVector(node, n, None, np.asarray(rescaled, dtype=np.int64), scale)
-    return DecimalVector(node, n, None, _object_ints(rescaled), scale)
+        return DecimalVector(node, n, None, ints.astype(object), 0, scales)
+    if ints.dtype != object:
+        fitted = _rescale_int64(ints, scales, scale)
+        if fitted is not None:
+            return DecimalVector(node, n, None, fitted if precision <= 18 else fitted.astype(object), scale)
+        ints = ints.astype(object)
+    rescaled = _rescale_objects(ints, scales, scale)
+    if precision <= 18 and n and -(2**63) <= min(rescaled) and max(rescaled) < 2**63:
+        return DecimalVector(node, n, None, rescaled.astype(np.int64), scale)
+    return DecimalVector(node, n, None, rescaled, scale)
 
 
-def _big_varints(ctx: ReadContext, node: TypeDescription, data: bytes, n: int, offset: int) -> tuple[list[int], int]:
+def _big_varints(ctx: ReadContext, node: TypeDescription, data: bytes, n: int, offset: int) -> np.ndarray:
     try:
-        return rle.decode_big_varints(data, n, offset)
+        return rle.decode_big_varints_array(data, n, offset)[0]
     except OrcError as err:
         raise err.with_context(file=ctx.file_name, stripe=ctx.stripe, column=node.id, stream="DATA") from None
-
-
-def _object_ints(values: list[int]) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
 
 
 def _rescale(value: int, from_scale: int, to_scale: int) -> int:
@@ -379,12 +365,43 @@ def _rescale(value: int, from_scale: int, to_scale: int) -> int:
     return -q if value < 0 else q
 
 
-def _rescale_int64(values: np.ndarray, scales: np.ndarray, scale: int) -> np.ndarray | None:
+def _rescale_objects(values: np.ndarray, scales: np.ndarray, scale: int) -> np.ndarray:
+    """:func:`_rescale` of an object array of Python ints, one numpy operation per distinct scale."""
     diff = scale - scales
     if not diff.any():
         return values
-    if int(np.abs(diff).max()) > 18:
+    out = values.copy()
+    order = np.argsort(diff, kind="stable")
+    sorted_diff = diff[order]
+    bounds = np.flatnonzero(np.diff(sorted_diff)) + 1
+    for group in np.split(order, bounds):
+        d = int(diff[group[0]])
+        if d == 0:
+            continue
+        v = values[group]
+        if d > 0:
+            out[group] = v * (_POW10[d] if d < len(_POW10) else 10**d)
+        elif -d >= len(_POW10):
+            out[group] = 0
+        else:
+            q = np.abs(v) // _POW10[-d]
+            out[group] = np.where(v < 0, -q, q)
+    return out
+
+
+def _rescale_int64(values: np.ndarray, scales: np.ndarray, scale: int) -> np.ndarray | None:
+    """:func:`_rescale` of int64 values; None when a result would not fit in int64."""
+    diff = scale - scales
+    low, high = (int(diff.min()), int(diff.max())) if len(diff) else (0, 0)
+    if low == high == 0:
+        return values
+    if max(high, -low) > 18:
         return None
+    if low >= 0:
+        # only scaling up (writers that strip trailing zeros, as Java's HiveDecimal does): one multiply
+        biggest = max(int(values.max()), -int(values.min())) if len(values) else 0
+        if biggest <= np.iinfo(np.int64).max // int(_POW10_I64[high]):
+            return values * _POW10_I64[diff]
     out = values.copy()
     up = diff > 0
     if up.any():

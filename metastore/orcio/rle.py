@@ -16,10 +16,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import run_headers
 from .errors import OrcError
 
 _MASK64 = (1 << 64) - 1
 _U64 = np.uint64
+
+#: runs scanned one by one before deciding whether the stream's runs are short enough for the vectorised scan
+PROBE_RUNS = 64
+#: average bytes per run below which the rest of a stream's headers are found with numpy
+#: (:mod:`.run_headers` costs about 30 ns per byte, the Python loop about 1.5 µs per run)
+SHORT_RUN_BYTES = 48
+#: most bytes one vectorised window covers (after each window the run lengths are judged again)
+MAX_WINDOW = 1 << 18
 
 #: RLE v2 5-bit width codes → bit widths (codes 24..31 are the wide ones).
 WIDTH_FROM_CODE = tuple(list(range(1, 25)) + [26, 28, 30, 32, 40, 48, 56, 64])
@@ -112,36 +121,74 @@ def decode_byte_rle(data: bytes, count: int, pos: int = 0) -> tuple[np.ndarray, 
     starts: list[int] = []
     lengths: list[int] = []
     literal: list[bool] = []
+    chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    buf = np.frombuffer(data, dtype=np.uint8)
     produced = 0
     while produced < count:
-        if pos >= n:
-            raise OrcError(f"byte RLE stream ended after {produced} of {count} values (offset {pos})")
-        c = data[pos]
-        if c < 128:
-            if pos + 2 > n:
-                raise _truncated("byte RLE run", pos, n)
-            starts.append(pos + 1)
-            lengths.append(c + 3)
-            literal.append(False)
-            produced += c + 3
-            pos += 2
-        else:
-            k = 256 - c
-            if pos + 1 + k > n:
-                raise _truncated("byte RLE literals", pos, n)
-            starts.append(pos + 1)
-            lengths.append(k)
-            literal.append(True)
-            produced += k
-            pos += 1 + k
-    if not starts:
+        probe_pos, probe_produced, probe_runs = pos, produced, len(starts)
+        limit = probe_runs + PROBE_RUNS
+        while produced < count and len(starts) < limit:
+            if pos >= n:
+                raise OrcError(f"byte RLE stream ended after {produced} of {count} values (offset {pos})")
+            c = data[pos]
+            if c < 128:
+                if pos + 2 > n:
+                    raise _truncated("byte RLE run", pos, n)
+                starts.append(pos + 1)
+                lengths.append(c + 3)
+                literal.append(False)
+                produced += c + 3
+                pos += 2
+            else:
+                k = 256 - c
+                if pos + 1 + k > n:
+                    raise _truncated("byte RLE literals", pos, n)
+                starts.append(pos + 1)
+                lengths.append(k)
+                literal.append(True)
+                produced += k
+                pos += 1 + k
+        if produced >= count or pos - probe_pos >= SHORT_RUN_BYTES * PROBE_RUNS:
+            continue
+        # many short runs: find the rest of the headers with numpy, window by window
+        chunks.append(_byte_run_columns(starts, lengths, literal))
+        starts, lengths, literal = [], [], []
+        per_value = (pos - probe_pos) / max(produced - probe_produced, 1)
+        while produced < count and pos < n:
+            stop = _window_stop(pos, n, count - produced, per_value)
+            found = run_headers.byte_rle_window(buf, pos, stop, count - produced)
+            window_pos, window_produced = pos, produced
+            if len(found.heads):
+                heads = found.heads.astype(np.int64) + pos
+                lit = buf[heads] >= 128
+                chunks.append((heads + 1, found.lengths.astype(np.int64), lit))
+                produced += int(found.lengths.sum())
+            pos = found.resume
+            if found.scalar_next or pos - window_pos >= SHORT_RUN_BYTES * len(found.heads):
+                break  # a malformed run (reported by the scalar scan) or runs that got long
+            per_value = 2 * (pos - window_pos) / max(produced - window_produced, 1)
+    if starts or not chunks:
+        chunks.append(_byte_run_columns(starts, lengths, literal))
+    first, lens, lit = (np.concatenate(parts) for parts in zip(*chunks, strict=True))
+    total = int(lens.sum())
+    if total == 0:
         return np.zeros(0, np.uint8), pos
-    lens = np.asarray(lengths, np.int64)
-    lit = np.asarray(literal, np.int64)
+    lit64 = lit.astype(np.int64)
     g = _run_starts(lens)
-    src = np.repeat(np.asarray(starts, np.int64) - g * lit, lens) + np.arange(int(lens.sum())) * np.repeat(lit, lens)
-    buf = np.frombuffer(data, dtype=np.uint8)
+    src = np.repeat(first - g * lit64, lens)
+    src += np.arange(total) * np.repeat(lit64, lens)
     return buf[src[:count]], pos
+
+
+def _window_stop(pos: int, size: int, wanted: int, per_value: float) -> int:
+    """End of the next vectorised window: enough bytes for the values still wanted at the rate seen so far
+    (with some slack), at most :data:`MAX_WINDOW`, never past the stream."""
+    return min(size, pos + min(MAX_WINDOW, int(wanted * per_value * 1.25) + 4096))
+
+
+def _byte_run_columns(starts: list[int], lengths: list[int], literal: list[bool]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.asarray(starts, np.int64), np.asarray(lengths, np.int64), np.asarray(literal, bool)
 
 
 def decode_boolean_rle(data: bytes, count: int, pos: int = 0, bit_offset: int = 0) -> tuple[np.ndarray, int]:
@@ -157,77 +204,129 @@ def decode_boolean_rle(data: bytes, count: int, pos: int = 0, bit_offset: int = 
 
 def decode_varints(data: bytes, count: int, signed: bool, pos: int = 0) -> tuple[np.ndarray, int]:
     """Decode ``count`` consecutive varints of at most 64 bits (zigzag when ``signed``); returns (int64, end)."""
-    buf = np.frombuffer(data, dtype=np.uint8)[pos:]
-    ends = np.flatnonzero(buf < 0x80)
-    if len(ends) < count:
-        raise OrcError(f"varint stream holds {len(ends)} of the {count} values needed (from offset {pos})")
     if count == 0:
         return np.zeros(0, np.int64), pos
-    ends = ends[:count]
-    stop = int(ends[-1]) + 1
-    values = _varints_in(buf[:stop], ends)
+    buf, starts, lengths, stop = _varint_layout(data, count, pos, "varint stream")
+    if int(lengths.max()) > 10:
+        bad = int(starts[int(np.argmax(lengths > 10))]) + pos
+        raise OrcError(f"varint at offset {bad} is longer than 10 bytes")
+    values = _varint_values(buf, starts, lengths)
     if signed:
         values = unzigzag_array(values)
     return values.view(np.int64), pos + stop
 
 
-def _varints_in(buf: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def _varint_layout(data: bytes, count: int, pos: int, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The bytes from ``pos`` through the ``count``-th varint, each varint's start in them, its length, and the
+    number of bytes they take."""
+    buf = np.frombuffer(data, dtype=np.uint8)[pos:]
+    ends = np.flatnonzero(buf < 0x80)
+    if len(ends) < count:
+        raise OrcError(f"{what} holds {len(ends)} of the {count} values needed (from offset {pos})")
+    ends = ends[:count]
+    stop = int(ends[-1]) + 1
     starts = np.empty_like(ends)
     starts[0] = 0
     starts[1:] = ends[:-1] + 1
-    lengths = ends - starts + 1
-    if len(lengths) and int(lengths.max()) > 10:
-        bad = int(starts[int(np.argmax(lengths > 10))])
-        raise OrcError(f"varint at offset {bad} is longer than 10 bytes")
-    _, within = _within(lengths)
-    contrib = (buf & 0x7F).astype(_U64) << (within * 7).astype(_U64)
-    return np.add.reduceat(contrib, starts)
+    return buf[:stop], starts, ends - starts + 1, stop
+
+
+_LOW_BYTES_64 = np.asarray([(1 << (8 * k)) - 1 for k in range(9)], dtype=_U64)
+_LOW_BYTES_32 = np.asarray([(1 << (8 * k)) - 1 for k in range(5)], dtype=np.uint32)
+
+
+def _unaligned_words(buf: np.ndarray, itemsize: int) -> np.ndarray:
+    """Little-endian words of ``itemsize`` bytes starting at every byte of ``buf`` (zero past its end)."""
+    padded = np.zeros(len(buf) + 8, dtype=np.uint8)
+    padded[: len(buf)] = buf
+    return np.ndarray(shape=(len(padded) - itemsize + 1,), dtype=f"<u{itemsize}", buffer=padded, strides=(1,))
+
+
+def _join_groups(x: np.ndarray) -> np.ndarray:
+    """Squeeze the low 7 bits of every byte of each word together (byte 0's bits lowest), in place."""
+    if x.dtype == np.uint32:
+        stages = ((0x007F007F, 0x7F007F00, 1), (0x00003FFF, 0x3FFF0000, 2))
+    else:
+        stages = ((0x007F007F007F007F, 0x7F007F007F007F00, 1), (0x00003FFF00003FFF, 0x3FFF00003FFF0000, 2),
+                  (0x000000000FFFFFFF, 0x0FFFFFFF00000000, 4))
+    dtype = x.dtype.type
+    high = np.empty_like(x)
+    for low_mask, high_mask, shift in stages:
+        np.bitwise_and(x, dtype(high_mask), out=high)
+        high >>= dtype(shift)
+        x &= dtype(low_mask)
+        x |= high
+    return x
+
+
+def _varint_chunk(words: np.ndarray, starts: np.ndarray, lengths: np.ndarray, skip: int) -> np.ndarray:
+    """The value bits held by bytes ``skip .. skip+7`` of each varint (56 bits at most, uint64)."""
+    take = np.clip(lengths - skip, 0, 8)
+    # varints shorter than ``skip`` bytes contribute nothing (masked below); keep their index inside the buffer
+    x = words[np.minimum(starts + skip, len(words) - 1)] if skip else words[starts]
+    x &= _LOW_BYTES_64[take]
+    x &= _U64(0x7F7F7F7F7F7F7F7F)
+    return _join_groups(x)
+
+
+def _varint_values(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Varints of at most 10 bytes at ``starts`` as uint64 (bits past 64 dropped, like a Java long)."""
+    longest = int(lengths.max())
+    if longest <= 4:
+        x = _unaligned_words(buf, 4)[starts]
+        x &= _LOW_BYTES_32[lengths]
+        x &= np.uint32(0x7F7F7F7F)
+        return _join_groups(x).astype(_U64)
+    words = _unaligned_words(buf, 8)
+    values = _varint_chunk(words, starts, lengths, 0)
+    if longest > 8:
+        values |= _varint_chunk(words, starts, lengths, 8) << _U64(56)
+    return values
 
 
 def decode_big_varints(data: bytes, count: int, pos: int = 0, max_bytes: int = 24) -> tuple[list[int], int]:
     """Decode ``count`` zigzag varints of any size (decimal DATA) into Python ints; returns (list, end)."""
-    buf = np.frombuffer(data, dtype=np.uint8)[pos:]
-    ends = np.flatnonzero(buf < 0x80)
-    if len(ends) < count:
-        raise OrcError(f"decimal stream holds {len(ends)} of the {count} values needed (from offset {pos})")
     if count == 0:
         return [], pos
-    ends = ends[:count]
-    starts = np.empty_like(ends)
-    starts[0] = 0
-    starts[1:] = ends[:-1] + 1
-    lengths = ends - starts + 1
-    if int(lengths.max()) > max_bytes:
-        raise OrcError(f"decimal varint of {int(lengths.max())} bytes is larger than any 128-bit value")
-    short = lengths <= 9
-    out_array = np.zeros(count, dtype=object)
-    if short.any():
-        # the short ones (< 2**63) vectorised: gather their bytes, sum the 7-bit groups
-        sub_lengths = lengths[short]
-        run_of, within = _within(sub_lengths)
-        src = starts[short][run_of] + within
-        packed_starts = np.cumsum(sub_lengths) - sub_lengths
-        contrib = (buf[src] & 0x7F).astype(_U64) << (within * 7).astype(_U64)
-        raw = np.add.reduceat(contrib, packed_starts)
-        signed = ((raw >> _U64(1)).astype(np.int64)) ^ -((raw & _U64(1)).astype(np.int64))
-        out_array[short] = signed.tolist()
-    out: list[int] = out_array.tolist()
-    if not short.all():
-        raw_bytes = bytes(buf[: int(ends[-1]) + 1])
-        for i in np.flatnonzero(~short).tolist():
-            s, e = int(starts[i]), int(ends[i]) + 1
-            v = 0
-            for k, b in enumerate(raw_bytes[s:e]):
-                v |= (b & 0x7F) << (7 * k)
-            out[i] = (v >> 1) ^ -(v & 1)
-    return out, pos + int(ends[-1]) + 1
+    values, stop = decode_big_varints_array(data, count, pos, max_bytes)
+    return values.tolist(), stop
+
+
+def decode_big_varints_array(data: bytes, count: int, pos: int = 0, max_bytes: int = 24
+                             ) -> tuple[np.ndarray, int]:
+    """:func:`decode_big_varints` as an array: int64 when every value fits (below 2**63 in magnitude, i.e. at
+    most 9 bytes), else an object array of Python ints; returns (array, end)."""
+    if count == 0:
+        return np.zeros(0, np.int64), pos
+    buf, starts, lengths, stop = _varint_layout(data, count, pos, "decimal stream")
+    longest = int(lengths.max())
+    if longest > max_bytes:
+        raise OrcError(f"decimal varint of {longest} bytes is larger than any 128-bit value")
+    if longest <= 9:
+        raw = _varint_values(buf, starts, lengths)
+        sign = (raw & _U64(1)).view(np.int64)
+        np.negative(sign, out=sign)
+        raw >>= _U64(1)
+        return raw.view(np.int64) ^ sign, pos + stop
+    # wider values: 56-bit pieces in numpy, joined as Python ints by object-array arithmetic (no Python loop)
+    words = _unaligned_words(buf, 8)
+    zigzag = _varint_chunk(words, starts, lengths, 0).astype(object)
+    for skip in range(8, longest, 8):
+        piece = _varint_chunk(words, starts, lengths, skip)
+        if piece.any():
+            zigzag |= piece.astype(object) << (7 * skip)
+    return (zigzag >> 1) ^ -(zigzag & 1), pos + stop
 
 
 # ------------------------------------------------------------------------------------------------ integer RLE
 
 
 class _Runs:
-    """Runs found by a scan, grouped by how their values are produced (one tuple per run)."""
+    """Runs found by a scan, grouped by how their values are produced.
+
+    The scalar scanner appends one tuple per run to the lists; the vectorised one adds whole columns with
+    :meth:`add` (after :meth:`flush` so that each kind stays in stream order).
+    """
 
     def __init__(self) -> None:
         # repeated or arithmetic runs, value i = base + i * delta (mod 2**64): (out offset, length, base, delta)
@@ -239,6 +338,28 @@ class _Runs:
         self.delta: list[tuple[int, int, int, int, int, int]] = []
         # runs decoded on their own (patched base): (out offset, uint64 values)
         self.ready: list[tuple[int, np.ndarray]] = []
+        self._chunks: dict[str, list[np.ndarray]] = {"arith": [], "packed": [], "delta": []}
+
+    def flush(self) -> None:
+        """Move the scalar scanner's tuples into column chunks."""
+        for name, dtype in (("arith", _U64), ("packed", np.int64), ("delta", _U64)):
+            rows = getattr(self, name)
+            if rows:
+                self._chunks[name].append(_columns(rows, dtype))
+                rows.clear()
+
+    def add(self, name: str, columns: np.ndarray) -> None:
+        """Add runs of one kind as a (fields, runs) array."""
+        if columns.shape[1]:
+            self._chunks[name].append(columns)
+
+    def table(self, name: str) -> np.ndarray | None:
+        """All runs of a kind as a (fields, runs) array, in stream order; None when there are none."""
+        self.flush()
+        chunks = self._chunks[name]
+        if not chunks:
+            return None
+        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks, axis=1)
 
 
 def _run_starts(lens: np.ndarray) -> np.ndarray:
@@ -323,16 +444,17 @@ def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool, more: b
     """Values of all runs in stream order (uint64)."""
     # each kind's values, concatenated in that kind's run order, plus (out offset, length) of its runs
     groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    if runs.arith:
-        outs, lens, base, delta = _columns(runs.arith, _U64)
+    arith = runs.table("arith")
+    if arith is not None:
+        outs, lens, base, delta = arith
         lens = lens.astype(np.int64)
         groups.append((_arith_values(base, delta, lens), outs.astype(np.int64), lens))
     words = None
-    if runs.packed:
-        cols = _columns(runs.packed, np.int64)
+    cols = runs.table("packed")
+    if cols is not None:
         widths = cols[2]
         for width in np.unique(widths).tolist():
-            sel = cols[:, widths == width] if len(runs.packed) > 1 else cols
+            sel = cols[:, widths == width] if cols.shape[1] > 1 else cols
             outs, lens, _, bits = sel
             values = _contiguous_packed(data, bits.tolist(), lens.tolist(), width)
             if values is None:
@@ -342,10 +464,11 @@ def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool, more: b
             if signed_packed:
                 values = unzigzag_array(values)
             groups.append((values, outs, lens))
-    if runs.delta:
+    delta_runs = runs.table("delta")
+    if delta_runs is not None:
         if words is None:
             words = _word_view(_padded(data))
-        outs, lens, base, first_delta, widths, bits = _columns(runs.delta, _U64)
+        outs, lens, base, first_delta, widths, bits = delta_runs
         lens = lens.astype(np.int64)
         first = _run_starts(lens)
         mags = _packed_values(words, bits.astype(np.int64), widths.astype(np.int64), lens, skip=2)
@@ -382,12 +505,71 @@ def decode_int_rle_v2(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
     """Decode ``count`` integers of RLE v2 starting at ``pos``; returns (int64 array, end offset)."""
     n = len(data)
     runs = _Runs()
+    produced = 0
+    buf: np.ndarray | None = None
+    while produced < count:
+        probe_pos, probe_produced = pos, produced
+        pos, produced, scanned = _scan_v2(data, pos, produced, count, signed, runs, PROBE_RUNS)
+        if produced >= count or pos - probe_pos >= SHORT_RUN_BYTES * scanned:
+            continue
+        # many short runs: find the rest of the headers with numpy, window by window
+        if buf is None:
+            buf = np.frombuffer(data, dtype=np.uint8)
+        per_value = (pos - probe_pos) / max(produced - probe_produced, 1)
+        while produced < count and pos < n:
+            stop = _window_stop(pos, n, count - produced, per_value)
+            found = run_headers.v2_window(buf, pos, stop, count - produced)
+            window_pos, window_produced = pos, produced
+            produced = _add_v2_runs(runs, found, pos, produced, data, signed)
+            pos = found.runs.resume
+            if found.runs.scalar_next or pos - window_pos >= SHORT_RUN_BYTES * len(found.runs.heads):
+                break  # a malformed run (reported by the scalar scan) or runs that got long
+            per_value = 2 * (pos - window_pos) / max(produced - window_produced, 1)
+    if produced == 0:
+        return np.zeros(0, np.int64), pos
+    out = _assemble(runs, produced, data, signed)
+    return out[:count].view(np.int64), pos
+
+
+def _add_v2_runs(runs: _Runs, found: run_headers.V2Window, start: int, produced: int, data: bytes,
+                 signed: bool) -> int:
+    """Record the runs of a vectorised window; returns the new count of values produced."""
+    lens = found.runs.lengths
+    if len(lens) == 0:
+        return produced
+    runs.flush()
+    ends = np.cumsum(lens)
+    outs = (ends - lens + produced).astype(np.int64)
+    kind = found.kind
+    width = found.width
+    base = found.base
+    if signed:
+        base = unzigzag_array(base)
+    fixed = (kind == 0) | ((kind == 3) & ((width == 0) | (lens <= 2)))
+    sel = np.flatnonzero(fixed)
+    runs.add("arith", np.stack([outs[sel].astype(_U64), lens[sel].astype(_U64), base[sel], found.delta[sel]]))
+    sel = np.flatnonzero(kind == 1)
+    runs.add("packed", np.stack([outs[sel], lens[sel], width[sel].astype(np.int64), found.bits[sel]]))
+    sel = np.flatnonzero((kind == 3) & ~fixed)
+    runs.add("delta", np.stack([outs[sel].astype(_U64), lens[sel].astype(_U64), base[sel], found.delta[sel],
+                                width[sel].astype(_U64), found.bits[sel].astype(_U64)]))
+    for i in np.flatnonzero(kind == 2).tolist():
+        values, _ = _patched_base(data, int(found.runs.heads[i]) + start, int(lens[i]), int(width[i]), signed)
+        runs.ready.append((int(outs[i]), values))
+    return produced + int(ends[-1])
+
+
+def _scan_v2(data: bytes, pos: int, produced: int, count: int, signed: bool, runs: _Runs, max_runs: int
+             ) -> tuple[int, int, int]:
+    """Scan up to ``max_runs`` RLE v2 runs one by one; returns (offset, values produced, runs scanned)."""
+    n = len(data)
     arith = runs.arith
     packed = runs.packed
-    produced = 0
     widths = WIDTH_FROM_CODE
     mask = _MASK64
-    while produced < count:
+    scanned = 0
+    while produced < count and scanned < max_runs:
+        scanned += 1
         if pos >= n:
             raise OrcError(f"integer RLE v2 stream ended after {produced} of {count} values (offset {pos})")
         first = data[pos]
@@ -440,10 +622,7 @@ def decode_int_rle_v2(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
                 runs.delta.append((produced, length, base, delta, width, p * 8))
         produced += length
         pos = end
-    if produced == 0:
-        return np.zeros(0, np.int64), pos
-    out = _assemble(runs, produced, data, signed)
-    return out[:count].view(np.int64), pos
+    return pos, produced, scanned
 
 
 def _patched_base(data: bytes, pos: int, length: int, width: int, signed: bool) -> tuple[np.ndarray, int]:

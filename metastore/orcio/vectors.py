@@ -15,6 +15,7 @@ tuples (unions).
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -28,6 +29,8 @@ _MIN_DAYS = dt.date.min.toordinal() - _EPOCH_DATE_ORDINAL
 _MAX_DAYS = dt.date.max.toordinal() - _EPOCH_DATE_ORDINAL
 _EPOCH_NAIVE = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+#: scaleb in this context never rounds: decimal(38, s) values keep every digit (the default context has 28)
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
 
 def _spread(values: np.ndarray, mask: np.ndarray, fill=0) -> np.ndarray:
@@ -292,8 +295,8 @@ class DecimalVector(ColumnVector):
         ints = self.unscaled.tolist()
         if self.scales is None:
             exp = -self.scale
-            return [Decimal(v).scaleb(exp) for v in ints]
-        return [Decimal(v).scaleb(-s) for v, s in zip(ints, self.scales.tolist(), strict=True)]
+            return [Decimal(v).scaleb(exp, _EXACT) for v in ints]
+        return [Decimal(v).scaleb(-s, _EXACT) for v, s in zip(ints, self.scales.tolist(), strict=True)]
 
     def to_pylist(self) -> list:
         if self.present is None:
@@ -301,7 +304,7 @@ class DecimalVector(ColumnVector):
         ints = self.unscaled.tolist()
         scales = [self.scale] * self.length if self.scales is None else self.scales.tolist()
         return [
-            Decimal(v).scaleb(-s) if p else None
+            Decimal(v).scaleb(-s, _EXACT) if p else None
             for v, s, p in zip(ints, scales, self.present.tolist(), strict=True)
         ]
 

@@ -1,0 +1,247 @@
+"""Run headers of RLE streams found with numpy, for streams made of many short runs.
+
+Where a run starts fixes where the next one starts, so a stream's run headers form a chain. A Python loop
+over that chain costs about a microsecond per run, which dominates when runs hold only a few values (present
+streams of sparse nulls, decimal scales, RLE v2 of noisy data). Here, for every byte of a window we compute
+with numpy where the next header would be if a header started at that byte, then follow the chain from the
+window's first byte by pointer doubling: after round k we know the node 2**k hops ahead of every byte, and
+the chain's first 2**(k+1) headers are its first 2**k headers plus the nodes 2**k hops ahead of them. That is
+O(window bytes × log runs) numpy work and no Python per run.
+
+Two extra nodes end every chain: ``L`` (the window's end, or a run that reaches past it but inside the
+stream: decoding resumes after that run) and ``L + 1`` (a run that is malformed or truncated: the caller's
+scalar scanner takes over there and reports it exactly). A malformed run after the values the caller needs is
+never looked at by the caller, so it does not raise.
+
+The window scanners return the chain's runs as arrays (local header offsets and what each run holds); the
+callers in :mod:`.rle` turn them into values together with the runs they scanned one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: RLE v2 5-bit width codes → bit widths, as an array for vectorised lookups
+WIDTHS = np.asarray(list(range(1, 25)) + [26, 28, 30, 32, 40, 48, 56, 64], dtype=np.int64)
+#: closest_fixed_bits(n) for n in 0..128 (patch entry widths of patched-base runs)
+_FIXED_BITS = np.asarray(
+    [1 if n <= 0 else n if n <= 24 else next((w for w in (26, 28, 30, 32, 40, 48, 56, 64) if n <= w), 64)
+     for n in range(129)],
+    dtype=np.int64,
+)
+_LONGEST_VARINT = 10
+
+
+#: pointer-doubling rounds before the chain is walked in strides of 2**rounds headers
+_DOUBLINGS = 6
+
+
+def follow(nxt: np.ndarray, stop: int) -> tuple[np.ndarray, int]:
+    """The chain ``0, nxt[0], nxt[nxt[0]], ...`` up to its first node ``>= stop``, and that node.
+
+    ``nxt`` (int64) must map every node below ``stop`` to a larger one and every node from ``stop`` on to
+    itself. Tables of 2, 4, ... 64 hops come from doubling; the chain is walked 64 hops at a time (one Python
+    step per 64 headers), then each stride is filled in from the smaller tables.
+    """
+    jumps = [nxt]
+    while len(jumps) <= _DOUBLINGS and (1 << len(jumps)) <= stop:
+        jumps.append(np.take(jumps[-1], jumps[-1]))
+    stride = jumps[-1]
+    node = 0
+    coarse = [0]
+    while node < stop:
+        ahead = stride.item(node)
+        if ahead <= node:
+            raise ValueError(f"run header chain does not advance at offset {node}")
+        node = ahead
+        coarse.append(node)
+    chain = np.asarray(coarse, dtype=np.int64)
+    for table in reversed(jumps[:-1]):
+        chain = np.stack((chain, np.take(table, chain)), axis=1).ravel()
+    cut = int(np.searchsorted(chain, stop))
+    return chain[:cut], int(chain[cut])
+
+
+def _close(local_end: np.ndarray, bad: np.ndarray | None, length: int) -> np.ndarray:
+    """Clip next-header offsets to the window's end node, send malformed runs to the bad node, append both."""
+    out = np.empty(length + 2, dtype=np.int64)
+    np.minimum(local_end, length, out=out[:length])
+    if bad is not None:
+        out[:length][bad] = length + 1
+    out[length] = length
+    out[length + 1] = length + 1
+    return out
+
+
+@dataclass
+class WindowRuns:
+    """Runs found in a window: header offsets relative to the window start, their value counts, and where the
+    next header is (absolute), or that the run after them must be read by the scalar scanner."""
+
+    heads: np.ndarray
+    lengths: np.ndarray
+    resume: int
+    scalar_next: bool
+
+
+def _cut(heads: np.ndarray, lengths: np.ndarray, ends: np.ndarray, last_node: int, window: int, need: int,
+         start: int) -> WindowRuns:
+    """Keep the runs up to the one that completes ``need`` values; note where to go on from."""
+    bad = last_node == window + 1
+    if bad:
+        # the last chain node is the malformed run itself: the scalar scanner reports it if it is needed
+        heads, lengths, ends = heads[:-1], lengths[:-1], ends[:-1]
+    if len(heads) == 0:
+        return WindowRuns(heads, lengths, start, True)
+    total = np.cumsum(lengths)
+    if int(total[-1]) >= need:
+        k = int(np.searchsorted(total, need)) + 1
+        return WindowRuns(heads[:k], lengths[:k], int(ends[k - 1]), False)
+    return WindowRuns(heads, lengths, int(ends[-1]), bad)
+
+
+# ---------------------------------------------------------------------------------------------- byte RLE
+
+
+#: byte RLE: bytes taken by a run, from its header byte
+_BYTE_STEP = np.asarray([2 if c < 128 else 257 - c for c in range(256)], dtype=np.int64)
+#: byte RLE: values of a run, from its header byte
+_BYTE_COUNT = np.asarray([c + 3 if c < 128 else 256 - c for c in range(256)], dtype=np.int64)
+
+
+def byte_rle_window(buf: np.ndarray, start: int, stop: int, need: int) -> WindowRuns:
+    """Byte RLE runs from ``start`` (a header) within ``buf[start:stop]`` (``buf`` is the whole stream)."""
+    window = stop - start
+    local_end = np.take(_BYTE_STEP, buf[start:stop])
+    local_end += np.arange(window)
+    room = len(buf) - start
+    bad = local_end > room if int(local_end.max()) > room else None
+    heads, last = follow(_close(local_end, bad, window), window)
+    lengths = np.take(_BYTE_COUNT, buf[heads + start])
+    return _cut(heads, lengths, local_end[heads] + start, last, window, need, start)
+
+
+# ---------------------------------------------------------------------------------------------- integer RLE v2
+
+
+@dataclass
+class V2Window:
+    """RLE v2 runs of a window with what decoding them needs (absolute byte positions)."""
+
+    runs: WindowRuns
+    kind: np.ndarray  # 0 short repeat, 1 direct, 2 patched base, 3 delta (per run)
+    width: np.ndarray  # direct/patched/delta bit width (0 for fixed-delta runs); short repeat: bytes
+    base: np.ndarray  # short repeat value or delta base, uint64 before zigzag decoding
+    delta: np.ndarray  # delta runs: first delta, uint64 bits of the signed value (zigzag decoded)
+    bits: np.ndarray  # direct/delta runs: absolute bit offset of the packed values
+
+
+def _v2_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Indexed by a run's first two bytes read as a little-endian uint16 (first byte low): bytes taken by
+    short-repeat and direct runs (0 for the other kinds, whose size depends on more bytes) and values held."""
+    key = np.arange(1 << 16)
+    b0, b1 = key & 0xFF, key >> 8
+    enc = b0 >> 6
+    length = np.where(enc == 0, (b0 & 7) + 3, ((b0 & 1) << 8 | b1) + 1)
+    step = np.zeros(1 << 16, dtype=np.int64)
+    step[enc == 0] = 2 + ((b0[enc == 0] >> 3) & 7)
+    direct = enc == 1
+    step[direct] = 2 + ((WIDTHS[(b0[direct] >> 1) & 31] * length[direct] + 7) >> 3)
+    return step, length.astype(np.int64)
+
+
+_V2_STEP, _V2_LENGTH = _v2_tables()
+
+
+def _varints_at(padded: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Varints occupying ``padded[starts[i]..ends[i]]`` (inclusive, at most 10 bytes), as uint64 (mod 2**64)."""
+    if len(starts) == 0:
+        return np.zeros(0, np.uint64)
+    width = int((ends - starts).max()) + 1
+    cols = np.arange(width, dtype=np.int64)
+    idx = starts[:, None] + cols
+    groups = (padded[idx] & 0x7F).astype(np.uint64)
+    groups[idx > ends[:, None]] = 0
+    groups <<= (cols * 7).astype(np.uint64)
+    return np.bitwise_or.reduce(groups, axis=1)
+
+
+def v2_window(buf: np.ndarray, start: int, stop: int, need: int) -> V2Window:
+    """Integer RLE v2 runs from ``start`` (a header) within ``buf[start:stop]`` (``buf`` is the whole stream)."""
+    n = len(buf)
+    window = stop - start
+    # headers near the window end read a few bytes (and two varints) beyond it; zeros past the stream's end
+    ext = buf[start : min(n, stop + 2 * _LONGEST_VARINT + 4)]
+    size = len(ext)
+    padded = np.zeros(size + 16, dtype=np.uint8)
+    padded[:size] = ext
+    pairs = np.ndarray(shape=(window,), dtype="<u2", buffer=padded, strides=(1,))
+    local_end = np.take(_V2_STEP, pairs)
+    local_end += np.arange(window)
+    bad = np.zeros(window, dtype=bool)
+
+    # patched-base and delta runs (first byte 0x80 and up): sizes from their further header bytes
+    wide = np.flatnonzero(padded[:window] >= 0x80)
+    b0 = padded[wide].astype(np.int64)
+    pb = wide[b0 < 0xC0]
+    if len(pb):
+        h = padded[pb].astype(np.int64)
+        third = padded[pb + 2].astype(np.int64)
+        fourth = padded[pb + 3].astype(np.int64)
+        patch_width = WIDTHS[third & 31]
+        gap_width = (fourth >> 5) + 1
+        values_bits = WIDTHS[(h >> 1) & 31] * _V2_LENGTH[pairs[pb]]
+        local_end[pb] = (pb + 5 + (third >> 5) + ((values_bits + 7) >> 3)
+                         + ((_FIXED_BITS[patch_width + gap_width] * (fourth & 31) + 7) >> 3))
+        bad[pb] = patch_width + gap_width > 64
+    de = wide[b0 >= 0xC0]
+    terms = np.flatnonzero(ext < 0x80)
+    if len(de):
+        # the base varint ends at the first terminator from de + 2, the delta varint at the next one
+        terms_padded = np.concatenate((terms, [size, size]))
+        k = np.searchsorted(terms, de + 2)
+        base_end = terms_padded[k]
+        delta_end = terms_padded[k + 1]
+        code = (padded[de].astype(np.int64) >> 1) & 31
+        count = _V2_LENGTH[pairs[de]]
+        payload = np.where(count > 2, count - 2, 0) * np.where(code == 0, 0, WIDTHS[code])
+        local_end[de] = delta_end + 1 + ((payload + 7) >> 3)
+        bad[de] = ((delta_end >= size) | (base_end - de - 2 >= _LONGEST_VARINT)
+                   | (delta_end - base_end - 1 >= _LONGEST_VARINT))
+
+    bad |= local_end > n - start
+    heads, last = follow(_close(local_end, bad, window), window)
+    lengths = _V2_LENGTH[pairs[heads]]
+    runs = _cut(heads, lengths, local_end[heads] + start, last, window, need, start)
+    heads = runs.heads
+    k = len(heads)
+    h0 = padded[heads].astype(np.int64)
+    kind = h0 >> 6
+    code = (h0 >> 1) & 31
+    run_width = np.where(kind == 0, ((h0 >> 3) & 7) + 1, WIDTHS[code])
+    run_width[(kind == 3) & (code == 0)] = 0
+    base = np.zeros(k, dtype=np.uint64)
+    delta = np.zeros(k, dtype=np.uint64)
+    bits = (heads + start + 2) * 8
+    short = np.flatnonzero(kind == 0)
+    if len(short):
+        words = np.ndarray(shape=(size + 9,), dtype=">u8", buffer=padded, offset=0, strides=(1,))
+        value = words[heads[short] + 1].astype(np.uint64)
+        value >>= (64 - 8 * run_width[short]).astype(np.uint64)
+        base[short] = value
+    deltas = np.flatnonzero(kind == 3)
+    if len(deltas):
+        dh = heads[deltas]
+        terms_padded = np.concatenate((terms, [size, size]))
+        j = np.searchsorted(terms, dh + 2)
+        b_end = terms_padded[j]
+        d_end = terms_padded[j + 1]
+        base[deltas] = _varints_at(padded, dh + 2, b_end)
+        zz = _varints_at(padded, b_end + 1, d_end)
+        sign = zz & np.uint64(1)
+        np.negative(sign, out=sign)
+        delta[deltas] = (zz >> np.uint64(1)) ^ sign
+        bits[deltas] = (d_end + 1 + start) * 8
+    return V2Window(runs, kind, run_width, base, delta, bits)

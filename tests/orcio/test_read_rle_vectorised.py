@@ -1,0 +1,212 @@
+"""The vectorised run-header scan (metastore.orcio.run_headers) against the scalar reference decoders.
+
+Normally only streams of many short runs take the vectorised path; here the thresholds are lowered so that
+every stream does (after its first run), and long streams of short runs check the real thresholds and the
+window logic (windows that end inside a run, runs after the values needed that are malformed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from metastore.orcio import OrcError, rle, run_headers
+
+from .test_rle_decode import (
+    byte_run,
+    pack_bits,
+    ref_byte_rle,
+    ref_int_v2,
+    run_length_byte,
+    run_length_v2,
+    v2_run,
+    varint_bytes,
+    zigzag,
+)
+
+
+# the fixtures only set module constants, the same for every example
+SETTINGS = settings(max_examples=100, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture
+def always_vectorised(monkeypatch):
+    monkeypatch.setattr(rle, "PROBE_RUNS", 1)
+    monkeypatch.setattr(rle, "SHORT_RUN_BYTES", 1 << 40)
+
+
+@pytest.fixture
+def tiny_windows(monkeypatch):
+    monkeypatch.setattr(rle, "PROBE_RUNS", 1)
+    monkeypatch.setattr(rle, "SHORT_RUN_BYTES", 1 << 40)
+    monkeypatch.setattr(rle, "MAX_WINDOW", 7)
+
+
+@SETTINGS
+@given(runs=st.lists(v2_run(), min_size=1, max_size=16), signed=st.booleans(), data=st.data())
+def test_v2_vectorised_matches_reference(always_vectorised, runs: list[bytes], signed: bool, data) -> None:
+    stream = b"".join(runs)
+    total = sum(run_length_v2(r) for r in runs)
+    want = ref_int_v2(stream, total, signed)
+    got, end = rle.decode_int_rle_v2(stream, total, signed)
+    assert got.tolist() == want
+    assert end == len(stream)
+    k = data.draw(st.integers(0, total))
+    assert rle.decode_int_rle_v2(stream, k, signed)[0].tolist() == want[:k]
+    skip = data.draw(st.integers(0, len(runs) - 1))
+    offset = sum(len(r) for r in runs[:skip])
+    first_value = sum(run_length_v2(r) for r in runs[:skip])
+    assert rle.decode_int_rle_v2(stream, total - first_value, signed, offset)[0].tolist() == want[first_value:]
+
+
+@SETTINGS
+@given(runs=st.lists(v2_run(), min_size=1, max_size=10), signed=st.booleans())
+def test_v2_tiny_windows_match_reference(tiny_windows, runs: list[bytes], signed: bool) -> None:
+    stream = b"".join(runs)
+    total = sum(run_length_v2(r) for r in runs)
+    got, end = rle.decode_int_rle_v2(stream, total, signed)
+    assert got.tolist() == ref_int_v2(stream, total, signed)
+    assert end == len(stream)
+
+
+@SETTINGS
+@given(runs=st.lists(v2_run(), min_size=1, max_size=8), signed=st.booleans(), data=st.data())
+def test_v2_vectorised_truncated_streams_raise(always_vectorised, runs: list[bytes], signed: bool, data) -> None:
+    stream = b"".join(runs)
+    total = sum(run_length_v2(r) for r in runs)
+    cut = data.draw(st.integers(0, len(stream) - 1))
+    with pytest.raises(OrcError):
+        rle.decode_int_rle_v2(stream[:cut], total, signed)
+
+
+@SETTINGS
+@given(runs=st.lists(v2_run(), min_size=2, max_size=8), signed=st.booleans(), junk=st.binary(min_size=1, max_size=40))
+def test_v2_garbage_after_the_values_needed_is_not_read(always_vectorised, runs: list[bytes], signed: bool,
+                                                       junk: bytes) -> None:
+    stream = b"".join(runs)
+    total = sum(run_length_v2(r) for r in runs)
+    got, end = rle.decode_int_rle_v2(stream + junk, total, signed)
+    assert got.tolist() == ref_int_v2(stream, total, signed)
+    assert end == len(stream)
+
+
+@SETTINGS
+@given(runs=st.lists(byte_run(), min_size=1, max_size=30), data=st.data())
+def test_byte_rle_vectorised_matches_reference(always_vectorised, runs: list[bytes], data) -> None:
+    stream = b"".join(runs)
+    total = sum(run_length_byte(r) for r in runs)
+    got, end = rle.decode_byte_rle(stream, total)
+    assert got.tolist() == ref_byte_rle(stream, total) and end == len(stream)
+    k = data.draw(st.integers(0, total))
+    assert rle.decode_byte_rle(stream, k)[0].tolist() == ref_byte_rle(stream, k)
+    with pytest.raises(OrcError):
+        rle.decode_byte_rle(stream[:-1], total)
+    junk = data.draw(st.binary(min_size=1, max_size=20))
+    assert rle.decode_byte_rle(stream + junk, total)[0].tolist() == ref_byte_rle(stream, total)
+
+
+@SETTINGS
+@given(runs=st.lists(byte_run(), min_size=1, max_size=20))
+def test_byte_rle_tiny_windows_match_reference(tiny_windows, runs: list[bytes]) -> None:
+    stream = b"".join(runs)
+    total = sum(run_length_byte(r) for r in runs)
+    got, end = rle.decode_byte_rle(stream, total)
+    assert got.tolist() == ref_byte_rle(stream, total) and end == len(stream)
+
+
+def _short_runs_v2(rng: np.random.Generator, runs: int) -> tuple[bytes, list[int], list[tuple[int, int]]]:
+    """A stream of many short runs of every kind (what a noisy decimal scale stream looks like), its values and
+    (byte offset, value index) of every run."""
+    out = bytearray()
+    values: list[int] = []
+    starts: list[tuple[int, int]] = []
+    for kind in rng.integers(0, 4, runs).tolist():
+        starts.append((len(out), len(values)))
+        if kind == 0:
+            n = int(rng.integers(3, 11))
+            v = int(rng.integers(-60, 60))
+            out += bytes([n - 3, zigzag(v)])
+            values += [v] * n
+        elif kind == 1:
+            n = int(rng.integers(1, 12))
+            vs = rng.integers(-8, 8, n).tolist()
+            out += bytes([0x40 | (3 << 1), n - 1]) + pack_bits([zigzag(v) for v in vs], 4)
+            values += vs
+        elif kind == 2:
+            n = int(rng.integers(1, 6))
+            base = int(rng.integers(-(10**6), 10**6))
+            delta = int(rng.integers(-5, 6))
+            out += bytes([0xC0, n - 1]) + varint_bytes(zigzag(base)) + varint_bytes(zigzag(delta))
+            values += [base + i * delta for i in range(n)]
+        else:
+            n = int(rng.integers(3, 9))
+            base = int(rng.integers(0, 1000))
+            mags = rng.integers(0, 16, n - 2).tolist()
+            out += (bytes([0xC0 | (3 << 1), n - 1]) + varint_bytes(zigzag(base)) + varint_bytes(zigzag(2))
+                    + pack_bits(mags, 4))
+            seq = [base, base + 2]
+            for m in mags:
+                seq.append(seq[-1] + m)
+            values += seq
+    return bytes(out), values, starts
+
+
+def test_long_stream_of_short_runs_takes_the_vectorised_path(monkeypatch) -> None:
+    stream, values, starts = _short_runs_v2(np.random.default_rng(7), 20000)
+    calls = []
+    real = run_headers.v2_window
+    monkeypatch.setattr(run_headers, "v2_window", lambda *a: calls.append(a[1:3]) or real(*a))
+    got, end = rle.decode_int_rle_v2(stream, len(values), True)
+    assert calls, "the vectorised scan was not used"
+    assert got.tolist() == values and end == len(stream)
+    # only part of the values, and from a run in the middle (as a row-group read starts)
+    assert rle.decode_int_rle_v2(stream, 1000, True)[0].tolist() == values[:1000]
+    offset, first = starts[len(starts) // 2]
+    got, _ = rle.decode_int_rle_v2(stream, 30000, True, offset)
+    assert got.tolist() == values[first : first + 30000]
+    # a truncated stream still fails with the scalar scanner's message
+    with pytest.raises(OrcError, match="truncated|ended after"):
+        rle.decode_int_rle_v2(stream[: len(stream) - 3], len(values), True)
+
+
+def test_long_present_stream_of_short_runs(monkeypatch) -> None:
+    rng = np.random.default_rng(3)
+    bits = rng.random(400_000) > 0.03
+    raw = np.packbits(bits).tobytes()
+    # byte RLE as ORC writers make it: repeats of 3+ equal bytes, literals of up to 128 otherwise
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        j = i
+        while j < len(raw) and raw[j] == raw[i] and j - i < 130:
+            j += 1
+        if j - i >= 3:
+            out += bytes([j - i - 3, raw[i]])
+            i = j
+            continue
+        k = i
+        while k < len(raw) and k - i < 128 and not (k + 2 < len(raw) and raw[k] == raw[k + 1] == raw[k + 2]):
+            k += 1
+        out += bytes([256 - (k - i)]) + raw[i:k]
+        i = k
+    stream = bytes(out)
+    calls = []
+    real = run_headers.byte_rle_window
+    monkeypatch.setattr(run_headers, "byte_rle_window", lambda *a: calls.append(a[1:3]) or real(*a))
+    got, end = rle.decode_boolean_rle(stream, len(bits))
+    assert calls, "the vectorised scan was not used"
+    assert np.array_equal(got, bits) and end == len(stream)
+    with pytest.raises(OrcError, match="byte RLE"):
+        rle.decode_byte_rle(stream[: len(stream) // 2], len(raw))
+
+
+def test_follow_walks_the_chain() -> None:
+    # 0 -> 3 -> 4 -> 9 (end); node 9 is the window end, 10 the bad node
+    nxt = np.asarray([3, 2, 9, 4, 9, 9, 10, 9, 9, 9, 10], dtype=np.int32)
+    heads, last = run_headers.follow(nxt, 9)
+    assert heads.tolist() == [0, 3, 4] and last == 9
+    nxt[4] = 10
+    heads, last = run_headers.follow(nxt, 9)
+    assert heads.tolist() == [0, 3, 4] and last == 10
