@@ -44,11 +44,11 @@ class Settings:
     fetch_bitvector: bool = False
     fetch_kll: bool = False
     log_level: str = "INFO"
-    # PostgreSQL: statistics writes commit without waiting for the WAL flush (synchronous_commit off for those
-    # transactions only). A PostgreSQL crash may then lose the last fraction of a second of acknowledged
-    # statistics (never corrupt anything; ANALYZE recomputes them); catalog changes stay synchronous.
-    # METASTORE_STATS_SYNCHRONOUS_COMMIT=true waits for the flush on statistics writes too.
-    stats_synchronous_commit: bool = False
+    # Statistics writes wait for PostgreSQL's WAL flush like every other write (durable when acknowledged).
+    # METASTORE_STATS_SYNCHRONOUS_COMMIT=false trades that for write throughput: statistics transactions then
+    # commit with synchronous_commit off, so a PostgreSQL crash may lose the last fraction of a second of
+    # acknowledged statistics (never corrupting anything; ANALYZE recomputes them). Catalog writes stay durable.
+    stats_synchronous_commit: bool = True
     # Serve timestamp statistics as longStats (epoch seconds), the only form Hive 2.3/3 IDLs (Spark's client,
     # Trino, pymetastore, hmsclient, hive-metastore-client) can decode: they see Hive 4's timestampStats
     # (union member 8) as an empty union. Like Hive's hive.metastore.stats.legacy.timestamp.as.long.
