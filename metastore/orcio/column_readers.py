@@ -419,28 +419,35 @@ def _rescale_int64(values: np.ndarray, scales: np.ndarray, scale: int) -> np.nda
     return out
 
 
+#: SECONDARY nanosecond scale from the 3-bit trailing-zeros code (code z > 0 means z + 1 zeros were cut)
+_NANO_SCALE = np.asarray([1] + [10 ** (z + 1) for z in range(1, 8)], dtype=np.int64)
+
+
 def _read_timestamp(node: TypeDescription, n: int, ctx: ReadContext) -> ColumnVector:
     _check_encoding(ctx, node, (DIRECT, DIRECT_V2))
     version = _rle_version(ctx, node)
-    secs = _int_stream(ctx, node.id, DATA, n, True, version)
+    seconds = _int_stream(ctx, node.id, DATA, n, True, version)
     encoded = _int_stream(ctx, node.id, SECONDARY, n, False, version)
-    zeros = encoded & 7
     nanos = encoded >> 3
-    if n and zeros.any():
-        nanos = nanos * np.where(zeros > 0, np.power(np.int64(10), zeros + 1), 1)
+    if n:
+        scale = np.take(_NANO_SCALE, encoded & 7)
+        nanos *= scale
     # ORC C++ (and so pyarrow) writes the nanoseconds of negative instants negative, truncating toward zero
-    if n and (int(nanos.min()) < -_MAX_NANOS or int(nanos.max()) > _MAX_NANOS):
+    low_nanos, high_nanos = (int(nanos.min()), int(nanos.max())) if n else (0, 0)
+    if low_nanos < -_MAX_NANOS or high_nanos > _MAX_NANOS:
         raise ctx.error("timestamp nanoseconds out of range in SECONDARY stream", node.id, SECONDARY)
     instant = node.category == Category.TIMESTAMP_INSTANT
     zone = "UTC" if instant else ctx.writer_timezone
+    # the decoded arrays are ours: shift them in place
     with np.errstate(over="ignore"):
-        seconds = secs + np.int64(temporal.epoch_2015(zone))
+        seconds += np.int64(temporal.epoch_2015(zone))
     # ORC writers store floor+1 seconds for negative instants with a fraction of a millisecond or more
-    seconds = seconds - ((seconds < 0) & (nanos > 999_999))
-    negative = nanos < 0
-    if negative.any():
-        seconds = seconds - negative
-        nanos = nanos + negative * np.int64(1_000_000_000)
+    if n and int(seconds.min()) < 0 and high_nanos > 999_999:
+        seconds -= (seconds < 0) & (nanos > 999_999)
+    if low_nanos < 0:
+        negative = nanos < 0
+        seconds -= negative
+        nanos += negative * np.int64(1_000_000_000)
     if not instant and not temporal.is_utc(zone):
         seconds = temporal.wall_clock_seconds(zone, seconds)
     if ctx.hybrid_calendar:

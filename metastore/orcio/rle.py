@@ -102,14 +102,15 @@ def unpack_bits(words: np.ndarray, bit_offsets: np.ndarray, widths: np.ndarray |
     return (w >> shift) & mask
 
 
-def unzigzag_array(values: np.ndarray) -> np.ndarray:
-    """Zigzag-decode uint64 values (result: the uint64 bits of the signed values)."""
-    v = values.astype(_U64, copy=False)
+def unzigzag_array(values: np.ndarray, *, inplace: bool = False) -> np.ndarray:
+    """Zigzag-decode uint64 values (result: the uint64 bits of the signed values); ``inplace`` reuses
+    ``values`` (which must then be a uint64 array the caller owns)."""
+    v = values if inplace else values.astype(_U64, copy=True)
     sign = v & _U64(1)
     np.negative(sign, out=sign)  # 0 or all ones (uint64 wraps)
-    out = v >> _U64(1)
-    out ^= sign
-    return out
+    v >>= _U64(1)
+    v ^= sign
+    return v
 
 
 # ------------------------------------------------------------------------------------------------ byte RLE
@@ -212,7 +213,7 @@ def decode_varints(data: bytes, count: int, signed: bool, pos: int = 0) -> tuple
         raise OrcError(f"varint at offset {bad} is longer than 10 bytes")
     values = _varint_values(buf, starts, lengths)
     if signed:
-        values = unzigzag_array(values)
+        values = unzigzag_array(values, inplace=True)
     return values.view(np.int64), pos + stop
 
 
@@ -321,62 +322,48 @@ def decode_big_varints_array(data: bytes, count: int, pos: int = 0, max_bytes: i
 # ------------------------------------------------------------------------------------------------ integer RLE
 
 
-class _Runs:
-    """Runs found by a scan, grouped by how their values are produced.
+#: how each run's values are produced (the ``kind`` column of a runs table)
+ARITH = 0  # base + i * delta (mod 2**64): repeats, short repeats, fixed-delta runs
+PACKED = 1  # bit-packed values, value i at bit ``bits + i * width``
+DELTA = 2  # base, base + delta, then +/- each packed magnitude
+READY = 3  # decoded on its own (patched base), values kept in :attr:`_Runs.ready`
+FILLED = 4  # left as zeros for the caller to fill (RLE v1 literals)
 
-    The scalar scanner appends one tuple per run to the lists; the vectorised one adds whole columns with
-    :meth:`add` (after :meth:`flush` so that each kind stays in stream order).
+
+class _Runs:
+    """Runs in stream order as a table of (out offset, length, kind, base, delta, width, bit offset), uint64.
+
+    The scalar scanners append one tuple per run to :attr:`rows`; the vectorised one adds whole column
+    blocks with :meth:`add` (rows are flushed first, so the table stays in stream order).
     """
 
     def __init__(self) -> None:
-        # repeated or arithmetic runs, value i = base + i * delta (mod 2**64): (out offset, length, base, delta)
-        self.arith: list[tuple[int, int, int, int]] = []
-        # bit-packed runs, value i at bit bit_start + i * width: (out offset, length, width, bit_start)
-        self.packed: list[tuple[int, int, int, int]] = []
-        # delta runs with packed magnitudes (base, base + delta, then +/- each magnitude):
-        # (out offset, length, base, delta, width, bit_start)
-        self.delta: list[tuple[int, int, int, int, int, int]] = []
-        # runs decoded on their own (patched base): (out offset, uint64 values)
-        self.ready: list[tuple[int, np.ndarray]] = []
-        self._chunks: dict[str, list[np.ndarray]] = {"arith": [], "packed": [], "delta": []}
+        self.rows: list[tuple[int, int, int, int, int, int, int]] = []
+        self.ready: list[np.ndarray] = []
+        self._chunks: list[np.ndarray] = []
 
     def flush(self) -> None:
-        """Move the scalar scanner's tuples into column chunks."""
-        for name, dtype in (("arith", _U64), ("packed", np.int64), ("delta", _U64)):
-            rows = getattr(self, name)
-            if rows:
-                self._chunks[name].append(_columns(rows, dtype))
-                rows.clear()
+        """Move the scalar scanner's tuples into a column block."""
+        if self.rows:
+            self._chunks.append(np.asarray(self.rows, dtype=_U64).reshape(len(self.rows), 7).T)
+            self.rows.clear()
 
-    def add(self, name: str, columns: np.ndarray) -> None:
-        """Add runs of one kind as a (fields, runs) array."""
-        if columns.shape[1]:
-            self._chunks[name].append(columns)
-
-    def table(self, name: str) -> np.ndarray | None:
-        """All runs of a kind as a (fields, runs) array, in stream order; None when there are none."""
+    def add(self, columns: np.ndarray) -> None:
+        """Add runs as a (7, runs) uint64 block."""
         self.flush()
-        chunks = self._chunks[name]
-        if not chunks:
-            return None
-        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks, axis=1)
+        if columns.shape[1]:
+            self._chunks.append(columns)
+
+    def table(self) -> np.ndarray:
+        """All runs as one (7, runs) uint64 array in stream order."""
+        self.flush()
+        if not self._chunks:
+            return np.zeros((7, 0), dtype=_U64)
+        return self._chunks[0] if len(self._chunks) == 1 else np.concatenate(self._chunks, axis=1)
 
 
 def _run_starts(lens: np.ndarray) -> np.ndarray:
     return np.cumsum(lens) - lens
-
-
-def _arith_values(base: np.ndarray, delta: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Values ``base + i * delta`` of every run, concatenated (uint64, wrapping)."""
-    n = int(lens.sum())
-    if not delta.any():
-        return np.repeat(base, lens)
-    g = _run_starts(lens).astype(_U64)
-    j = np.arange(n, dtype=_U64)
-    if (delta == delta[0]).all():
-        d = delta[0]
-        return np.repeat(base - d * g, lens) + d * j
-    return np.repeat(base - delta * g, lens) + np.repeat(delta, lens) * j
 
 
 def _packed_values(words: np.ndarray, bit_start: np.ndarray, widths: np.ndarray, lens: np.ndarray,
@@ -407,97 +394,113 @@ def _packed_values(words: np.ndarray, bit_start: np.ndarray, widths: np.ndarray,
     return unpack_bits(words, bits, w)
 
 
-def _contiguous_packed(data, bit_start: list[int], lens: list[int], width: int) -> np.ndarray | None:
+def unpack_contiguous(packed: bytes | np.ndarray, total: int, width: int) -> np.ndarray:
+    """``total`` big-endian ``width``-bit fields packed back to back from bit 0 (uint64).
+
+    Eight fields take exactly ``width`` bytes, so field ``8 g + k`` sits in the 64-bit word at byte
+    ``g * width + (k * width) // 8``: eight strided views read every field without computing offsets.
+    """
+    raw = np.frombuffer(packed, np.uint8) if not isinstance(packed, np.ndarray) else packed
+    if width == 8:
+        return raw[:total].astype(_U64)
+    if width in (16, 32, 64):
+        return raw[: total * (width // 8)].view(f">u{width // 8}").astype(_U64)
+    if width in (1, 2, 4):
+        shifts = np.arange(8 - width, -1, -width, dtype=np.uint8)
+        nbytes = (total * width + 7) >> 3
+        return ((raw[:nbytes, None] >> shifts[None, :]) & np.uint8((1 << width) - 1)).ravel()[:total].astype(_U64)
+    groups = -(-total // 8)
+    padded = np.zeros(groups * width + 8, dtype=np.uint8)
+    used = min(len(raw), groups * width)
+    padded[:used] = raw[:used]
+    out = np.empty((groups, 8), dtype=_U64)
+    mask = _U64((1 << width) - 1)
+    for k in range(8):
+        bit = k * width
+        fields = np.ndarray(shape=(groups,), dtype=">u8", buffer=padded, offset=bit >> 3, strides=(width,))
+        column = out[:, k]
+        column[:] = fields
+        column >>= _U64(64 - (bit & 7) - width)
+        column &= mask
+    return out.ravel()[:total]
+
+
+def _contiguous_packed(data, bit_start: np.ndarray, lens: np.ndarray, width: int) -> np.ndarray | None:
     """Values of packed runs of one width whose payloads, joined, form one continuous bit string (every run but
     the last fills whole bytes, as full 512-value runs always do): decoded without per-value offsets."""
-    last = len(lens) - 1
-    if any((n * width) & 7 for n in lens[:last]) or any(b & 7 for b in bit_start):
+    if ((lens[:-1] * width) & 7).any() or (bit_start & 7).any():
         return None
-    view = memoryview(data)
-    total = sum(lens)
-    joined = b"".join([view[b >> 3 : (b >> 3) + ((width * n + 7) >> 3)] for b, n in zip(bit_start, lens, strict=True)])
-    if width == 8:
-        values = np.frombuffer(joined, np.uint8, count=total)
-    elif width in (16, 32, 64):
-        values = np.frombuffer(joined, f">u{width // 8}", count=total)
-    elif width % 8 == 0:
-        size = width // 8
-        raw = np.frombuffer(joined, np.uint8, count=total * size).reshape(total, size)
-        wide = np.zeros((total, 8), np.uint8)
-        wide[:, 8 - size :] = raw
-        values = wide.view(">u8").ravel()
-    elif width in (1, 2, 4):
+    total = int(lens.sum())
+    nbytes = (lens * width + 7) >> 3
+    first = bit_start >> 3
+    if len(lens) <= 64 or int(nbytes.sum()) >= 64 * len(lens):
+        view = memoryview(data)
+        joined = b"".join([view[b : b + k] for b, k in zip(first.tolist(), nbytes.tolist(), strict=True)])
         raw = np.frombuffer(joined, np.uint8)
-        shifts = np.arange(8 - width, -1, -width, dtype=np.uint8)
-        values = ((raw[:, None] >> shifts[None, :]) & np.uint8((1 << width) - 1)).ravel()[:total]
     else:
-        words = _word_view(_padded(joined))
-        values = unpack_bits(words, np.arange(total, dtype=np.int64) * width, width)
-    return values.astype(_U64)
+        # many short runs: gather their payload bytes with one index array
+        src = np.repeat(first - _run_starts(nbytes), nbytes) + np.arange(int(nbytes.sum()))
+        raw = np.frombuffer(data, np.uint8)[src]
+    return unpack_contiguous(raw, total, width)
 
 
-def _columns(rows: list[tuple], dtype) -> np.ndarray:
-    return np.asarray(rows, dtype=dtype).reshape(len(rows), -1).T
-
-
-def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool, more: bool = False) -> np.ndarray:
+def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool) -> np.ndarray:
     """Values of all runs in stream order (uint64)."""
-    # each kind's values, concatenated in that kind's run order, plus (out offset, length) of its runs
-    groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    arith = runs.table("arith")
-    if arith is not None:
-        outs, lens, base, delta = arith
-        lens = lens.astype(np.int64)
-        groups.append((_arith_values(base, delta, lens), outs.astype(np.int64), lens))
+    table = runs.table()
+    lens = table[1].view(np.int64)
+    kind = table[2]
+    # every kind's values, in stream order within the kind, plus which runs they belong to
+    groups: list[tuple[np.ndarray, np.ndarray]] = []
     words = None
-    cols = runs.table("packed")
-    if cols is not None:
-        widths = cols[2]
+    packed = np.flatnonzero(kind == PACKED)
+    if len(packed):
+        widths = table[5][packed]
         for width in np.unique(widths).tolist():
-            sel = cols[:, widths == width] if cols.shape[1] > 1 else cols
-            outs, lens, _, bits = sel
-            values = _contiguous_packed(data, bits.tolist(), lens.tolist(), width)
+            sel = packed[widths == width] if len(widths) > 1 else packed
+            bits = table[6][sel].view(np.int64)
+            values = _contiguous_packed(data, bits, lens[sel], width)
             if values is None:
                 if words is None:
                     words = _word_view(_padded(data))
-                values = _packed_values(words, bits, np.full(len(bits), width, np.int64), lens)
+                values = _packed_values(words, bits, np.full(len(bits), width, np.int64), lens[sel])
             if signed_packed:
-                values = unzigzag_array(values)
-            groups.append((values, outs, lens))
-    delta_runs = runs.table("delta")
-    if delta_runs is not None:
+                values = unzigzag_array(values, inplace=True)
+            groups.append((values, sel))
+    delta_runs = np.flatnonzero(kind == DELTA)
+    if len(delta_runs):
         if words is None:
             words = _word_view(_padded(data))
-        outs, lens, base, first_delta, widths, bits = delta_runs
-        lens = lens.astype(np.int64)
-        first = _run_starts(lens)
-        mags = _packed_values(words, bits.astype(np.int64), widths.astype(np.int64), lens, skip=2)
-        negative = np.repeat((first_delta >> _U64(63)).astype(bool), lens)
+        base, first_delta, widths, bits = table[3:7, delta_runs]
+        dl = lens[delta_runs]
+        first = _run_starts(dl)
+        mags = _packed_values(words, bits.view(np.int64), widths.view(np.int64), dl, skip=2)
+        negative = np.repeat((first_delta >> _U64(63)).astype(bool), dl)
         inc = np.where(negative, _U64(0) - mags, mags)
         inc[first] = base
         inc[first + 1] = first_delta
         sums = np.cumsum(inc, dtype=_U64)
-        before = np.zeros(len(lens), dtype=_U64)
+        before = np.zeros(len(dl), dtype=_U64)
         before[1:] = sums[first[1:] - 1]
-        groups.append((sums - np.repeat(before, lens), outs.astype(np.int64), lens))
-    for start, values in runs.ready:
-        groups.append((values, np.asarray([start], np.int64), np.asarray([len(values)], np.int64)))
-    if len(groups) == 1 and not runs.ready and not more:
-        # a single kind of run: the runs follow each other, so their concatenation is the output
+        sums -= np.repeat(before, dl)
+        groups.append((sums, delta_runs))
+    if runs.ready:
+        groups.append((np.concatenate(runs.ready), np.flatnonzero(kind == READY)))
+    if len(groups) == 1 and len(groups[0][1]) == len(kind):
+        # a single kind of run: the runs follow each other, so their values in order are the output
         return groups[0][0]
-    run_count = sum(len(g[1]) for g in groups)
-    if run_count * 128 <= total and not more:
-        # few long runs: glue slices together in stream order
-        pieces = []
-        for k, (_, outs, lens) in enumerate(groups):
-            starts = _run_starts(lens)
-            pieces.extend(zip(outs.tolist(), [k] * len(outs), starts.tolist(), lens.tolist(), strict=True))
-        pieces.sort()
-        return np.concatenate([groups[k][0][a : a + n] for _, k, a, n in pieces])
-    out = np.empty(total, dtype=_U64)
-    for values, outs, lens in groups:
-        idx = np.repeat(outs - _run_starts(lens), lens) + np.arange(len(values))
-        out[idx] = values
+    arith = kind == ARITH
+    out = np.repeat(np.where(arith, table[3], _U64(0)), lens)
+    steps = np.where(arith, table[4], _U64(0))
+    if steps.any():
+        within = np.arange(total, dtype=np.int64) - np.repeat(_run_starts(lens), lens)
+        out += np.repeat(steps, lens) * within.astype(_U64)
+    if groups:
+        group_of_run = np.zeros(len(kind), dtype=np.int8)
+        for g, (_, sel) in enumerate(groups, 1):
+            group_of_run[sel] = g
+        group_of_value = np.repeat(group_of_run, lens)
+        for g, (values, _) in enumerate(groups, 1):
+            out[group_of_value == g] = values
     return out
 
 
@@ -531,31 +534,33 @@ def decode_int_rle_v2(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
     return out[:count].view(np.int64), pos
 
 
+#: kinds of the vectorised scanner (short repeat, direct, patched base, delta) as runs-table kinds
+_V2_KINDS = np.asarray([ARITH, PACKED, READY, DELTA], dtype=_U64)
+
+
 def _add_v2_runs(runs: _Runs, found: run_headers.V2Window, start: int, produced: int, data: bytes,
                  signed: bool) -> int:
     """Record the runs of a vectorised window; returns the new count of values produced."""
     lens = found.runs.lengths
     if len(lens) == 0:
         return produced
-    runs.flush()
     ends = np.cumsum(lens)
-    outs = (ends - lens + produced).astype(np.int64)
-    kind = found.kind
-    width = found.width
+    kind = _V2_KINDS[found.kind]
+    width = found.width.astype(_U64)
     base = found.base
+    delta_runs = found.kind == 3
     if signed:
-        base = unzigzag_array(base)
-    fixed = (kind == 0) | ((kind == 3) & ((width == 0) | (lens <= 2)))
-    sel = np.flatnonzero(fixed)
-    runs.add("arith", np.stack([outs[sel].astype(_U64), lens[sel].astype(_U64), base[sel], found.delta[sel]]))
-    sel = np.flatnonzero(kind == 1)
-    runs.add("packed", np.stack([outs[sel], lens[sel], width[sel].astype(np.int64), found.bits[sel]]))
-    sel = np.flatnonzero((kind == 3) & ~fixed)
-    runs.add("delta", np.stack([outs[sel].astype(_U64), lens[sel].astype(_U64), base[sel], found.delta[sel],
-                                width[sel].astype(_U64), found.bits[sel].astype(_U64)]))
-    for i in np.flatnonzero(kind == 2).tolist():
-        values, _ = _patched_base(data, int(found.runs.heads[i]) + start, int(lens[i]), int(width[i]), signed)
-        runs.ready.append((int(outs[i]), values))
+        base = np.where((found.kind == 0) | delta_runs, unzigzag_array(base), base)
+    # delta runs without packed magnitudes are arithmetic
+    kind[delta_runs & ((width == 0) | (lens <= 2))] = ARITH
+    short = found.kind == 0
+    width[short] = 0
+    runs.add(np.stack([(ends - lens + produced).astype(_U64), lens.astype(_U64), kind, base, found.delta, width,
+                       found.bits.astype(_U64)]))
+    for i in np.flatnonzero(found.kind == 2).tolist():
+        values, _ = _patched_base(data, int(found.runs.heads[i]) + start, int(lens[i]), int(found.width[i]),
+                                  signed)
+        runs.ready.append(values)
     return produced + int(ends[-1])
 
 
@@ -563,8 +568,7 @@ def _scan_v2(data: bytes, pos: int, produced: int, count: int, signed: bool, run
              ) -> tuple[int, int, int]:
     """Scan up to ``max_runs`` RLE v2 runs one by one; returns (offset, values produced, runs scanned)."""
     n = len(data)
-    arith = runs.arith
-    packed = runs.packed
+    rows = runs.rows
     widths = WIDTH_FROM_CODE
     mask = _MASK64
     scanned = 0
@@ -583,7 +587,7 @@ def _scan_v2(data: bytes, pos: int, produced: int, count: int, signed: bool, run
             value = data[end - 1] if width == 1 else int.from_bytes(data[pos + 1 : end], "big")
             if signed:
                 value = ((value >> 1) ^ -(value & 1)) & mask
-            arith.append((produced, length, value, 0))
+            rows.append((produced, length, ARITH, value, 0, 0, 0))
             produced += length
             pos = end
             continue
@@ -596,10 +600,11 @@ def _scan_v2(data: bytes, pos: int, produced: int, count: int, signed: bool, run
             end = pos + 2 + ((width * length + 7) >> 3)
             if end > n:
                 raise _truncated("RLE v2 direct run", pos, n)
-            packed.append((produced, length, width, (pos + 2) * 8))
+            rows.append((produced, length, PACKED, 0, 0, width, (pos + 2) * 8))
         elif encoding == 2:  # PATCHED_BASE
             values, end = _patched_base(data, pos, length, widths[code], signed)
-            runs.ready.append((produced, values))
+            rows.append((produced, length, READY, 0, 0, 0, 0))
+            runs.ready.append(values)
         else:  # DELTA
             width = 0 if code == 0 else widths[code]
             p = pos + 2
@@ -614,12 +619,12 @@ def _scan_v2(data: bytes, pos: int, produced: int, count: int, signed: bool, run
                     end = p + ((width * max(length - 2, 0) + 7) >> 3)
                     if end > n:
                         raise _truncated("RLE v2 delta run", pos, n)
-                arith.append((produced, length, base, delta))
+                rows.append((produced, length, ARITH, base, delta, 0, 0))
             else:
                 end = p + ((width * (length - 2) + 7) >> 3)
                 if end > n:
                     raise _truncated("RLE v2 delta run", pos, n)
-                runs.delta.append((produced, length, base, delta, width, p * 8))
+                rows.append((produced, length, DELTA, base, delta, width, p * 8))
         produced += length
         pos = end
     return pos, produced, scanned
@@ -685,9 +690,10 @@ def decode_int_rle_v1(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
     """Decode ``count`` integers of RLE v1 starting at ``pos``; returns (int64 array, end offset)."""
     n = len(data)
     runs = _Runs()
+    rows = runs.rows
     produced = 0
     terminators: np.ndarray | None = None
-    literal_ranges: list[tuple[int, int, int]] = []  # (out offset, first byte, count)
+    literal_ranges: list[tuple[int, int, int, int]] = []  # (out offset, first byte, its terminator index, count)
     while produced < count:
         if pos >= n:
             raise OrcError(f"integer RLE v1 stream ended after {produced} of {count} values (offset {pos})")
@@ -701,7 +707,7 @@ def decode_int_rle_v1(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
             base, pos = _varint(data, pos + 2, n)
             if signed:
                 base = _unzigzag(base)
-            runs.arith.append((produced, length, base, delta & _MASK64))
+            rows.append((produced, length, ARITH, base, delta & _MASK64, 0, 0))
             produced += length
         else:
             k = 256 - c
@@ -711,37 +717,30 @@ def decode_int_rle_v1(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
             j = int(np.searchsorted(terminators, first))
             if j + k > len(terminators):
                 raise _truncated("RLE v1 literals", pos, n)
-            literal_ranges.append((produced, first, k))
+            literal_ranges.append((produced, first, j, k))
+            rows.append((produced, k, FILLED, 0, 0, 0, 0))
             pos = int(terminators[j + k - 1]) + 1
             produced += k
     if produced == 0:
         return np.zeros(0, np.int64), pos
+    out = _assemble(runs, produced, data, False)
     if literal_ranges:
-        buf = np.frombuffer(data, dtype=np.uint8)
-        first_bytes = np.asarray([r[1] for r in literal_ranges], np.int64)
-        last_end = pos
-        region = buf[int(first_bytes.min()) : last_end]
-        ends_all = np.flatnonzero(region < 0x80) + int(first_bytes.min())
-        # terminators of each literal range are consecutive in ends_all
-        idx0 = np.searchsorted(ends_all, first_bytes)
-        counts = np.asarray([r[2] for r in literal_ranges], np.int64)
+        assert terminators is not None
+        ranges = np.asarray(literal_ranges, np.int64).reshape(-1, 4)
+        counts = ranges[:, 3]
         run_of, within = _within(counts)
-        ends = ends_all[idx0[run_of] + within]
-        starts = np.where(within == 0, first_bytes[run_of], ends_all[np.maximum(idx0[run_of] + within - 1, 0)] + 1)
+        # a literal run's varints end at consecutive terminators; each starts after the previous one ends
+        which = ranges[run_of, 2] + within
+        ends = terminators[which]
+        starts = terminators[np.maximum(which - 1, 0)] + 1
+        starts[within == 0] = ranges[:, 1]
         lengths = ends - starts + 1
         if int(lengths.max()) > 10:
             raise OrcError("RLE v1 literal varint is longer than 10 bytes")
-        vrun, vwithin = _within(lengths)
-        src = starts[vrun] + vwithin
-        contrib = (buf[src] & 0x7F).astype(_U64) << (vwithin * 7).astype(_U64)
-        values = np.add.reduceat(contrib, np.cumsum(lengths) - lengths)
+        values = _varint_values(np.frombuffer(data, dtype=np.uint8), starts, lengths)
         if signed:
-            values = unzigzag_array(values)
-        outs = np.asarray([r[0] for r in literal_ranges], np.int64)[run_of] + within
-        out = _assemble(runs, produced, data, False, more=True)
-        out[outs] = values
-    else:
-        out = _assemble(runs, produced, data, False)
+            values = unzigzag_array(values, inplace=True)
+        out[ranges[run_of, 0] + within] = values
     return out[:count].view(np.int64), pos
 
 

@@ -22,6 +22,8 @@ from .proto import orc_proto_pb2 as pb
 STREAM_KIND_NAMES = {v.number: v.name for v in pb.Stream.Kind.DESCRIPTOR.values}
 ENCODING_NAMES = {v.number: v.name for v in pb.ColumnEncoding.Kind.DESCRIPTOR.values}
 INDEX_STREAM_KINDS = frozenset({pb.Stream.ROW_INDEX, pb.Stream.BLOOM_FILTER, pb.Stream.BLOOM_FILTER_UTF8})
+#: streams at least this long are read on their own, smaller neighbours share one read
+SHARED_READ_LIMIT = 1 << 16
 
 
 class FileSource:
@@ -141,7 +143,8 @@ class StripeStreams:
     def prefetch(self, columns: set[int], kinds: frozenset[int] | None = None) -> None:
         """Read the raw bytes of the streams of ``columns`` (only ``kinds`` if given), nothing else.
 
-        Back-to-back streams are fetched with one read; streams are never merged across a gap, so a projection
+        Runs of small back-to-back streams are fetched with one read; a large stream is read on its own (cutting
+        it out of a shared read would copy it twice). Streams are never merged across a gap, so a projection
         never reads the bytes of columns it did not ask for.
         """
         wanted = sorted(
@@ -151,19 +154,25 @@ class StripeStreams:
         )
         group: list[StreamLocation] = []
         for loc in [*wanted, None]:
-            if group and (loc is None or loc.offset != group[-1].offset + group[-1].length):
-                if len(group) == 1:
-                    g = group[0]
-                    self._raw[(g.column, g.kind)] = self.source.read(g.offset, g.length, f"stream {g.kind_name}")
-                else:
-                    start = group[0].offset
-                    blob = self.source.read(start, group[-1].offset + group[-1].length - start,
-                                            f"stripe {self.stripe_index} streams")
-                    for g in group:
-                        self._raw[(g.column, g.kind)] = blob[g.offset - start : g.offset - start + g.length]
+            alone = loc is not None and loc.length >= SHARED_READ_LIMIT
+            if group and (loc is None or alone or loc.offset != group[-1].offset + group[-1].length):
+                self._read_group(group)
                 group = []
-            if loc is not None:
+            if alone:
+                self._read_group([loc])
+            elif loc is not None:
                 group.append(loc)
+
+    def _read_group(self, group: list[StreamLocation]) -> None:
+        if len(group) == 1:
+            g = group[0]
+            self._raw[(g.column, g.kind)] = self.source.read(g.offset, g.length, f"stream {g.kind_name}")
+            return
+        start = group[0].offset
+        blob = self.source.read(start, group[-1].offset + group[-1].length - start,
+                                f"stripe {self.stripe_index} streams")
+        for g in group:
+            self._raw[(g.column, g.kind)] = blob[g.offset - start : g.offset - start + g.length]
 
     def stream(self, column: int, kind: int) -> DecompressedStream | None:
         """The decompressed stream, or None when the stripe has none of that kind for the column."""

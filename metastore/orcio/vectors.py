@@ -594,7 +594,8 @@ def concat(parts: list[ColumnVector]) -> ColumnVector:
             return DictionaryBytesVector(t, n, present, indices, merged)  # type: ignore[arg-type]
         direct = [p.decoded() if isinstance(p, DictionaryBytesVector) else p for p in parts]
         offsets, windows = _rebased_offsets([p.offsets for p in direct])  # type: ignore[attr-defined]
-        data = b"".join(p.data[a:b] for p, (a, b) in zip(direct, windows, strict=True))  # type: ignore[attr-defined]
+        # memoryview slices: the bytes are copied once, into the joined buffer
+        data = b"".join(memoryview(p.data)[a:b] for p, (a, b) in zip(direct, windows, strict=True))  # type: ignore[attr-defined]
         return BytesVector(t, n, present, offsets, data)
     if isinstance(first, DecimalVector):
         scales = None
