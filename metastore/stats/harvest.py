@@ -544,7 +544,10 @@ class ColumnSketcher:
         if self.hll is not None:
             _add_hashes(self.hll, hasher(doubles))
         if self.kll is not None:
-            self.kll.update(doubles.astype(np.float32))
+            # KLL sketches hold 32-bit floats (as Hive's); values beyond float's range are clamped to its
+            # extremes rather than becoming infinities. NaN stays NaN, which the sketch skips.
+            limit = np.finfo(np.float32).max
+            self.kll.update(np.clip(doubles, -limit, limit).astype(np.float32))
 
     def _widen(self, low: Any, high: Any) -> None:
         self.low = low if self.low is None or low < self.low else self.low
