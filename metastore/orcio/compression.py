@@ -162,7 +162,7 @@ class DecompressedStream:
     ``compressed_starts[k] == chunk_start``.
     """
 
-    data: bytes | bytearray
+    data: bytes | bytearray | memoryview
     compressed_starts: np.ndarray
     decompressed_starts: np.ndarray
 
@@ -192,10 +192,13 @@ def decompress_stream_indexed(
     *,
     max_output: int = DEFAULT_MAX_STREAM_BYTES,
 ) -> DecompressedStream:
-    """Decompress a whole chunked stream, remembering chunk boundaries (for row-index seeking)."""
+    """Decompress a whole chunked stream, remembering chunk boundaries (for row-index seeking).
+
+    The result's ``data`` is bytes-like: the input itself for NONE, else a memoryview of a numpy buffer
+    (uninitialised and, when large, backed by huge pages: no zero-filling, few page faults)."""
     kind = CompressionKind(kind)
     if kind == CompressionKind.NONE:
-        whole = data if isinstance(data, bytes) else bytes(data)
+        whole = data if isinstance(data, bytes | memoryview) else bytes(data)
         return DecompressedStream(whole, np.zeros(1, np.int64), np.zeros(1, np.int64))
     view = memoryview(data).cast("B")
     block = block_size or DEFAULT_BLOCK_SIZE
@@ -221,7 +224,7 @@ def decompress_stream_indexed(
         bound += length if original else block
         pos += 3 + length
     # pass 2: every chunk straight into one buffer (its size is bounded by the headers and the block size)
-    out = bytearray(min(bound, max_output + block))
+    out = np.empty(min(bound, max_output + block), dtype=np.uint8)
     target = memoryview(out)
     comp_starts = np.empty(len(chunks), np.int64)
     decomp_starts = np.empty(len(chunks), np.int64)
@@ -246,9 +249,7 @@ def decompress_stream_indexed(
         produced += n
         if produced > max_output:
             raise OrcError(f"stream decompresses to more than the allowed {max_output} bytes")
-    target.release()
-    del out[produced:]
-    return DecompressedStream(out, comp_starts, decomp_starts)
+    return DecompressedStream(target[:produced], comp_starts, decomp_starts)
 
 
 def decompress_stream(

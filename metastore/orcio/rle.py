@@ -28,7 +28,7 @@ PROBE_RUNS = 64
 #: (:mod:`.run_headers` costs about 30 ns per byte, the Python loop about 1.5 µs per run)
 SHORT_RUN_BYTES = 48
 #: most bytes one vectorised window covers (after each window the run lengths are judged again)
-MAX_WINDOW = 1 << 18
+MAX_WINDOW = 1 << 16
 
 #: RLE v2 5-bit width codes → bit widths (codes 24..31 are the wide ones).
 WIDTH_FROM_CODE = tuple(list(range(1, 25)) + [26, 28, 30, 32, 40, 48, 56, 64])

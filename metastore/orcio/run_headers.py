@@ -35,15 +35,16 @@ _LONGEST_VARINT = 10
 
 
 #: pointer-doubling rounds before the chain is walked in strides of 2**rounds headers
-_DOUBLINGS = 6
+_DOUBLINGS = 4
 
 
 def follow(nxt: np.ndarray, stop: int) -> tuple[np.ndarray, int]:
     """The chain ``0, nxt[0], nxt[nxt[0]], ...`` up to its first node ``>= stop``, and that node.
 
     ``nxt`` (int64) must map every node below ``stop`` to a larger one and every node from ``stop`` on to
-    itself. Tables of 2, 4, ... 64 hops come from doubling; the chain is walked 64 hops at a time (one Python
-    step per 64 headers), then each stride is filled in from the smaller tables.
+    itself. Tables of 2, 4, ... 2**_DOUBLINGS hops come from doubling; the chain is walked that many hops at a
+    time (one Python step per stride), then each stride is filled in from the smaller tables. Few, small tables
+    (windows of at most 64 KB) keep the work in cache.
     """
     jumps = [nxt]
     while len(jumps) <= _DOUBLINGS and (1 << len(jumps)) <= stop:

@@ -53,13 +53,16 @@ class FileSource:
             except (OSError, AttributeError, ValueError) as exc:
                 raise OrcError(f"ORC input must be seekable: {exc}") from None
 
-    def read(self, offset: int, length: int, what: str = "data") -> bytes:
-        """Exactly ``length`` bytes at ``offset``; OrcError when the range is outside the file."""
+    def _check_range(self, offset: int, length: int, what: str) -> None:
         if offset < 0 or length < 0 or offset + length > self.size:
             raise OrcError(
                 f"{what} at bytes {offset}..{offset + length} lies outside the file of {self.size} bytes",
                 file=self.name,
             )
+
+    def read(self, offset: int, length: int, what: str = "data") -> bytes:
+        """Exactly ``length`` bytes at ``offset``; OrcError when the range is outside the file."""
+        self._check_range(offset, length, what)
         if self._buffer is not None:
             return self._buffer[offset : offset + length]
         assert self._file is not None
@@ -71,6 +74,26 @@ class FileSource:
         if len(data) != length:
             raise OrcError(f"short read of {what}: {len(data)} of {length} bytes at {offset}", file=self.name)
         return data
+
+    def read_view(self, offset: int, length: int, what: str = "data") -> memoryview:
+        """Like :meth:`read` but as a memoryview: of the source itself for a bytes source (no copy); for a file
+        opened by path, of a fresh numpy buffer read straight into (large ones are backed by huge pages, so few
+        page faults); of :meth:`read`'s bytes for other file objects."""
+        if self._owned is None and self._buffer is None:
+            return memoryview(self.read(offset, length, what))
+        self._check_range(offset, length, what)
+        if self._buffer is not None:
+            return memoryview(self._buffer)[offset : offset + length]
+        out = memoryview(np.empty(length, dtype=np.uint8))
+        got = 0
+        while got < length:
+            n = os.preadv(self._owned.fileno(), [out[got:]], offset + got)
+            if n <= 0:
+                break
+            got += n
+        if got != length:
+            raise OrcError(f"short read of {what}: {got} of {length} bytes at {offset}", file=self.name)
+        return out
 
     def close(self) -> None:
         """Close the file if this object opened it."""
@@ -133,7 +156,7 @@ class StripeStreams:
                 # the first stream of a kind wins, as in ORC Java; encrypted variants have their own lists
                 self.locations.setdefault((column, kind), StreamLocation(kind, column, pos, length))
             pos += length
-        self._raw: dict[tuple[int, int], bytes] = {}
+        self._raw: dict[tuple[int, int], bytes | memoryview] = {}
         self._decoded: dict[tuple[int, int], DecompressedStream] = {}
 
     def has(self, column: int, kind: int) -> bool:
@@ -166,7 +189,7 @@ class StripeStreams:
     def _read_group(self, group: list[StreamLocation]) -> None:
         if len(group) == 1:
             g = group[0]
-            self._raw[(g.column, g.kind)] = self.source.read(g.offset, g.length, f"stream {g.kind_name}")
+            self._raw[(g.column, g.kind)] = self.source.read_view(g.offset, g.length, f"stream {g.kind_name}")
             return
         start = group[0].offset
         blob = self.source.read(start, group[-1].offset + group[-1].length - start,

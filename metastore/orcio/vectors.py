@@ -171,7 +171,8 @@ class BytesVector(ColumnVector):
     """string, char, varchar and binary stored directly: value i is ``data[offsets[i]:offsets[i+1]]``."""
 
     offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
-    data: bytes = b""
+    #: the stream's bytes: ``bytes``, or a memoryview of a decompression buffer
+    data: bytes | memoryview = b""
 
     @property
     def is_text(self) -> bool:
@@ -191,10 +192,12 @@ class BytesVector(ColumnVector):
     def _py_values(self) -> list:
         if self.is_text and self.length:
             start, stop = int(self.offsets[0]), int(self.offsets[-1])
-            window = self.data[start:stop]
-            if window.isascii():
+            try:
                 # one decode for the whole buffer; byte offsets are character offsets in ASCII
-                text = bytes(window).decode("ascii")
+                text = str(memoryview(self.data)[start:stop], "ascii")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None:
                 offs = (self.offsets - start).tolist()
                 return [text[a:b] for a, b in zip(offs[:-1], offs[1:], strict=True)]
         raw = self.raw_values()
