@@ -236,11 +236,26 @@ _LOW_BYTES_64 = np.asarray([(1 << (8 * k)) - 1 for k in range(9)], dtype=_U64)
 _LOW_BYTES_32 = np.asarray([(1 << (8 * k)) - 1 for k in range(5)], dtype=np.uint32)
 
 
-def _unaligned_words(buf: np.ndarray, itemsize: int) -> np.ndarray:
-    """Little-endian words of ``itemsize`` bytes starting at every byte of ``buf`` (zero past its end)."""
-    padded = np.zeros(len(buf) + 8, dtype=np.uint8)
-    padded[: len(buf)] = buf
-    return np.ndarray(shape=(len(padded) - itemsize + 1,), dtype=f"<u{itemsize}", buffer=padded, strides=(1,))
+def _words_at(buf: np.ndarray, at: np.ndarray, itemsize: int) -> np.ndarray:
+    """Little-endian words of ``itemsize`` bytes starting at offsets ``at`` of ``buf`` (zeros past its end),
+    read through an overlapping view of ``buf`` (only words that run past the end come from a small copy)."""
+    limit = len(buf) - itemsize + 1
+    dtype = f"<u{itemsize}"
+    last = int(at.max()) if len(at) else 0
+    if limit > 0:
+        view = np.ndarray(shape=(limit,), dtype=dtype, buffer=buf, strides=(1,))
+        if last < limit:
+            return view[at]
+        out = view[np.minimum(at, limit - 1)]
+    else:
+        out = np.zeros(len(at), dtype=dtype)
+    base = max(0, limit)
+    tail = np.zeros(len(buf) - base + 2 * itemsize, dtype=np.uint8)
+    tail[: len(buf) - base] = buf[base:]
+    tail_words = np.ndarray(shape=(len(tail) - itemsize + 1,), dtype=dtype, buffer=tail, strides=(1,))
+    late = np.flatnonzero(at >= base)
+    out[late] = tail_words[at[late] - base]
+    return out
 
 
 def _join_groups(x: np.ndarray) -> np.ndarray:
@@ -260,11 +275,11 @@ def _join_groups(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _varint_chunk(words: np.ndarray, starts: np.ndarray, lengths: np.ndarray, skip: int) -> np.ndarray:
+def _varint_chunk(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, skip: int) -> np.ndarray:
     """The value bits held by bytes ``skip .. skip+7`` of each varint (56 bits at most, uint64)."""
     take = np.clip(lengths - skip, 0, 8)
     # varints shorter than ``skip`` bytes contribute nothing (masked below); keep their index inside the buffer
-    x = words[np.minimum(starts + skip, len(words) - 1)] if skip else words[starts]
+    x = _words_at(buf, np.minimum(starts + skip, len(buf) - 1) if skip else starts, 8)
     x &= _LOW_BYTES_64[take]
     x &= _U64(0x7F7F7F7F7F7F7F7F)
     return _join_groups(x)
@@ -274,14 +289,13 @@ def _varint_values(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     """Varints of at most 10 bytes at ``starts`` as uint64 (bits past 64 dropped, like a Java long)."""
     longest = int(lengths.max())
     if longest <= 4:
-        x = _unaligned_words(buf, 4)[starts]
+        x = _words_at(buf, starts, 4)
         x &= _LOW_BYTES_32[lengths]
         x &= np.uint32(0x7F7F7F7F)
         return _join_groups(x).astype(_U64)
-    words = _unaligned_words(buf, 8)
-    values = _varint_chunk(words, starts, lengths, 0)
+    values = _varint_chunk(buf, starts, lengths, 0)
     if longest > 8:
-        values |= _varint_chunk(words, starts, lengths, 8) << _U64(56)
+        values |= _varint_chunk(buf, starts, lengths, 8) << _U64(56)
     return values
 
 
@@ -310,10 +324,9 @@ def decode_big_varints_array(data: bytes, count: int, pos: int = 0, max_bytes: i
         raw >>= _U64(1)
         return raw.view(np.int64) ^ sign, pos + stop
     # wider values: 56-bit pieces in numpy, joined as Python ints by object-array arithmetic (no Python loop)
-    words = _unaligned_words(buf, 8)
-    zigzag = _varint_chunk(words, starts, lengths, 0).astype(object)
+    zigzag = _varint_chunk(buf, starts, lengths, 0).astype(object)
     for skip in range(8, longest, 8):
-        piece = _varint_chunk(words, starts, lengths, skip)
+        piece = _varint_chunk(buf, starts, lengths, skip)
         if piece.any():
             zigzag |= piece.astype(object) << (7 * skip)
     return (zigzag >> 1) ^ -(zigzag & 1), pos + stop
@@ -455,17 +468,29 @@ def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool) -> np.n
     packed = np.flatnonzero(kind == PACKED)
     if len(packed):
         widths = table[5][packed]
-        for width in np.unique(widths).tolist():
-            sel = packed[widths == width] if len(widths) > 1 else packed
-            bits = table[6][sel].view(np.int64)
-            values = _contiguous_packed(data, bits, lens[sel], width)
-            if values is None:
-                if words is None:
-                    words = _word_view(_padded(data))
-                values = _packed_values(words, bits, np.full(len(bits), width, np.int64), lens[sel])
+        bits = table[6][packed].view(np.int64)
+        packed_lens = lens[packed]
+        first_width = int(widths[0])
+        uniform = bool((widths == first_width).all())
+        if uniform or len(packed) * 64 <= int(packed_lens.sum()):
+            # long runs (or one width): per width, as one continuous bit string when they join up
+            for width in [first_width] if uniform else np.unique(widths).tolist():
+                sel = np.arange(len(packed)) if uniform else np.flatnonzero(widths == width)
+                values = _contiguous_packed(data, bits[sel], packed_lens[sel], width)
+                if values is None:
+                    if words is None:
+                        words = _word_view(_padded(data))
+                    values = _packed_values(words, bits[sel], np.full(len(sel), width, np.int64), packed_lens[sel])
+                if signed_packed:
+                    values = unzigzag_array(values, inplace=True)
+                groups.append((values, packed[sel]))
+        else:
+            # many short runs of several widths: one gather with per-value widths
+            words = _word_view(_padded(data))
+            values = _packed_values(words, bits, widths.view(np.int64), packed_lens)
             if signed_packed:
                 values = unzigzag_array(values, inplace=True)
-            groups.append((values, sel))
+            groups.append((values, packed))
     delta_runs = np.flatnonzero(kind == DELTA)
     if len(delta_runs):
         if words is None:
@@ -488,19 +513,35 @@ def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool) -> np.n
     if len(groups) == 1 and len(groups[0][1]) == len(kind):
         # a single kind of run: the runs follow each other, so their values in order are the output
         return groups[0][0]
+    # arithmetic runs (every other run as base 0, step 0: its slots are overwritten below)
     arith = kind == ARITH
-    out = np.repeat(np.where(arith, table[3], _U64(0)), lens)
+    bases = np.where(arith, table[3], _U64(0))
     steps = np.where(arith, table[4], _U64(0))
     if steps.any():
-        within = np.arange(total, dtype=np.int64) - np.repeat(_run_starts(lens), lens)
-        out += np.repeat(steps, lens) * within.astype(_U64)
-    if groups:
-        group_of_run = np.zeros(len(kind), dtype=np.int8)
-        for g, (_, sel) in enumerate(groups, 1):
-            group_of_run[sel] = g
-        group_of_value = np.repeat(group_of_run, lens)
-        for g, (values, _) in enumerate(groups, 1):
-            out[group_of_value == g] = values
+        # one cumulative sum: each slot adds its run's step, a run's first slot jumps from the previous
+        # run's last value to its base (all mod 2**64)
+        jumps = bases.copy()
+        jumps[1:] -= bases[:-1] + steps[:-1] * (lens[:-1] - 1).astype(_U64)
+        out = np.repeat(steps, lens)
+        out[_run_starts(lens)] = jumps
+        np.cumsum(out, out=out)
+    else:
+        out = np.repeat(bases, lens)
+    group_of_value = None
+    for g, (values, sel) in enumerate(groups, 1):
+        if len(values) * 8 < total:
+            # a small share of the slots: scatter by index
+            group_lens = lens[sel]
+            where = np.repeat(table[0][sel].view(np.int64) - _run_starts(group_lens), group_lens)
+            where += np.arange(len(values))
+            out[where] = values
+            continue
+        if group_of_value is None:
+            group_of_run = np.zeros(len(kind), dtype=np.int8)
+            for h, (_, runs_of_h) in enumerate(groups, 1):
+                group_of_run[runs_of_h] = h
+            group_of_value = np.repeat(group_of_run, lens)
+        out[group_of_value == g] = values
     return out
 
 

@@ -65,8 +65,19 @@ def follow(nxt: np.ndarray, stop: int) -> tuple[np.ndarray, int]:
     return chain[:cut], int(chain[cut])
 
 
+#: more bytes than any RLE run takes (a patched-base run of 512 64-bit values and 31 patches: 4356)
+_LONGEST_RUN = 8192
+_OFFSETS = np.arange(1 << 16, dtype=np.int64)
+
+
+def _offsets(length: int) -> np.ndarray:
+    """``arange(length)`` without allocating for windows of the usual size (read-only)."""
+    return _OFFSETS[:length] if length <= len(_OFFSETS) else np.arange(length, dtype=np.int64)
+
+
 def _close(local_end: np.ndarray, bad: np.ndarray | None, length: int) -> np.ndarray:
-    """Clip next-header offsets to the window's end node, send malformed runs to the bad node, append both."""
+    """Clip next-header offsets to the window's end node, send malformed runs (a bool mask or the offsets of
+    the malformed runs) to the bad node, append both."""
     out = np.empty(length + 2, dtype=np.int64)
     np.minimum(local_end, length, out=out[:length])
     if bad is not None:
@@ -116,7 +127,7 @@ def byte_rle_window(buf: np.ndarray, start: int, stop: int, need: int) -> Window
     """Byte RLE runs from ``start`` (a header) within ``buf[start:stop]`` (``buf`` is the whole stream)."""
     window = stop - start
     local_end = np.take(_BYTE_STEP, buf[start:stop])
-    local_end += np.arange(window)
+    local_end += _offsets(window)
     room = len(buf) - start
     bad = local_end > room if int(local_end.max()) > room else None
     heads, last = follow(_close(local_end, bad, window), window)
@@ -176,12 +187,15 @@ def v2_window(buf: np.ndarray, start: int, stop: int, need: int) -> V2Window:
     # headers near the window end read a few bytes (and two varints) beyond it; zeros past the stream's end
     ext = buf[start : min(n, stop + 2 * _LONGEST_VARINT + 4)]
     size = len(ext)
-    padded = np.zeros(size + 16, dtype=np.uint8)
-    padded[:size] = ext
+    if start + size + 16 <= n:
+        padded = buf[start : start + size + 16]  # bytes past ``size`` are only ever masked or shifted out
+    else:
+        padded = np.zeros(size + 16, dtype=np.uint8)
+        padded[:size] = ext
     pairs = np.ndarray(shape=(window,), dtype="<u2", buffer=padded, strides=(1,))
     local_end = np.take(_V2_STEP, pairs)
-    local_end += np.arange(window)
-    bad = np.zeros(window, dtype=bool)
+    local_end += _offsets(window)
+    bad: list[np.ndarray] = []
 
     # patched-base and delta runs (first byte 0x80 and up): sizes from their further header bytes
     wide = np.flatnonzero(padded[:window] >= 0x80)
@@ -196,7 +210,7 @@ def v2_window(buf: np.ndarray, start: int, stop: int, need: int) -> V2Window:
         values_bits = WIDTHS[(h >> 1) & 31] * _V2_LENGTH[pairs[pb]]
         local_end[pb] = (pb + 5 + (third >> 5) + ((values_bits + 7) >> 3)
                          + ((_FIXED_BITS[patch_width + gap_width] * (fourth & 31) + 7) >> 3))
-        bad[pb] = patch_width + gap_width > 64
+        bad.append(pb[patch_width + gap_width > 64])
     de = wide[b0 >= 0xC0]
     terms = np.flatnonzero(ext < 0x80)
     if len(de):
@@ -209,11 +223,12 @@ def v2_window(buf: np.ndarray, start: int, stop: int, need: int) -> V2Window:
         count = _V2_LENGTH[pairs[de]]
         payload = np.where(count > 2, count - 2, 0) * np.where(code == 0, 0, WIDTHS[code])
         local_end[de] = delta_end + 1 + ((payload + 7) >> 3)
-        bad[de] = ((delta_end >= size) | (base_end - de - 2 >= _LONGEST_VARINT)
-                   | (delta_end - base_end - 1 >= _LONGEST_VARINT))
-
-    bad |= local_end > n - start
-    heads, last = follow(_close(local_end, bad, window), window)
+        bad.append(de[(delta_end >= size) | (base_end - de - 2 >= _LONGEST_VARINT)
+                      | (delta_end - base_end - 1 >= _LONGEST_VARINT)])
+    if n - start < window + _LONGEST_RUN:
+        # near the stream's end: runs may reach past it
+        bad.append(np.flatnonzero(local_end > n - start))
+    heads, last = follow(_close(local_end, np.concatenate(bad) if bad else None, window), window)
     lengths = _V2_LENGTH[pairs[heads]]
     runs = _cut(heads, lengths, local_end[heads] + start, last, window, need, start)
     heads = runs.heads
