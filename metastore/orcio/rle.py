@@ -1,10 +1,15 @@
 """ORC run-length decoders: byte RLE, boolean RLE, integer RLE v1 and v2, and varints.
 
 Every decoder works in two passes so that no Python loop runs per value:
-1. a scan over the run headers only (a short pure-Python loop per run, never per value), which validates each
-   run against the bytes that remain and records what the run holds;
-2. numpy work over all runs of the same shape at once: repeats with ``np.repeat``, bit-packed values with one
-   gather of unaligned big-endian 64-bit words, delta runs with one segmented cumulative sum.
+1. a scan over the run headers only, which validates each run against the bytes that remain and records what
+   the run holds in a table (stream order). It starts as a short pure-Python loop per run; when the first
+   :data:`PROBE_RUNS` runs turn out short (under :data:`SHORT_RUN_BYTES` bytes each) the rest of the stream's
+   headers are found with numpy, window by window (:mod:`.run_headers`), and a malformed run is handed back to
+   the Python loop so that the error says exactly what is wrong;
+2. numpy work over all runs of the same kind at once: arithmetic runs (repeats, fixed deltas) with one
+   ``np.repeat`` or one cumulative sum, bit-packed runs that join into one bit string through eight strided
+   views (one per field phase), other packed runs with one gather of unaligned big-endian 64-bit words, delta
+   runs with one segmented cumulative sum.
 
 Integers are handled modulo 2**64 like Java longs (unsigned streams may carry values >= 2**63; they come back
 as the int64 with the same bits). Decoders return the values plus the offset just past the last run they read;
@@ -426,6 +431,12 @@ def unpack_contiguous(packed: bytes | np.ndarray, total: int, width: int) -> np.
     padded = np.zeros(groups * width + 8, dtype=np.uint8)
     used = min(len(raw), groups * width)
     padded[:used] = raw[:used]
+    if width % 8 == 0:
+        # whole bytes: every field is the top of the 64-bit word at its first byte, one strided view
+        fields = np.ndarray(shape=(total,), dtype=">u8", buffer=padded, strides=(width // 8,))
+        values = fields.astype(_U64)
+        values >>= _U64(64 - width)
+        return values
     out = np.empty((groups, 8), dtype=_U64)
     mask = _U64((1 << width) - 1)
     for k in range(8):

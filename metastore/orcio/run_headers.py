@@ -2,11 +2,12 @@
 
 Where a run starts fixes where the next one starts, so a stream's run headers form a chain. A Python loop
 over that chain costs about a microsecond per run, which dominates when runs hold only a few values (present
-streams of sparse nulls, decimal scales, RLE v2 of noisy data). Here, for every byte of a window we compute
-with numpy where the next header would be if a header started at that byte, then follow the chain from the
-window's first byte by pointer doubling: after round k we know the node 2**k hops ahead of every byte, and
-the chain's first 2**(k+1) headers are its first 2**k headers plus the nodes 2**k hops ahead of them. That is
-O(window bytes × log runs) numpy work and no Python per run.
+streams of sparse nulls, decimal scales, RLE v2 of noisy data). Here, for every byte of a window (at most
+64 KB) we compute with numpy where the next header would be if a header started at that byte (table lookups on
+the first two bytes, a few more bytes for patched-base and delta runs), then follow the chain from the
+window's first byte: a few rounds of pointer doubling give the node 2, 4, 8, 16 hops ahead of every byte, a
+Python loop walks the chain 16 headers per step, and the strides are filled in from the smaller tables. That
+is a handful of numpy passes per window byte and one Python step per 16 runs.
 
 Two extra nodes end every chain: ``L`` (the window's end, or a run that reaches past it but inside the
 stream: decoding resumes after that run) and ``L + 1`` (a run that is malformed or truncated: the caller's
