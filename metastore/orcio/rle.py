@@ -428,9 +428,12 @@ def unpack_contiguous(packed: bytes | np.ndarray, total: int, width: int) -> np.
         nbytes = (total * width + 7) >> 3
         return ((raw[:nbytes, None] >> shifts[None, :]) & np.uint8((1 << width) - 1)).ravel()[:total].astype(_U64)
     groups = -(-total // 8)
-    padded = np.zeros(groups * width + 8, dtype=np.uint8)
-    used = min(len(raw), groups * width)
-    padded[:used] = raw[:used]
+    if len(raw) >= groups * width + 8:
+        padded = raw  # the caller left room past the fields: read them in place
+    else:
+        padded = np.zeros(groups * width + 8, dtype=np.uint8)
+        used = min(len(raw), groups * width)
+        padded[:used] = raw[:used]
     if width % 8 == 0:
         # whole bytes: every field is the top of the 64-bit word at its first byte, one strided view
         fields = np.ndarray(shape=(total,), dtype=">u8", buffer=padded, strides=(width // 8,))
@@ -459,8 +462,9 @@ def _contiguous_packed(data, bit_start: np.ndarray, lens: np.ndarray, width: int
     first = bit_start >> 3
     if len(lens) <= 64 or int(nbytes.sum()) >= 64 * len(lens):
         view = memoryview(data)
-        joined = b"".join([view[b : b + k] for b, k in zip(first.tolist(), nbytes.tolist(), strict=True)])
-        raw = np.frombuffer(joined, np.uint8)
+        pieces = [view[b : b + k] for b, k in zip(first.tolist(), nbytes.tolist(), strict=True)]
+        pieces.append(bytes(width + 8))  # room for unpack_contiguous to read in place
+        raw = np.frombuffer(b"".join(pieces), np.uint8)
     else:
         # many short runs: gather their payload bytes with one index array
         src = np.repeat(first - _run_starts(nbytes), nbytes) + np.arange(int(nbytes.sum()))

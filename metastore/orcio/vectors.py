@@ -44,6 +44,15 @@ def _spread(values: np.ndarray, mask: np.ndarray, fill=0) -> np.ndarray:
     return out
 
 
+def _spread_offsets(offsets: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Offsets (one more than slots) of a dense vector widened to ``len(mask)`` slots: a null slot is empty,
+    so the offset after slot i is the dense offset after the present slots up to i."""
+    out = np.empty(len(mask) + 1, dtype=np.int64)
+    out[0] = offsets[0]
+    np.take(offsets, np.cumsum(mask), out=out[1:])
+    return out
+
+
 def _combine_present(outer: np.ndarray, inner: np.ndarray | None) -> np.ndarray:
     if inner is None:
         return outer.copy()
@@ -216,10 +225,7 @@ class BytesVector(ColumnVector):
         return BytesVector(self.type, max(len(offs) - 1, 0), self._present_slice(start, stop), offs, self.data)
 
     def spread(self, mask: np.ndarray) -> BytesVector:
-        lengths = _spread(np.diff(self.offsets), mask)
-        offsets = np.zeros(len(mask) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        offsets += self.offsets[0]
+        offsets = _spread_offsets(self.offsets, mask)
         return BytesVector(self.type, len(mask), _combine_present(mask, self.present), offsets, self.data)
 
 
@@ -393,10 +399,7 @@ class ListVector(ColumnVector):
         return ListVector(self.type, max(len(offs) - 1, 0), self._present_slice(start, stop), offs, self.child)
 
     def spread(self, mask: np.ndarray) -> ListVector:
-        lengths = _spread(np.diff(self.offsets), mask)
-        offsets = np.zeros(len(mask) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        offsets += self.offsets[0]
+        offsets = _spread_offsets(self.offsets, mask)
         return ListVector(self.type, len(mask), _combine_present(mask, self.present), offsets, self.child)
 
 
@@ -428,10 +431,7 @@ class MapVector(ColumnVector):
                          self.items)
 
     def spread(self, mask: np.ndarray) -> MapVector:
-        lengths = _spread(np.diff(self.offsets), mask)
-        offsets = np.zeros(len(mask) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        offsets += self.offsets[0]
+        offsets = _spread_offsets(self.offsets, mask)
         return MapVector(self.type, len(mask), _combine_present(mask, self.present), offsets, self.keys, self.items)
 
 
