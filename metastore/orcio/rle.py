@@ -33,7 +33,7 @@ PROBE_RUNS = 64
 #: (:mod:`.run_headers` costs about 30 ns per byte, the Python loop about 1.5 µs per run)
 SHORT_RUN_BYTES = 48
 #: most bytes one vectorised window covers (after each window the run lengths are judged again)
-MAX_WINDOW = 1 << 16
+MAX_WINDOW = 1 << 15
 
 #: RLE v2 5-bit width codes → bit widths (codes 24..31 are the wide ones).
 WIDTH_FROM_CODE = tuple(list(range(1, 25)) + [26, 28, 30, 32, 40, 48, 56, 64])
@@ -179,10 +179,14 @@ def decode_byte_rle(data: bytes, count: int, pos: int = 0) -> tuple[np.ndarray, 
     total = int(lens.sum())
     if total == 0:
         return np.zeros(0, np.uint8), pos
-    lit64 = lit.astype(np.int64)
-    g = _run_starts(lens)
-    src = np.repeat(first - g * lit64, lens)
-    src += np.arange(total) * np.repeat(lit64, lens)
+    # the byte each value comes from, by one cumulative sum: +1 per value inside literal runs, 0 inside
+    # repeats, and at each run's start a jump from where the previous run ended to where this one begins
+    step = lit.astype(np.int64)
+    src = np.repeat(step, lens)
+    jumps = first.copy()
+    jumps[1:] -= first[:-1] + step[:-1] * (lens[:-1] - 1)
+    src[_run_starts(lens)] = jumps
+    np.cumsum(src, out=src)
     return buf[src[:count]], pos
 
 

@@ -3,7 +3,7 @@
 Where a run starts fixes where the next one starts, so a stream's run headers form a chain. A Python loop
 over that chain costs about a microsecond per run, which dominates when runs hold only a few values (present
 streams of sparse nulls, decimal scales, RLE v2 of noisy data). Here, for every byte of a window (at most
-64 KB) we compute with numpy where the next header would be if a header started at that byte (table lookups on
+32 KB) we compute with numpy where the next header would be if a header started at that byte (table lookups on
 the first two bytes, a few more bytes for patched-base and delta runs), then follow the chain from the
 window's first byte: a few rounds of pointer doubling give the node 2, 4, 8, 16 hops ahead of every byte, a
 Python loop walks the chain 16 headers per step, and the strides are filled in from the smaller tables. That
@@ -45,7 +45,7 @@ def follow(nxt: np.ndarray, stop: int) -> tuple[np.ndarray, int]:
     ``nxt`` (int64) must map every node below ``stop`` to a larger one and every node from ``stop`` on to
     itself. Tables of 2, 4, ... 2**_DOUBLINGS hops come from doubling; the chain is walked that many hops at a
     time (one Python step per stride), then each stride is filled in from the smaller tables. Few, small tables
-    (windows of at most 64 KB) keep the work in cache.
+    (windows of a few tens of KB) keep the work in cache.
     """
     jumps = [nxt]
     while len(jumps) <= _DOUBLINGS and (1 << len(jumps)) <= stop:
