@@ -25,7 +25,6 @@ from .test_rle_decode import (
     zigzag,
 )
 
-
 # the fixtures only set module constants, the same for every example
 SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
