@@ -188,6 +188,13 @@ class BytesVector(ColumnVector):
         """True for string/char/varchar (values decode as UTF-8), False for binary."""
         return self.type.category != Category.BINARY
 
+    def __getstate__(self) -> dict:
+        # a memoryview does not pickle: ship the bytes
+        state = self.__dict__.copy()
+        if isinstance(state["data"], memoryview):
+            state["data"] = state["data"].tobytes()
+        return state
+
     def lengths(self) -> np.ndarray:
         """Byte length of every slot (0 for nulls)."""
         return np.diff(self.offsets)

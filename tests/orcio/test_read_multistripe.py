@@ -45,3 +45,14 @@ def test_projection_of_a_multi_stripe_file(orc_examples: Path) -> None:
     batch = reader.read(picked)
     assert batch.schema.field_names == tuple(n for n in names if n in picked)
     assert batch.to_pylist() == _stripe_by_stripe(reader, picked).to_pylist()
+
+
+def test_batches_pickle(orc_examples: Path) -> None:
+    import pickle
+
+    # one stripe of a ZLIB file: string data is a memoryview of the decompression buffer
+    batch = OrcReader(orc_examples / "TestOrcFile.testSeek.orc").read_stripe(0)
+    assert isinstance(batch.column("bytes1").data, memoryview)
+    again = pickle.loads(pickle.dumps(batch))
+    assert again.to_pylist() == batch.to_pylist()
+    assert isinstance(again.column("bytes1").data, bytes)
