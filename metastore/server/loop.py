@@ -67,6 +67,9 @@ class Worker:
         self._make_processor = make_processor
         self._options = options
         self._stopping = threading.Event()
+        # Set by the signal handler; the accept loop turns it into _stopping. A handler must take no lock:
+        # a second signal arriving inside Event.set() would re-enter it and deadlock on the Event's lock.
+        self._stop_requested = False
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._busy = 0
@@ -80,17 +83,18 @@ class Worker:
         self.install_signal_handlers()
         processor = self._make_processor()
         _tune_garbage_collector()
-        if self._stopping.is_set():
+        if self._stop_requested:
+            self._stopping.set()
             return
         # A timeout on accept lets the loop notice a stop request without another thread closing the socket.
         self._listener.settimeout(0.5)
-        while not self._stopping.is_set():
+        while not self._stop_requested:
             try:
                 conn, peer = self._listener.accept()
             except TimeoutError:
                 continue
             except OSError as exc:
-                if self._stopping.is_set():
+                if self._stop_requested:
                     break
                 log.warning("accept failed: %s", exc)
                 time.sleep(0.05)
@@ -108,10 +112,11 @@ class Worker:
                 with self._lock:
                     self._connections.discard(conn)
                 conn.close()
+        self._stopping.set()
         self._drain()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
-        self._stopping.set()
+        self._stop_requested = True
 
     def _drain(self) -> None:
         """Stop taking calls: wait for in-flight calls, then close idle connections."""

@@ -190,3 +190,26 @@ def test_stop_while_workers_are_starting(tmp_path):
             assert server.wait(timeout=15) == 0
         finally:
             server.stop()
+
+
+def test_signal_storm_on_the_whole_process_group_stops_the_server(tmp_path):
+    # coreutils `timeout` and terminals signal the whole process group, and the parent forwards one more to
+    # each worker: handlers run again while a previous one is still running. A handler that takes a lock
+    # (threading.Event.set) then deadlocks and the worker never exits.
+    server = start_server(tmp_path, f"sqlite:///{tmp_path}/m.db", workers=2)
+    client = connect(server.port)
+    client.get_all_databases()
+    workers = server.worker_pids()
+    assert workers
+    for _ in range(200):
+        for pid in (server.process.pid, *workers):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    try:
+        assert server.wait(timeout=20) == 0
+        for pid in workers:
+            assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    finally:
+        server.stop()
