@@ -33,7 +33,12 @@ from metastore.errors import (
 from metastore.partnames import parse_part_name
 from metastore.server import convert
 from metastore.service import Metastore, StatsWrite
-from metastore.stats.thrift_codec import entry_from_thrift, entry_to_thrift
+from metastore.stats.thrift_codec import (
+    EncodedResult,
+    entry_from_thrift,
+    entry_to_thrift,
+    partitions_stats_result,
+)
 
 log = logging.getLogger("metastore.server")
 
@@ -710,11 +715,18 @@ class Handler:
         return tt.TableStatsResult(tableStats=[self._obj(e) for e in entries])
 
     @_thrift_method
-    def get_partitions_statistics_req(self, request: tt.PartitionsStatsRequest) -> tt.PartitionsStatsResult:
-        found = self.ms.stats.partitions_stats(
-            request.dbName, request.tblName, list(request.partNames or []), list(request.colNames or []),
-            engine=_engine(request.engine), catalog=_catalog(request.catName),
+    def get_partitions_statistics_req(
+        self, request: tt.PartitionsStatsRequest
+    ) -> tt.PartitionsStatsResult | EncodedResult:
+        args = (request.dbName, request.tblName, list(request.partNames or []), list(request.colNames or []))
+        options = {"engine": _engine(request.engine), "catalog": _catalog(request.catName)}
+        # Thousands of statistics per call: sent as the bytes stored with each row where they can serve.
+        encoded = self.ms.stats.partitions_stats_encoded(
+            *args, **options, timestamps_as_long=self.settings.stats_timestamp_as_long
         )
+        if encoded is not None:
+            return EncodedResult(partitions_stats_result(encoded))
+        found = self.ms.stats.partitions_stats(*args, **options)
         convert = self._to_thrift
         return tt.PartitionsStatsResult(partStats={n: [convert(e) for e in es] for n, es in found.items()})
 

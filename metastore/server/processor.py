@@ -22,6 +22,7 @@ from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport.TTransport import TTransportException
 
 from metastore.api.hive_metastore import ThriftHiveMetastore
+from metastore.stats.thrift_codec import EncodedResult
 
 log = logging.getLogger("metastore.server.calls")
 
@@ -137,9 +138,12 @@ class MetastoreProcessor:
         reply: object
         try:
             value = call(*(getattr(args, n) for n in spec.arg_names))
-            reply = spec.result_cls() if spec.result_cls is not None else None
-            if spec.returns_value:
-                reply.success = value  # type: ignore[union-attr]
+            if isinstance(value, EncodedResult):
+                reply = value  # the value's bytes, written as the result struct's success field
+            else:
+                reply = spec.result_cls() if spec.result_cls is not None else None
+                if spec.returns_value:
+                    reply.success = value  # type: ignore[union-attr]
         except TTransportException:
             raise
         except TApplicationException as exc:

@@ -327,6 +327,24 @@ class StatisticsService:
             entries.sort(key=lambda e: order[e.column])
         return result
 
+    def partitions_stats_encoded(
+        self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
+        engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG, timestamps_as_long: bool = True,
+    ) -> list[tuple[str, int, bytes]] | None:
+        """partitions_stats as [(partition name, number of statistics, their Thrift ColumnStatisticsObj bytes
+        in the order of `columns`)], from the bytes stored with each row; None when they cannot answer (this
+        service returns sketches, or see stats_direct.partition_stats_encoded): read with partitions_stats."""
+        if self.fetch_bitvector or self.fetch_kll:
+            return None
+        with self._read() as uow:
+            found = direct.partition_stats_encoded(
+                uow.connection, catalog, db_name, table_name, partition_names, columns, engine or DEFAULT_ENGINE,
+                timestamps=timestamps_as_long,
+            )
+            if found == []:
+                _target(uow.connection, catalog, db_name, table_name)
+        return found
+
     def aggregate(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
         engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,

@@ -28,6 +28,7 @@ from metastore.stats.model import (
     TimestampStats,
     kind_for_type,
 )
+from metastore.stats.thrift_codec import encode_served
 
 _EMPTY_ROW: dict[str, Any] = {
     "LONG_LOW_VALUE": None,
@@ -116,6 +117,9 @@ def entry_to_row(entry: ColumnStatsEntry, *, engine: str, last_analyzed: int) ->
         row["MAX_COL_LEN"] = stats.max_col_len
     else:  # pragma: no cover - every kind is handled above
         raise InvalidInput(f"unknown statistics kind {type(stats).__name__}")
+    # Encoded from the row as it will be read back, so the stored bytes always equal what a read of the row
+    # would build (defaults for absent counts included).
+    row["STATS_THRIFT"] = encode_served(row_to_entry(row))
     return row
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import math
+import struct
+from collections.abc import Sequence
 from decimal import Decimal
 
 from metastore.api.hive_metastore import ttypes as tt
@@ -237,6 +239,74 @@ def entry_to_thrift(
     bv = s.bit_vector if bit_vectors else None
     hist = getattr(s, "histogram", None) if histograms else None
     return _Obj(entry.column, entry.column_type, convert(s, bv, hist))
+
+
+try:
+    from thrift.protocol.fastbinary import encode_binary as _encode_binary
+except ImportError:  # pragma: no cover - thrift built without its C extension
+    _encode_binary = None
+
+_OBJ_SPEC = [tt.ColumnStatisticsObj, tt.ColumnStatisticsObj.thrift_spec]
+
+
+def encode_obj(obj: tt.ColumnStatisticsObj) -> bytes:
+    """The TBinaryProtocol bytes of one ColumnStatisticsObj (a complete struct, ending in its STOP byte)."""
+    if _encode_binary is not None:
+        return _encode_binary(obj, _OBJ_SPEC)
+    from thrift.protocol.TBinaryProtocol import TBinaryProtocol  # noqa: PLC0415 - fallback only
+    from thrift.transport.TTransport import TMemoryBuffer  # noqa: PLC0415
+
+    buf = TMemoryBuffer()
+    obj.write(TBinaryProtocol(buf))
+    return buf.getvalue()
+
+
+def encode_served(entry: ColumnStatsEntry) -> bytes:
+    """The ColumnStatisticsObj a server with the default settings returns for `entry` (no bitVectors or
+    histogram, timestamps as longStats), encoded: what TAB_COL_STATS / PART_COL_STATS keep in STATS_THRIFT."""
+    return encode_obj(entry_to_thrift(entry, timestamp_as_long=True))
+
+
+class EncodedResult:
+    """A reply value already encoded as Thrift: the bytes of the method's return struct. The processor writes
+    them as field 0 (success) of the method's result struct."""
+
+    __slots__ = ("struct_bytes",)
+
+    def __init__(self, struct_bytes: bytes) -> None:
+        self.struct_bytes = struct_bytes
+
+    def write(self, oprot: object) -> None:
+        """Write the whole result struct ({0: the value}) to the protocol's transport."""
+        trans = oprot.trans  # type: ignore[attr-defined]
+        trans.write(b"\x0c\x00\x00")  # field 0 (success), a struct
+        trans.write(self.struct_bytes)
+        trans.write(b"\x00")  # end of the result struct
+
+
+_T_STRING, _T_STRUCT, _T_MAP, _T_LIST = 11, 12, 13, 15
+
+
+def partitions_stats_result(parts: Sequence[tuple[str, int, bytes]]) -> bytes:
+    """A PartitionsStatsResult ({1: map<string, list<ColumnStatisticsObj>> partStats}) from, per partition,
+    its name, the number of statistics and their encoded ColumnStatisticsObj structs, concatenated."""
+    out = [_pack_field_map(len(parts))]
+    for name, count, objs in parts:
+        key = name.encode("utf-8")
+        out.append(_pack_i32(len(key)))
+        out.append(key)
+        out.append(_pack_list(_T_STRUCT, count))
+        out.append(objs)
+    out.append(b"\x00")
+    return b"".join(out)
+
+
+_pack_i32 = struct.Struct(">i").pack
+_pack_list = struct.Struct(">bi").pack
+
+
+def _pack_field_map(size: int) -> bytes:
+    return struct.pack(">bhbbi", _T_MAP, 1, _T_STRING, _T_LIST, size)
 
 
 def _req(value: int | float | None, name: str, column: str) -> int | float:

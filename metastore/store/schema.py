@@ -10,6 +10,7 @@ Deliberate differences from Hive, each for a reason:
   table, partition or database can never leave orphans behind, whatever code path deletes it.
 - Skewed-column information is one JSON text column SDS.SKEWED_INFO instead of Hive's five SKEWED_* tables: it
   is only ever round-tripped whole, never queried, and five more queries per table load buy nothing.
+- TAB_COL_STATS / PART_COL_STATS carry STATS_THRIFT, the statistic pre-encoded as Thrift (see below).
 """
 
 from __future__ import annotations
@@ -248,6 +249,7 @@ TAB_COL_STATS = sa.Table(
     _id_column("CS_ID"),
     sa.Column("TBL_ID", Id, sa.ForeignKey("TBLS.TBL_ID", ondelete="CASCADE"), nullable=False),
     *_stats_value_columns(),
+    sa.Column("STATS_THRIFT", sa.LargeBinary),
     sa.UniqueConstraint("TBL_ID", "COLUMN_NAME", "ENGINE", name="TAB_COL_STATS_UNIQUE"),
 )
 
@@ -257,8 +259,14 @@ PART_COL_STATS = sa.Table(
     _id_column("CS_ID"),
     sa.Column("PART_ID", Id, sa.ForeignKey("PARTITIONS.PART_ID", ondelete="CASCADE"), nullable=False),
     *_stats_value_columns(),
+    sa.Column("STATS_THRIFT", sa.LargeBinary),
     sa.UniqueConstraint("PART_ID", "COLUMN_NAME", "ENGINE", name="PART_COL_STATS_UNIQUE"),
 )
 
 # Columns of the statistics tables that carry values (everything but the surrogate key and the owner id).
 STATS_VALUE_COLUMNS: tuple[str, ...] = tuple(c.name for c in _stats_value_columns())
+# Not Hive's: each statistic as the Thrift ColumnStatisticsObj a default-configured server returns (no sketches,
+# timestamps as longStats), written with the row (sql_rows.entry_to_row) so that batched reads can send the
+# stored bytes instead of rebuilding thousands of objects per call (stats_direct.partition_stats_encoded).
+STATS_THRIFT = "STATS_THRIFT"
+STATS_WRITE_COLUMNS: tuple[str, ...] = (*STATS_VALUE_COLUMNS, STATS_THRIFT)

@@ -27,7 +27,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from metastore.catalog import FieldSchema
 from metastore.stats.model import ColumnStatsEntry
 from metastore.stats.sql_rows import row_reader
-from metastore.store.schema import PART_COL_STATS, STATS_VALUE_COLUMNS, TAB_COL_STATS
+from metastore.store.schema import PART_COL_STATS, STATS_VALUE_COLUMNS, STATS_WRITE_COLUMNS, TAB_COL_STATS
 from metastore.store.stats_accurate import COLUMN_STATS_ACCURATE
 
 _NAMES_OF = ("COLUMN_NAME", "ENGINE")
@@ -371,6 +371,80 @@ def partition_stats(
     return [(row[0], decode(row[1:]), row[-1]) for row in rows.all()]
 
 
+def partition_stats_encoded(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    partition_names: Sequence[str],
+    columns: Sequence[str],
+    engine: str,
+    *,
+    timestamps: bool = True,
+) -> list[tuple[str, int, bytes]] | None:
+    """[(partition name, number of statistics, their STATS_THRIFT bytes concatenated in the order of
+    `columns`)] for the named partitions that have statistics of any of `columns`: the pre-encoded form of
+    partition_stats for a server with default settings. On PostgreSQL the database concatenates, so one row
+    per partition crosses the wire.
+
+    None when the stored bytes cannot serve the request: a row without them (written by hand) or, with
+    timestamps=False (timestamp statistics served as Hive 4's timestampStats, not the stored longStats), a
+    timestamp column among those found. Callers then read through partition_stats."""
+    parts = list(dict.fromkeys(partition_names))
+    cols = _lower_unique(columns)
+    if not parts or not cols:
+        return []
+    stmts = _statements(conn)
+    dialect = stmts.dialect
+    params = {
+        "db": db_name.strip().lower(),
+        "catalog": catalog.strip().lower(),
+        "tbl": table_name.strip().lower(),
+        "engine": engine,
+        "parts": bind_list(parts, dialect),
+        "columns": bind_list(cols, dialect),
+    }
+    part_name, column_name = 'pt."PART_NAME"', 's."COLUMN_NAME"'
+    where = (
+        'FROM "PART_COL_STATS" s JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
+        'JOIN "TBLS" t ON t."TBL_ID" = pt."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+        'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+        + f"AND {_in_list(part_name, 'parts', dialect)} AND {_in_list(column_name, 'columns', dialect)}"
+    )
+    is_timestamp = "lower(s.\"COLUMN_TYPE\") LIKE 'timestamp%'"
+    if dialect == "postgresql":
+        stmt = stmts.get(
+            ("partition_stats_encoded",),
+            lambda: sa.text(
+                f'SELECT pt."PART_NAME", count(*), count(s."STATS_THRIFT"), bool_or({is_timestamp}), '
+                f'string_agg(s."STATS_THRIFT", \'\'::bytea ORDER BY array_position(:columns, s."COLUMN_NAME")) '
+                f'{where} GROUP BY pt."PART_NAME"'
+            ),
+        )
+        out = []
+        for name, count, encoded, has_timestamp, data in conn.execute(stmt, params):
+            if encoded != count or (has_timestamp and not timestamps):
+                return None
+            out.append((name, count, data))
+        return out
+    stmt = stmts.get(
+        ("partition_stats_encoded",),
+        lambda: sa.text(
+            f'SELECT pt."PART_NAME", s."COLUMN_NAME", {is_timestamp}, s."STATS_THRIFT" {where}'
+        ),
+    )
+    order = {c: i for i, c in enumerate(cols)}
+    grouped: dict[str, list[tuple[int, bytes]]] = {}
+    for name, column, has_timestamp, data in conn.execute(stmt, params):
+        if data is None or (has_timestamp and not timestamps):
+            return None
+        grouped.setdefault(name, []).append((order[column], data))
+    return [
+        (name, len(found), b"".join(data for _, data in sorted(found, key=lambda f: f[0])))
+        for name, found in grouped.items()
+    ]
+
+
 @dataclass(frozen=True)
 class ColumnSums:
     """One column's statistics summed up by the database over the partitions that have them (one stored type)."""
@@ -603,7 +677,7 @@ def _upsert_statement(conn: sa.Connection, table: sa.Table, owner: str) -> Any:
         keys = (owner, *_NAMES_OF)
         return insert.on_conflict_do_update(
             index_elements=[table.c[k] for k in keys],
-            set_={c: insert.excluded[c] for c in STATS_VALUE_COLUMNS if c not in keys},
+            set_={c: insert.excluded[c] for c in STATS_WRITE_COLUMNS if c not in keys},
         )
 
     return stmts.get(("upsert", table.name), build)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
@@ -11,6 +12,7 @@ from alembic.runtime.migration import MigrationContext
 
 from metastore.cli import main
 from metastore.errors import SchemaOutOfDate
+from metastore.stats.model import ColumnStatsEntry
 from metastore.store import Store, migrate
 from metastore.store.engine import create_engine
 from metastore.store.schema import metadata
@@ -166,3 +168,49 @@ def test_programmatic_upgrade_leaves_logging_alone(db_url: str) -> None:
             root.removeHandler(handler)
         for handler in saved:
             root.addHandler(handler)
+
+
+def test_revision_0002_fills_stats_thrift_of_existing_rows(db_url: str) -> None:
+    """Statistics written before 0002 get their pre-encoded Thrift bytes from the upgrade (rows written at 0002
+    lose them on a downgrade to 0001 and get them back, computed from the stored values, on the upgrade)."""
+    from alembic import command
+    from store.builders import partition, sales_table
+
+    from metastore.catalog import Database
+    from metastore.stats.model import BooleanStats, DecimalStats, LongStats, StringStats
+    from metastore.stats.sql_rows import row_to_entry
+    from metastore.stats.thrift_codec import encode_served
+
+    migrate.upgrade(db_url)
+    store = Store(db_url)
+    entries = [
+        ColumnStatsEntry("id", "bigint", LongStats(num_nulls=1, num_dvs=9, low=-3, high=2**40)),
+        ColumnStatsEntry("price", "decimal(10,2)", DecimalStats(num_nulls=0, num_dvs=4, low=Decimal("-1.50"), high=Decimal("99.99"))),
+        ColumnStatsEntry("name", "string", StringStats(num_nulls=2, max_col_len=12, avg_col_len=4.5, num_dvs=7)),
+        ColumnStatsEntry("ok", "boolean", BooleanStats(num_nulls=0, num_trues=3, num_falses=4)),
+    ]
+    try:
+        with store.transaction() as uow:
+            uow.databases.create(Database(name="sales", location_uri="/warehouse/sales.db"))
+            uow.tables.create(sales_table())
+            uow.partitions.add([partition(["2024-01-01", "1"]), partition(["2024-01-02", "2"])])
+            uow.column_stats.upsert_table("sales", "orders", entries)
+            uow.column_stats.upsert_partitions(
+                "sales", "orders", {"ds=2024-01-01/hr=1": entries, "ds=2024-01-02/hr=2": entries[:2]}
+            )
+    finally:
+        store.dispose()
+    command.downgrade(migrate.alembic_config(db_url), "0001")
+    assert migrate.current_revision(db_url) == "0001"
+    migrate.upgrade(db_url)
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            for table, expected in (("TAB_COL_STATS", 4), ("PART_COL_STATS", 6)):
+                rows = conn.execute(sa.text(f'SELECT * FROM "{table}"')).mappings().all()
+                assert len(rows) == expected
+                for row in rows:
+                    assert row["STATS_THRIFT"] is not None
+                    assert bytes(row["STATS_THRIFT"]) == encode_served(row_to_entry(row))
+    finally:
+        engine.dispose()
