@@ -47,6 +47,13 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="return KLL histograms in statistics (Hive's metastore.stats.fetch.kll; off by default)",
     )
+    p.add_argument(
+        "--stats-cache-mb",
+        type=int,
+        metavar="MIB",
+        help="MiB per worker of batched statistics replies kept for repeated requests, checked against the "
+        "database on every call (PostgreSQL; default 64, 0 turns it off)",
+    )
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (default INFO)")
     p.set_defaults(func=_run_serve)
 
@@ -66,6 +73,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         max_container_size=args.max_container_size,
         fetch_bitvector=args.fetch_bitvector,
         fetch_kll=args.fetch_kll,
+        stats_cache_mb=args.stats_cache_mb,
         log_level=args.log_level,
     )
     return serve(settings)

@@ -54,6 +54,10 @@ class Settings:
     # (union member 8) as an empty union. Like Hive's hive.metastore.stats.legacy.timestamp.as.long.
     # METASTORE_STATS_TIMESTAMP_AS_LONG=false serves timestampStats, as Hive 4 does. Writes accept both.
     stats_timestamp_as_long: bool = True
+    # Per worker process, MiB of encoded get_partitions_statistics_req / get_aggr_stats_for replies kept for
+    # planners asking again (PostgreSQL only; every hit is checked against the partitions' statistics
+    # version, so a reply is never stale). 0 turns the cache off.
+    stats_cache_mb: int = 64
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:

@@ -35,6 +35,7 @@ from metastore.server import convert
 from metastore.service import Metastore, StatsWrite
 from metastore.stats.thrift_codec import (
     EncodedResult,
+    encode_struct,
     entry_from_thrift,
     entry_to_thrift,
     partitions_stats_result,
@@ -715,28 +716,33 @@ class Handler:
         return tt.TableStatsResult(tableStats=[self._obj(e) for e in entries])
 
     @_thrift_method
-    def get_partitions_statistics_req(
-        self, request: tt.PartitionsStatsRequest
-    ) -> tt.PartitionsStatsResult | EncodedResult:
+    def get_partitions_statistics_req(self, request: tt.PartitionsStatsRequest) -> EncodedResult:
         args = (request.dbName, request.tblName, list(request.partNames or []), list(request.colNames or []))
         options = {"engine": _engine(request.engine), "catalog": _catalog(request.catName)}
-        # Thousands of statistics per call: sent as the bytes stored with each row where they can serve.
-        encoded = self.ms.stats.partitions_stats_encoded(
-            *args, **options, timestamps_as_long=self.settings.stats_timestamp_as_long
-        )
-        if encoded is not None:
-            return EncodedResult(partitions_stats_result(encoded))
-        found = self.ms.stats.partitions_stats(*args, **options)
-        convert = self._to_thrift
-        return tt.PartitionsStatsResult(partStats={n: [convert(e) for e in es] for n, es in found.items()})
+
+        def compute() -> bytes:
+            # Thousands of statistics per call: sent as the bytes stored with each row where they can serve.
+            encoded = self.ms.stats.partitions_stats_encoded(
+                *args, **options, timestamps_as_long=self.settings.stats_timestamp_as_long
+            )
+            if encoded is not None:
+                return partitions_stats_result(encoded)
+            found = self.ms.stats.partitions_stats(*args, **options)
+            convert = self._to_thrift
+            return encode_struct(tt.PartitionsStatsResult(partStats={n: [convert(e) for e in es] for n, es in found.items()}))
+
+        return EncodedResult(self.ms.stats.cached_partition_reply("partitions", *args, compute, **options))
 
     @_thrift_method
-    def get_aggr_stats_for(self, request: tt.PartitionsStatsRequest) -> tt.AggrStats:
-        result = self.ms.stats.aggregate(
-            request.dbName, request.tblName, list(request.partNames or []), list(request.colNames or []),
-            engine=_engine(request.engine), catalog=_catalog(request.catName),
-        )
-        return tt.AggrStats(colStats=[self._obj(e) for e in result.entries], partsFound=result.parts_found)
+    def get_aggr_stats_for(self, request: tt.PartitionsStatsRequest) -> EncodedResult:
+        args = (request.dbName, request.tblName, list(request.partNames or []), list(request.colNames or []))
+        options = {"engine": _engine(request.engine), "catalog": _catalog(request.catName)}
+
+        def compute() -> bytes:
+            result = self.ms.stats.aggregate(*args, **options)
+            return encode_struct(tt.AggrStats(colStats=[self._obj(e) for e in result.entries], partsFound=result.parts_found))
+
+        return EncodedResult(self.ms.stats.cached_partition_reply("aggregate", *args, compute, **options))
 
     # ------------------------------------------------------------------ column statistics: deletes
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from metastore.config import Settings
 from metastore.service.catalog import CatalogService
 from metastore.service.statistics import AggregateResult, StatisticsService, StatsWrite
+from metastore.service.stats_cache import ReplyCache
 from metastore.store import Store, migrate
 from metastore.store.worker_engine import create_worker_engine
 
@@ -42,6 +43,7 @@ class Metastore:
             stats=StatisticsService(
                 store, fetch_bitvector=settings.fetch_bitvector, fetch_kll=settings.fetch_kll,
                 synchronous_commit=settings.stats_synchronous_commit,
+                reply_cache=ReplyCache(settings.stats_cache_mb * 1024 * 1024) if settings.stats_cache_mb > 0 else None,
             ),
         )
 

@@ -8,8 +8,9 @@ and parameters in one statement), one upsert and, only if it changes, the COLUMN
 from __future__ import annotations
 
 import json
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -18,6 +19,7 @@ import sqlalchemy as sa
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE
 from metastore.errors import InvalidInput, InvalidObject, MetastoreError, NoSuchObject
 from metastore.partnames import make_part_name, values_from_part_name
+from metastore.service.stats_cache import ReplyCache
 from metastore.stats.aggregate import aggregate_partition_stats
 from metastore.stats.merge import merge_stats
 from metastore.stats.model import ColumnStatsEntry, StatsKind, kind_for_type
@@ -106,9 +108,13 @@ class StatisticsService:
 
     def __init__(
         self, store: Store, *, fetch_bitvector: bool = False, fetch_kll: bool = False, aggregate_in_sql: bool = True,
-        synchronous_commit: bool = True,
+        synchronous_commit: bool = True, reply_cache: ReplyCache | None = None,
     ) -> None:
         self.store = store
+        # Encoded batched replies, validated against PARTITIONS.STATS_VERSION on every call (PostgreSQL only).
+        self.reply_cache = reply_cache
+        # The connection of a cache fill on this thread: reads join its snapshot (see cached_partition_reply).
+        self._snapshot = threading.local()
         self.fetch_bitvector = fetch_bitvector
         self.fetch_kll = fetch_kll
         # False: on PostgreSQL, statistics writes do not wait for the WAL flush (Settings.stats_synchronous_commit).
@@ -120,7 +126,12 @@ class StatisticsService:
     @contextmanager
     def _read(self) -> Iterator[UnitOfWork]:
         """A unit of work for reading. On PostgreSQL it runs in autocommit: under READ COMMITTED every
-        statement sees its own snapshot inside a transaction too, so BEGIN/COMMIT would only add a round trip."""
+        statement sees its own snapshot inside a transaction too, so BEGIN/COMMIT would only add a round trip.
+        Inside cached_partition_reply's fill, reads use its repeatable-read transaction."""
+        joined = getattr(self._snapshot, "conn", None)
+        if joined is not None:
+            yield UnitOfWork(joined)
+            return
         if self.store.engine.dialect.name != "postgresql":
             with self.store.read() as uow:
                 yield uow
@@ -344,6 +355,46 @@ class StatisticsService:
             if found == []:
                 _target(uow.connection, catalog, db_name, table_name)
         return found
+
+    def cached_partition_reply(
+        self, kind: str, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str],
+        compute: Callable[[], bytes], *, engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
+    ) -> bytes:
+        """The encoded reply `compute` builds from reads of this service about the named partitions' statistics
+        (`kind` tells replies of different calls apart), from the reply cache when the partitions' version is
+        the one it was computed at. A miss computes it inside a repeatable-read transaction that also reads the
+        version, so the stored reply and its version are one snapshot. Without a cache (or on SQLite) it is
+        compute()."""
+        cache = self.reply_cache
+        if cache is None or self.store.engine.dialect.name != "postgresql":
+            return compute()
+        parts = list(partition_names)
+        where = (catalog, db_name, table_name, parts)
+        key = (
+            kind, catalog.strip().lower(), db_name.strip().lower(), table_name.strip().lower(), engine or DEFAULT_ENGINE,
+            tuple(parts), tuple(c.lower() for c in columns),
+        )
+        with self.store.engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+            version = direct.partitions_version(conn, *where, prepared=True)
+            if version is not None:
+                hit = cache.get(key, version)
+                if hit is not None:
+                    return hit
+        if version is None or version[1] == 0:
+            return compute()  # a missing table (compute says so) or none of the partitions: nothing to keep
+        with self.store.engine.connect() as conn:
+            conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                version = direct.partitions_version(conn, *where)
+                self._snapshot.conn = conn
+                try:
+                    reply = compute()
+                finally:
+                    self._snapshot.conn = None
+        if version is not None and version[1] > 0:
+            cache.put(key, version, reply)
+        return reply
 
     def aggregate(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,

@@ -251,8 +251,13 @@ _OBJ_SPEC = [tt.ColumnStatisticsObj, tt.ColumnStatisticsObj.thrift_spec]
 
 def encode_obj(obj: tt.ColumnStatisticsObj) -> bytes:
     """The TBinaryProtocol bytes of one ColumnStatisticsObj (a complete struct, ending in its STOP byte)."""
+    return encode_struct(obj, _OBJ_SPEC)
+
+
+def encode_struct(obj: object, spec: list | None = None) -> bytes:
+    """The TBinaryProtocol bytes of a generated Thrift struct (ending in its STOP byte)."""
     if _encode_binary is not None:
-        return _encode_binary(obj, _OBJ_SPEC)
+        return _encode_binary(obj, spec or [type(obj), obj.thrift_spec])  # type: ignore[attr-defined]
     from thrift.protocol.TBinaryProtocol import TBinaryProtocol  # noqa: PLC0415 - fallback only
     from thrift.transport.TTransport import TMemoryBuffer  # noqa: PLC0415
 

@@ -397,6 +397,10 @@ class ColumnStatsRepository:
         ref = table_ref(self._conn, catalog, db_name, table_name)
         if partition_names is None:
             owners: list[Any] = [sa.select(PARTITIONS.c.PART_ID).where(PARTITIONS.c.TBL_ID == ref.tbl_id)]
+            # Lock the partitions first, in PART_ID order like statistics writers: the deletes renew the
+            # partitions' STATS_VERSION (a trigger updates their rows), which must not deadlock with a writer
+            # that holds partition locks and waits for a statistics row deleted here.
+            self._conn.execute(owners[0].order_by(PARTITIONS.c.PART_ID).with_for_update()).all()
         else:
             ids = list(self._partition_ids(ref, partition_names, lock=True).values())
             owners = [list(batch) for batch in chunks(ids)]

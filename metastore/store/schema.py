@@ -10,7 +10,8 @@ Deliberate differences from Hive, each for a reason:
   table, partition or database can never leave orphans behind, whatever code path deletes it.
 - Skewed-column information is one JSON text column SDS.SKEWED_INFO instead of Hive's five SKEWED_* tables: it
   is only ever round-tripped whole, never queried, and five more queries per table load buy nothing.
-- TAB_COL_STATS / PART_COL_STATS carry STATS_THRIFT, the statistic pre-encoded as Thrift (see below).
+- TAB_COL_STATS / PART_COL_STATS carry STATS_THRIFT, the statistic pre-encoded as Thrift (see below), and
+  PARTITIONS carries STATS_VERSION, renewed by triggers on PostgreSQL whenever a partition's statistics change.
 """
 
 from __future__ import annotations
@@ -197,6 +198,10 @@ PARTITIONS = sa.Table(
     sa.Column("CREATE_TIME", sa.Integer, nullable=False),
     sa.Column("LAST_ACCESS_TIME", sa.Integer, nullable=False),
     sa.Column("WRITE_ID", sa.BigInteger, nullable=False),
+    # Not Hive's: on PostgreSQL, a value from PART_STATS_VERSION_SEQ that triggers renew whenever the
+    # partition's statistics rows or its name change (migration 0003); the statistics reply cache validates
+    # its entries against it. Unused (0) on SQLite.
+    sa.Column("STATS_VERSION", sa.BigInteger, nullable=False, server_default="0"),
     # (TBL_ID, PART_NAME) rather than Hive's (PART_NAME, TBL_ID): every query starts from one table and
     # listings come back ordered by name straight from this index.
     sa.UniqueConstraint("TBL_ID", "PART_NAME", name="UNIQUEPARTITION"),

@@ -445,6 +445,48 @@ def partition_stats_encoded(
     ]
 
 
+def partitions_version(
+    conn: sa.Connection, catalog: str, db_name: str, table_name: str, partition_names: Sequence[str], *,
+    prepared: bool = False,
+) -> tuple[int, int, int] | None:
+    """(TBL_ID, number of the named partitions that exist, sum of their STATS_VERSION) on PostgreSQL, where
+    triggers renew a partition's STATS_VERSION whenever its statistics or its name change (migration 0003):
+    the triple changes whenever the statistics of those names change. None for a missing table or on
+    databases without the triggers.
+
+    prepared (a connection in autocommit) runs it as a prepared statement, planned once per connection."""
+    if conn.dialect.name != "postgresql":
+        return None
+    parts = list(dict.fromkeys(partition_names))
+    stmts = _statements(conn)
+    stmt = stmts.get(
+        ("partitions_version",),
+        lambda: sa.text(
+            'SELECT t."TBL_ID", count(pt."PART_ID"), coalesce(sum(pt."STATS_VERSION"), 0) '
+            'FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+            'LEFT JOIN "PARTITIONS" pt ON pt."TBL_ID" = t."TBL_ID" AND pt."PART_NAME" = ANY(:parts) '
+            'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl GROUP BY t."TBL_ID"'
+        ),
+    )
+    params = {
+        "db": db_name.strip().lower(),
+        "catalog": catalog.strip().lower(),
+        "tbl": table_name.strip().lower(),
+        "parts": parts,
+    }
+    if prepared:
+        rows = _execute_prepared(conn, "metastore_partitions_version", stmt, _VERSION_PARAMS, params)
+    else:
+        rows = conn.execute(stmt, params).all()
+    if not rows:
+        return None
+    tbl_id, count, total = rows[0]
+    return int(tbl_id), int(count), int(total)
+
+
+_VERSION_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"), ("parts", "text[]"))
+
+
 @dataclass(frozen=True)
 class ColumnSums:
     """One column's statistics summed up by the database over the partitions that have them (one stored type)."""

@@ -1,0 +1,254 @@
+"""The reply cache of get_partitions_statistics_req and get_aggr_stats_for: a repeated request is answered from
+it, and every kind of change to what a reply stands for is seen by the next call (no stale reply), whoever
+makes the change — the statistics calls, catalog calls, or SQL run by hand (triggers, migration 0003)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from metastore.api.hive_metastore import ttypes as tt
+from metastore.catalog import Database, FieldSchema, Partition, StorageDescriptor, Table
+from metastore.config import Settings
+from metastore.service import Metastore, StatsWrite
+from metastore.service.stats_cache import ReplyCache
+from metastore.stats.model import ColumnStatsEntry, LongStats
+from server import thrift_builders as b
+from server.harness import fresh_pg_database
+
+COLS = [("a", "bigint"), ("b", "bigint")]
+KEYS = [("ds", "string")]
+PARTS = ["ds=1", "ds=2", "ds=3"]
+
+
+# ---------------------------------------------------------------- the cache itself
+
+
+def test_cache_answers_only_for_the_version_it_was_filled_at():
+    cache = ReplyCache(1000)
+    cache.put("k", (1, 2, 3), b"reply")
+    assert cache.get("k", (1, 2, 3)) == b"reply"
+    assert cache.get("k", (1, 2, 4)) is None
+    assert cache.get("other", (1, 2, 3)) is None
+    assert (cache.hits, cache.misses) == (1, 2)
+
+
+def test_cache_evicts_least_recently_used_by_bytes_and_skips_huge_replies():
+    cache = ReplyCache(1000)
+    for i in range(5):
+        cache.put(i, (0, 0, 0), bytes(200))
+    assert cache.size_bytes == 1000 and len(cache) == 5
+    cache.get(0, (0, 0, 0))  # 0 becomes the most recently used
+    cache.put(5, (0, 0, 0), bytes(200))
+    assert cache.get(1, (0, 0, 0)) is None and cache.get(0, (0, 0, 0)) == bytes(200)
+    cache.put(6, (0, 0, 0), bytes(251))  # more than a quarter of the cache
+    assert cache.get(6, (0, 0, 0)) is None
+    cache.put(0, (0, 0, 1), bytes(10))  # replacing an entry accounts for the old bytes
+    assert cache.size_bytes == 4 * 200 + 10
+    with pytest.raises(ValueError):
+        ReplyCache(-1)
+
+
+def test_cache_is_consistent_under_threads():
+    cache = ReplyCache(10_000)
+
+    def work(t: int) -> None:
+        for i in range(2000):
+            cache.put((t, i % 37), (i, 0, 0), bytes(i % 300))
+            cache.get((t, (i * 7) % 37), (i, 0, 0))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert cache.size_bytes == sum(len(v) for _, v in cache._entries.values()) <= 10_000
+
+
+# ---------------------------------------------------------------- in process, PostgreSQL: what a hit costs
+
+
+def _long(col: str, low: int) -> ColumnStatsEntry:
+    return ColumnStatsEntry(col, "bigint", LongStats(num_nulls=0, num_dvs=3, low=low, high=low + 10))
+
+
+@pytest.fixture
+def pg_metastore(pg_server, pg_schema_template):
+    with fresh_pg_database(pg_server, template=pg_schema_template) as url:
+        ms = Metastore.open(Settings(db=url, warehouse="/tmp/wh"), workers=2)
+        try:
+            ms.store.ensure_default_database("/tmp/wh")
+            ms.catalog.create_database(Database(name="s", location_uri="/tmp/wh/s.db"))
+            ms.catalog.create_table(
+                Table(
+                    db_name="s", table_name="t",
+                    sd=StorageDescriptor(cols=[FieldSchema(n, t) for n, t in COLS], location="/tmp/wh/t"),
+                    partition_keys=[FieldSchema("ds", "string")],
+                )
+            )
+            ms.catalog.add_partitions(
+                "s", "t", [Partition("s", "t", [p.split("=")[1]], sd=StorageDescriptor(location=f"/tmp/wh/t/{p}")) for p in PARTS]
+            )
+            ms.stats.write([StatsWrite("s", "t", [_long("a", i), _long("b", -i)], partition_name=p) for i, p in enumerate(PARTS)])
+            yield ms
+        finally:
+            ms.close()
+
+
+@pytest.mark.pg
+def test_a_repeated_request_costs_one_version_query(pg_metastore):
+    ms = pg_metastore
+    calls = []
+
+    def compute() -> bytes:
+        calls.append(1)
+        return repr(ms.stats.partitions_stats("s", "t", PARTS, ["a", "b"])).encode()
+
+    first = ms.stats.cached_partition_reply("test", "s", "t", PARTS, ["a", "b"], compute)
+    seen: list[str] = []
+    sa.event.listen(ms.store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    assert ms.stats.cached_partition_reply("test", "s", "t", PARTS, ["A", "b"], compute) == first
+    assert len(calls) == 1
+    assert len(seen) == 1 and "EXECUTE metastore_partitions_version" in seen[0]
+    ms.stats.write([StatsWrite("s", "t", [_long("a", 100)], partition_name="ds=2")])
+    second = ms.stats.cached_partition_reply("test", "s", "t", PARTS, ["a", "b"], compute)
+    assert len(calls) == 2 and second != first and b"low=100" in second
+
+
+@pytest.mark.pg
+def test_versions_are_renewed_by_every_change_to_a_partitions_statistics(pg_metastore):
+    ms = pg_metastore
+
+    def versions() -> dict[int, tuple[str, int]]:
+        with ms.store.engine.connect() as conn:
+            rows = conn.execute(sa.text('SELECT "PART_ID", "PART_NAME", "STATS_VERSION" FROM "PARTITIONS"')).all()
+            return {pid: (name, version) for pid, name, version in rows}
+
+    def changed(before: dict[int, tuple[str, int]]) -> set[str]:
+        """Names (now) of the partitions whose version changed; versions never go down."""
+        now = versions()
+        assert now.keys() == before.keys()
+        assert all(now[p][1] >= before[p][1] for p in now)
+        return {now[p][0] for p in now if now[p][1] != before[p][1]}
+
+    v0 = versions()
+    values = [v for _, v in v0.values()]
+    assert len(set(values)) == len(values) and min(values) > 0  # every partition its own value
+    ms.stats.write([StatsWrite("s", "t", [_long("a", 7)], partition_name="ds=1")])
+    assert changed(v0) == {"ds=1"}
+    v1 = versions()
+    ms.stats.delete_partition_stats("s", "t", ["ds=2"], ["b"])
+    assert changed(v1) == {"ds=2"}
+    v2 = versions()
+    with ms.store.engine.begin() as conn:  # by hand
+        conn.execute(sa.text('UPDATE "PART_COL_STATS" SET "NUM_NULLS" = 5 WHERE "COLUMN_NAME" = \'a\''))
+    assert changed(v2) == set(PARTS)
+    v3 = versions()
+    with ms.store.engine.begin() as conn:
+        conn.execute(sa.text('UPDATE "PARTITIONS" SET "PART_NAME" = \'ds=9\' WHERE "PART_NAME" = \'ds=3\''))
+        conn.execute(sa.text('UPDATE "PARTITIONS" SET "CREATE_TIME" = 5'))  # not a rename: no new version
+    assert changed(v3) == {"ds=9"}
+    v4 = versions()
+    ms.stats.delete_partition_stats("s", "t", None, None)  # every partition of the table
+    assert changed(v4) == {"ds=1", "ds=2", "ds=9"}
+    v5 = versions()
+    ms.stats.delete_partition_stats("s", "t", None, None)  # nothing left to delete: nothing changes
+    assert changed(v5) == set()
+
+
+# ---------------------------------------------------------------- through the server: never stale
+
+
+def _setup(client, db: str, table: str = "t") -> None:
+    client.create_table(b.table(db, table, COLS, KEYS))
+    for p in PARTS:
+        client.add_partition(tt.Partition(dbName=db, tableName=table, values=[p.split("=")[1]], sd=b.sd(COLS)))
+    for i, p in enumerate(PARTS):
+        objs = [b.obj("a", "bigint", b.data_long(i, i + 10, 0, 3)), b.obj("b", "bigint", b.data_long(-i, 5, 1, 2))]
+        client.update_partition_column_statistics(b.partition_stats(db, table, p, objs))
+
+
+def _reads(client, db: str, table: str = "t"):
+    req = tt.PartitionsStatsRequest(dbName=db, tblName=table, colNames=["a", "b"], partNames=PARTS)
+    return client.get_partitions_statistics_req(req).partStats, client.get_aggr_stats_for(req)
+
+
+def _lows(parts) -> dict[str, list[int]]:
+    return {p: [o.statsData.longStats.lowValue for o in objs] for p, objs in sorted(parts.items())}
+
+
+@pytest.fixture
+def db(client, dbname):
+    client.create_database(b.database(dbname))
+    _setup(client, dbname)
+    first = _reads(client, dbname)
+    assert _reads(client, dbname) == first  # the second read is a hit (on PostgreSQL)
+    return dbname
+
+
+def test_statistics_writes_are_seen(client, db):
+    client.update_partition_column_statistics(b.partition_stats(db, "t", "ds=2", [b.obj("a", "bigint", b.data_long(-50, 0, 0, 1))]))
+    parts, aggr = _reads(client, db)
+    assert _lows(parts)["ds=2"] == [-50, -1]
+    assert aggr.colStats[0].statsData.longStats.lowValue == -50
+    merged = b.partition_stats(db, "t", "ds=1", [b.obj("a", "bigint", b.data_long(-70, 0, 0, 1))])
+    client.set_aggr_stats_for(tt.SetPartitionsStatsRequest(colStats=[merged], needMerge=True))
+    parts, aggr = _reads(client, db)
+    assert _lows(parts)["ds=1"] == [-70, 0]
+    assert aggr.colStats[0].statsData.longStats.lowValue == -70
+
+
+def test_deletes_are_seen(client, db):
+    client.delete_partition_column_statistics(db, "t", "ds=1", "a", None)
+    parts, aggr = _reads(client, db)
+    assert [o.colName for o in parts["ds=1"]] == ["b"]
+    assert aggr.partsFound == 2
+    client.delete_partition_column_statistics(db, "t", "ds=2", None, None)
+    parts, aggr = _reads(client, db)
+    assert sorted(parts) == ["ds=1", "ds=3"] and aggr.partsFound == 1
+    client.delete_column_statistics_req(tt.DeleteColumnStatisticsRequest(db_name=db, tbl_name="t", tableLevel=False))
+    parts, aggr = _reads(client, db)
+    assert parts == {} and aggr.partsFound == 0 and aggr.colStats == []
+
+
+def test_partition_drop_recreate_and_rename_are_seen(client, db):
+    client.drop_partition(db, "t", ["2"], False)
+    parts, aggr = _reads(client, db)
+    assert sorted(parts) == ["ds=1", "ds=3"] and aggr.partsFound == 2
+    client.add_partition(tt.Partition(dbName=db, tableName="t", values=["2"], sd=b.sd(COLS)))
+    client.update_partition_column_statistics(
+        b.partition_stats(db, "t", "ds=2", [b.obj(c, "bigint", b.data_long(1, 2, 0, 1)) for c in ("a", "b")])
+    )
+    parts, _ = _reads(client, db)
+    assert _lows(parts)["ds=2"] == [1, 1]
+    # Swap the names of ds=1 and ds=3: same partitions found, same versions summed unless renames count.
+    for old, new in (("1", "x"), ("3", "1"), ("x", "3")):
+        client.rename_partition(db, "t", [old], tt.Partition(dbName=db, tableName="t", values=[new], sd=b.sd(COLS)))
+    parts, _ = _reads(client, db)
+    assert _lows(parts)["ds=1"] == [2, -2] and _lows(parts)["ds=3"] == [0, 0]
+
+
+def test_table_changes_are_seen(client, db):
+    table = client.get_table(db, "t")
+    table.sd.cols = [tt.FieldSchema(name="a", type="bigint"), tt.FieldSchema(name="b", type="string")]
+    client.alter_table(db, "t", table)  # b retyped: its statistics go
+    parts, aggr = _reads(client, db)
+    assert all([o.colName for o in objs] == ["a"] for objs in parts.values())
+    assert [c.colName for c in aggr.colStats] == ["a"] and aggr.partsFound == 0
+    # Swap two tables' names: the same partition names, other partitions.
+    _setup(client, db, "u")
+    client.update_partition_column_statistics(b.partition_stats(db, "u", "ds=1", [b.obj("a", "bigint", b.data_long(99, 100, 0, 1))]))
+    for old, new in (("t", "x"), ("u", "t"), ("x", "u")):
+        renamed = client.get_table(db, old)
+        renamed.tableName = new
+        client.alter_table(db, old, renamed)
+    parts, aggr = _reads(client, db)
+    assert _lows(parts)["ds=1"] == [99, 0]
+    assert aggr.partsFound == 3
+    client.drop_table(db, "t", True)
+    with pytest.raises(tt.NoSuchObjectException):
+        _reads(client, db)
+    _setup(client, db)
+    assert _lows(_reads(client, db)[0]) == {"ds=1": [0, 0], "ds=2": [1, -1], "ds=3": [2, -2]}
