@@ -16,7 +16,9 @@ same whatever the list length and the database can reuse their plans.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,11 +136,16 @@ LOCK_CLAUSES = {
 def _table_target_sql(dialect: str, by_id: bool) -> sa.TextClause:
     """The table's details by name, or by id (:tbl_id) after a separate locking statement."""
     agg, arr = ("json_agg", "json_build_array") if dialect == "postgresql" else ("json_group_array", "json_array")
+    # As JSON text: the same text (a table's columns rarely change) is parsed once per process (_columns).
+    text = "::text" if dialect == "postgresql" else ""
     cols = (
-        f'SELECT {agg}({arr}(c."COLUMN_NAME", c."TYPE_NAME", c."COMMENT", c."INTEGER_IDX")) '
+        f'SELECT {agg}({arr}(c."COLUMN_NAME", c."TYPE_NAME", c."COMMENT", c."INTEGER_IDX")){text} '
         'FROM "COLUMNS_V2" c JOIN "SDS" s ON s."CD_ID" = c."CD_ID" WHERE s."SD_ID" = t."SD_ID"'
     )
-    keys = f'SELECT {agg}({arr}(k."PKEY_NAME", k."INTEGER_IDX")) FROM "PARTITION_KEYS" k WHERE k."TBL_ID" = t."TBL_ID"'
+    keys = (
+        f'SELECT {agg}({arr}(k."PKEY_NAME", k."INTEGER_IDX")){text} FROM "PARTITION_KEYS" k '
+        'WHERE k."TBL_ID" = t."TBL_ID"'
+    )
     source = (
         'FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" WHERE t."TBL_ID" = :tbl_id' if by_id else _TABLE_BY_NAME
     )
@@ -152,6 +159,20 @@ def _json(value: Any) -> list:
     if value is None:
         return []
     return json.loads(value) if isinstance(value, str) else list(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _columns(text: str | None) -> tuple[FieldSchema, ...]:
+    """A table's data columns from table_target's JSON text, in order."""
+    return tuple(
+        FieldSchema(name=name, type=type_, comment=comment)
+        for name, type_, comment, _ in sorted(_json(text), key=lambda c: c[3])
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _keys(text: str | None) -> tuple[str, ...]:
+    return tuple(name for name, _ in sorted(_json(text), key=lambda k: k[1]))
 
 
 def table_target(
@@ -178,26 +199,27 @@ def table_target(
         # Lock first, then read: a statement that waited for a lock still reads the other tables as they were
         # when it started (READ COMMITTED), so columns read in the locking statement could predate an ALTER
         # that committed meanwhile. The next statement sees it.
+        # Both statements run prepared: planned once per connection (writes of one column are mostly this).
+        if asynchronous_commit:
+            conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
         locking = stmts.get(
-            ("table_lock", lock, asynchronous_commit),
-            lambda: sa.text(
-                ("SET LOCAL synchronous_commit = off; " if asynchronous_commit else "")
-                + f'SELECT t."TBL_ID" {_TABLE_BY_NAME}{LOCK_CLAUSES[lock]}'
-            ),
+            ("table_lock", lock), lambda: sa.text(f'SELECT t."TBL_ID" {_TABLE_BY_NAME}{LOCK_CLAUSES[lock]}')
         )
-        tbl_id = conn.execute(locking, names).scalar()
-        if tbl_id is None:
+        found = _execute_prepared(
+            conn, f"metastore_table_lock_{lock}", locking, _TABLE_NAME_PARAMS, names, in_transaction=True
+        )
+        if not found:
             return None
         stmt = stmts.get(("table_target", True), lambda: _table_target_sql(stmts.dialect, by_id=True))
-        row = conn.execute(stmt, {"tbl_id": tbl_id}).first()
+        rows = _execute_prepared(
+            conn, "metastore_table_target", stmt, (("tbl_id", "bigint"),), {"tbl_id": found[0][0]},
+            in_transaction=True,
+        )
+        row = rows[0] if rows else None
     if row is None:
         return None
     tbl_id, db, tbl, num_rows, accurate, cols, keys = row
-    columns = tuple(
-        FieldSchema(name=name, type=type_, comment=comment)
-        for name, type_, comment, _ in sorted(_json(cols), key=lambda c: c[3])
-    )
-    partition_keys = tuple(name for name, _ in sorted(_json(keys), key=lambda k: k[1]))
+    columns, partition_keys = _columns(cols), _keys(keys)
     return TableTarget(
         tbl_id=tbl_id,
         db_name=db,
@@ -298,37 +320,61 @@ def table_stats(
     return [found[c] for c in wanted if c in found]
 
 
-# Parameters of the table-statistics read, in order, with their PostgreSQL types (for PREPARE).
-_TABLE_STATS_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"), ("engine", "text"), ("columns", "text[]"))
+# Parameters of the prepared statements, in order, with their PostgreSQL types (for PREPARE).
+_TABLE_NAME_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"))
+_TABLE_STATS_PARAMS = (*_TABLE_NAME_PARAMS, ("engine", "text"), ("columns", "text[]"))
 _PREPARED = "metastore_prepared"
 
 
 def _execute_prepared(
-    conn: sa.Connection, name: str, stmt: sa.TextClause, params_spec: Sequence[tuple[str, str]], params: dict
+    conn: sa.Connection,
+    name: str,
+    stmt: sa.TextClause | str,
+    params_spec: Sequence[tuple[str, str]],
+    params: dict,
+    *,
+    in_transaction: bool = False,
 ) -> list:
-    """Rows of `stmt` run as the prepared statement `name` of this database connection (PostgreSQL, outside
-    a transaction block: a failed EXECUTE must not abort one). The statement is prepared on first use on each
-    connection; a connection that lost it (reconnected) prepares it again."""
+    """Rows of `stmt` run as the prepared statement `name` of this database connection (PostgreSQL): planned
+    once per connection instead of on every call, which is much of the cost of the hot statements.
+
+    Outside a transaction (autocommit) it is prepared on first use and prepared again if the connection lost it
+    (a failed EXECUTE aborts nothing there). in_transaction: a failed statement would abort the caller's
+    transaction, so on first use per connection it asks pg_prepared_statements instead of trying."""
     fairy = conn.connection
     known = fairy.info.setdefault(_PREPARED, {})
     dbapi = fairy.dbapi_connection
-    execute = (
-        f"EXECUTE {name}(" + ", ".join(f"%({p})s" for p, _ in params_spec) + ")"
-    )
+    execute = f"EXECUTE {name}(" + ", ".join(f"%({p})s" for p, _ in params_spec) + ")"
+
+    def run() -> list:
+        result = conn.exec_driver_sql(execute, params)
+        return result.all() if result.returns_rows else []
+
+    def prepare() -> None:
+        numbers = {p: f"${i}" for i, (p, _) in enumerate(params_spec, 1)}
+        sql = re.sub(r"(?<![:\w]):(\w+)", lambda m: numbers.get(m.group(1), m.group(0)), str(stmt))
+        types = ", ".join(t for _, t in params_spec)
+        conn.exec_driver_sql(f"PREPARE {name}({types}) AS {sql}")
+
+    if in_transaction:
+        if known.get(name) != id(dbapi):
+            exists = conn.exec_driver_sql(
+                "SELECT 1 FROM pg_prepared_statements WHERE name = %(name)s", {"name": name}
+            ).first()
+            if exists is None:
+                prepare()
+            known[name] = id(dbapi)
+        return run()
     for attempt in range(2):
         if known.get(name) != id(dbapi):
-            sql = str(stmt)
-            for i, (p, _) in enumerate(params_spec, 1):
-                sql = sql.replace(f":{p}", f"${i}")
-            types = ", ".join(t for _, t in params_spec)
             try:
-                conn.exec_driver_sql(f"PREPARE {name}({types}) AS {sql}")
+                prepare()
             except sa.exc.DBAPIError as exc:
                 if getattr(exc.orig, "pgcode", None) != "42P05":  # duplicate_prepared_statement: already there
                     raise
             known[name] = id(dbapi)
         try:
-            return conn.exec_driver_sql(execute, params).all()
+            return run()
         except sa.exc.DBAPIError as exc:
             if attempt or getattr(exc.orig, "pgcode", None) != "26000":  # invalid_sql_statement_name
                 raise
@@ -725,16 +771,48 @@ def _upsert_statement(conn: sa.Connection, table: sa.Table, owner: str) -> Any:
     return stmts.get(("upsert", table.name), build)
 
 
+def _upsert(conn: sa.Connection, table: sa.Table, owner: str, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    if len(rows) == 1 and conn.dialect.name == "postgresql":
+        # The common write of one statistic: a prepared statement, planned once per connection.
+        spec, sql = _prepared_upsert(table, owner)
+        _execute_prepared(conn, f"metastore_upsert_{table.name.lower()}", sql, spec, rows[0], in_transaction=True)
+        return
+    ordered = sorted(rows, key=lambda r: (r[owner], r["COLUMN_NAME"], r["ENGINE"]))
+    conn.execute(_upsert_statement(conn, table, owner), ordered)
+
+
+_PG_TYPES = {sa.BigInteger: "bigint", sa.Double: "float8", sa.String: "text", sa.LargeBinary: "bytea"}
+
+
+def _pg_type(column: sa.Column) -> str:
+    for cls, name in _PG_TYPES.items():
+        if isinstance(column.type, cls):
+            return name
+    raise TypeError(f"no PostgreSQL parameter type for {column.name} ({column.type})")  # pragma: no cover
+
+
+@functools.cache
+def _prepared_upsert(table: sa.Table, owner: str) -> tuple[tuple[tuple[str, str], ...], str]:
+    """(parameters with their types, SQL) of INSERT ... ON CONFLICT DO UPDATE of one statistics row."""
+    columns = (owner, *STATS_WRITE_COLUMNS)
+    spec = tuple((c, _pg_type(table.c[c])) for c in columns)
+    keys = (owner, *_NAMES_OF)
+    sql = (
+        f'INSERT INTO "{table.name}" (' + ", ".join(f'"{c}"' for c in columns) + ") VALUES ("
+        + ", ".join(f":{c}" for c in columns) + ") ON CONFLICT (" + ", ".join(f'"{c}"' for c in keys)
+        + ") DO UPDATE SET " + ", ".join(f'"{c}" = excluded."{c}"' for c in columns if c not in keys)
+    )
+    return spec, sql
+
+
 def upsert_table_rows(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Insert or replace TAB_COL_STATS rows (each with TBL_ID and every value column); sorted by key so that
     concurrent writers take row locks in the same order."""
-    if rows:
-        ordered = sorted(rows, key=lambda r: (r["TBL_ID"], r["COLUMN_NAME"], r["ENGINE"]))
-        conn.execute(_upsert_statement(conn, TAB_COL_STATS, "TBL_ID"), ordered)
+    _upsert(conn, TAB_COL_STATS, "TBL_ID", rows)
 
 
 def upsert_partition_rows(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Insert or replace PART_COL_STATS rows (each with PART_ID and every value column)."""
-    if rows:
-        ordered = sorted(rows, key=lambda r: (r["PART_ID"], r["COLUMN_NAME"], r["ENGINE"]))
-        conn.execute(_upsert_statement(conn, PART_COL_STATS, "PART_ID"), ordered)
+    _upsert(conn, PART_COL_STATS, "PART_ID", rows)
