@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -238,10 +238,59 @@ class CallResult:
     seconds: float
     p50_ms: float
     p99_ms: float
+    # CPU milliseconds per call of the server (its process tree), of PostgreSQL and of the clients; nan when
+    # the server was not started by the benchmark.
+    server_cpu_ms: float = float("nan")
+    db_cpu_ms: float = float("nan")
+    client_cpu_ms: float = float("nan")
 
     @property
     def ops_per_s(self) -> float:
         return self.ops / self.seconds if self.seconds else 0.0
+
+
+# ---------------------------------------------------------------- CPU accounting (Linux /proc)
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_table() -> dict[int, tuple[int, str, float]]:
+    """{pid: (parent pid, command, CPU seconds used so far)} of every process we can read."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        table[int(entry)] = (int(fields[1]), comm, (int(fields[11]) + int(fields[12])) / _TICK)
+    return table
+
+
+def cpu_seconds(server_pid: int | None) -> tuple[float, float, float]:
+    """CPU seconds used so far by (the server's process tree, every PostgreSQL process, this process's
+    finished children, i.e. the load generator's clients)."""
+    import resource
+
+    table = _proc_table()
+    server = 0.0
+    if server_pid is not None:
+        tree = {server_pid}
+        changed = True
+        while changed:
+            changed = False
+            for pid, (ppid, _, _) in table.items():
+                if ppid in tree and pid not in tree:
+                    tree.add(pid)
+                    changed = True
+        server = sum(table[p][2] for p in tree if p in table)
+    postgres = sum(cpu for _, comm, cpu in table.values() if comm.startswith("postgres"))
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return server, postgres, children.ru_utime + children.ru_stime
 
 
 def run_call(host: str, port: int, call: str, shape: Shape, clients: int, seconds: float) -> CallResult:
@@ -280,12 +329,14 @@ def run_call(host: str, port: int, call: str, shape: Shape, clients: int, second
 def start_servers(
     which: list[str], workdir: Path, pg_admin: str, our_address: str | None, ref_address: str | None
 ):
-    """Start (or point at) the servers; returns ({name: (host, port)}, cleanup)."""
+    """Start (or point at) the servers; returns ({name: (host, port)}, {name: pid of servers started here},
+    cleanup)."""
     from interop.our_server import start_our_server
     from interop.postgres_db import create_scratch_database, drop_scratch_database
     from interop.reference_hms import PostgresTarget, start_reference_hms
 
     addresses: dict[str, tuple[str, int]] = {}
+    pids: dict[str, int] = {}
     cleanups: list[Callable[[], None]] = []
 
     def parse(addr: str) -> tuple[str, int]:
@@ -309,6 +360,7 @@ def start_servers(
                 )
                 cleanups.append(ref.stop)
                 addresses["reference"] = ref.address
+                pids["reference"] = ref.process.pid
         if "ours" in which:
             if our_address:
                 addresses["ours"] = parse(our_address)
@@ -319,6 +371,7 @@ def start_servers(
                 ours = start_our_server(workdir / "ours", db.url)
                 cleanups.append(ours.stop)
                 addresses["ours"] = ours.address
+                pids["ours"] = ours.process.pid
     except BaseException:
         for c in reversed(cleanups):
             c()
@@ -331,7 +384,7 @@ def start_servers(
             except Exception as exc:  # noqa: BLE001 - keep cleaning up the rest
                 print(f"cleanup: {exc}", file=sys.stderr)
 
-    return addresses, cleanup
+    return addresses, pids, cleanup
 
 
 def fmt(x: float, digits: int = 1) -> str:
@@ -365,6 +418,28 @@ def print_table(
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:
+        print("| " + " | ".join(row) + " |")
+    if not any(results[s][c].server_cpu_ms == results[s][c].server_cpu_ms for s in servers for c in calls):
+        return
+    # Where the machine's CPU went, per call: the clients share the cores with the servers and PostgreSQL,
+    # so for large replies their decoding bounds what any server can reach here.
+    header = ["call"]
+    for s in servers:
+        header += [f"{s}: server", f"{s}: PostgreSQL", f"{s}: clients"]
+    if len(servers) == 2:
+        header.append("server + PostgreSQL CPU, reference/ours")
+    print("\nCPU ms per call")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for call in calls:
+        row = [describe_call(call, shape)]
+        for s in servers:
+            r = results[s][call]
+            row += [fmt(r.server_cpu_ms, 2), fmt(r.db_cpu_ms, 2), fmt(r.client_cpu_ms, 2)]
+        if len(servers) == 2:
+            ours, ref = results["ours"][call], results["reference"][call]
+            mine = ours.server_cpu_ms + ours.db_cpu_ms
+            row.append(fmt((ref.server_cpu_ms + ref.db_cpu_ms) / mine, 2) + "×" if mine else "–")
         print("| " + " | ".join(row) + " |")
 
 
@@ -403,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     calls = [c for c in CALLS if c in args.calls]
 
     with tempfile.TemporaryDirectory(prefix="bench-hms-") as tmp:
-        addresses, cleanup = start_servers(
+        addresses, pids, cleanup = start_servers(
             which, Path(tmp), args.pg_admin, args.our_address, args.reference_address
         )
         try:
@@ -417,10 +492,17 @@ def main(argv: list[str] | None = None) -> int:
                 )
             for call in calls:
                 for server, (host, port) in addresses.items():
+                    pid = pids.get(server)
+                    before = cpu_seconds(pid)
                     r = run_call(host, port, call, shape, args.clients, args.seconds)
+                    after = cpu_seconds(pid)
+                    if pid is not None and r.ops:
+                        used = [(a - b) * 1000 / r.ops for a, b in zip(after, before, strict=True)]
+                        r = replace(r, server_cpu_ms=used[0], db_cpu_ms=used[1], client_cpu_ms=used[2])
                     results.setdefault(server, {})[call] = r
                     print(
                         f"  {server:9s} {call:32s} {r.ops_per_s:9.1f} ops/s  p50 {r.p50_ms:8.1f} ms  p99 {r.p99_ms:8.1f} ms"
+                        f"  CPU ms/call: server {r.server_cpu_ms:.2f} PostgreSQL {r.db_cpu_ms:.2f} clients {r.client_cpu_ms:.2f}"
                         + (f"  errors {r.errors}" if r.errors else ""),
                         flush=True,
                     )
