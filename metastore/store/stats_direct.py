@@ -78,6 +78,20 @@ def bind_list(values: Sequence[str], dialect: str) -> Any:
     return list(values) if dialect == "postgresql" else json.dumps(list(values))
 
 
+def _partition_params(
+    dialect: str, catalog: str, db_name: str, table_name: str, engine: str, parts: list[str], cols: list[str]
+) -> dict[str, Any]:
+    """Parameters of the statements over named partitions and columns of one table."""
+    return {
+        "db": db_name.strip().lower(),
+        "catalog": catalog.strip().lower(),
+        "tbl": table_name.strip().lower(),
+        "engine": engine,
+        "parts": bind_list(parts, dialect),
+        "columns": bind_list(cols, dialect),
+    }
+
+
 def _value_columns(alias: str, *, bit_vectors: bool, histograms: bool) -> str:
     skip = set()
     if not bit_vectors:
@@ -405,14 +419,7 @@ def partition_stats(
     dialect = conn.dialect.name
     rows = conn.execute(
         read.stmt,
-        {
-            "db": db_name.strip().lower(),
-            "catalog": catalog.strip().lower(),
-            "tbl": table_name.strip().lower(),
-            "engine": engine,
-            "parts": bind_list(parts, dialect),
-            "columns": bind_list(cols, dialect),
-        },
+        _partition_params(dialect, catalog, db_name, table_name, engine, parts, cols),
     )
     return [(row[0], decode(row[1:]), row[-1]) for row in rows.all()]
 
@@ -442,14 +449,7 @@ def partition_stats_encoded(
         return []
     stmts = _statements(conn)
     dialect = stmts.dialect
-    params = {
-        "db": db_name.strip().lower(),
-        "catalog": catalog.strip().lower(),
-        "tbl": table_name.strip().lower(),
-        "engine": engine,
-        "parts": bind_list(parts, dialect),
-        "columns": bind_list(cols, dialect),
-    }
+    params = _partition_params(dialect, catalog, db_name, table_name, engine, parts, cols)
     part_name, column_name = 'pt."PART_NAME"', 's."COLUMN_NAME"'
     where = (
         'FROM "PART_COL_STATS" s JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
@@ -599,14 +599,7 @@ def column_sums(
     dialect = conn.dialect.name
     rows = conn.execute(
         stmt,
-        {
-            "db": db_name.strip().lower(),
-            "catalog": catalog.strip().lower(),
-            "tbl": table_name.strip().lower(),
-            "engine": engine,
-            "parts": bind_list(parts, dialect),
-            "columns": bind_list(cols, dialect),
-        },
+        _partition_params(dialect, catalog, db_name, table_name, engine, parts, cols),
     )
     return [ColumnSums(decode(row), int(row[-3]), int(row[-2]), int(row[-1])) for row in rows]
 
@@ -642,15 +635,7 @@ def partitions_with_every_column(
     return int(
         conn.execute(
             stmts.get(("parts_found",), build),
-            {
-                "db": db_name.strip().lower(),
-                "catalog": catalog.strip().lower(),
-                "tbl": table_name.strip().lower(),
-                "engine": engine,
-                "parts": bind_list(parts, dialect),
-                "columns": bind_list(cols, dialect),
-                "ncols": len(cols),
-            },
+            {**_partition_params(dialect, catalog, db_name, table_name, engine, parts, cols), "ncols": len(cols)},
         ).scalar_one()
     )
 
