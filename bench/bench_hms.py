@@ -2,10 +2,17 @@
 
 Starts both servers on loopback ports, each on a fresh PostgreSQL database, sets up the same table on each
 (20 bigint columns, 200 partitions, table and partition statistics for every column), then runs each call for a
-fixed time from several client processes and prints ops/s, p50 and p99 latency per call and the ratio
-ours/reference. Every request goes to 127.0.0.1 only, and every loop is bounded in time and count.
+fixed time from several clients and prints ops/s, p50 and p99 latency per call, the ratio ours/reference, and
+the CPU each call cost the server, PostgreSQL and the clients. Every request goes to 127.0.0.1 only, and every
+loop is bounded in time and count.
 
-    python bench/bench_hms.py                      # 4 clients, 10 s per call per server
+The clients are Python processes (the generated client, accelerated codec) or, with --client jvm, threads of one
+JVM running Hive 2.3.10's generated Java client as Spark does. Everything shares this machine's cores, so for
+large replies the clients' decoding takes CPU the servers would otherwise get; the JVM decodes several times
+cheaper than Python.
+
+    python bench/bench_hms.py                      # 4 Python clients, 10 s per call per server
+    python bench/bench_hms.py --client jvm         # 4 JVM clients
     python bench/bench_hms.py --clients 8 --seconds 5
     python bench/bench_hms.py --only ours --our-address 127.0.0.1:9083   # a server you started yourself
 """
@@ -55,6 +62,12 @@ CALLS = [
     "get_partitions_statistics_req",
     "get_aggr_stats_for",
 ]
+
+
+CLIENT_KINDS = {
+    "python": "Python client processes (generated client, accelerated binary codec)",
+    "jvm": "JVM clients (threads of one JVM, Hive 2.3.10's generated client over TSocket, as Spark)",
+}
 
 
 def describe_call(call: str, shape: Shape) -> str:
@@ -214,6 +227,7 @@ def worker_loop(args: tuple[str, int, str, Shape, int, float, Any, Any]) -> None
         barrier.wait(timeout=120)
         latencies = []
         errors = 0
+        cpu0 = time.process_time()
         deadline = time.perf_counter() + seconds
         for _ in range(MAX_OPS_PER_WORKER):
             t0 = time.perf_counter()
@@ -226,7 +240,7 @@ def worker_loop(args: tuple[str, int, str, Shape, int, float, Any, Any]) -> None
                 if not transport.isOpen():
                     break
             latencies.append(time.perf_counter() - t0)
-        results.put((worker, latencies, errors))
+        results.put((worker, latencies, errors, time.process_time() - cpu0))
     finally:
         transport.close()
 
@@ -271,13 +285,11 @@ def _proc_table() -> dict[int, tuple[int, str, float]]:
     return table
 
 
-def cpu_seconds(server_pid: int | None) -> tuple[float, float, float]:
-    """CPU seconds used so far by (the server's process tree, every PostgreSQL process, this process's
-    finished children, i.e. the load generator's clients)."""
-    import resource
-
+def cpu_seconds(server_pid: int | None) -> tuple[float, float]:
+    """CPU seconds used so far by (the server's process tree, nan when the benchmark did not start the server;
+    every PostgreSQL process)."""
     table = _proc_table()
-    server = 0.0
+    server = float("nan")
     if server_pid is not None:
         tree = {server_pid}
         changed = True
@@ -289,11 +301,39 @@ def cpu_seconds(server_pid: int | None) -> tuple[float, float, float]:
                     changed = True
         server = sum(table[p][2] for p in tree if p in table)
     postgres = sum(cpu for _, comm, cpu in table.values() if comm.startswith("postgres"))
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return server, postgres, children.ru_utime + children.ru_stime
+    return server, postgres
 
 
-def run_call(host: str, port: int, call: str, shape: Shape, clients: int, seconds: float) -> CallResult:
+def _result(
+    latencies: list[float], errors: int, elapsed: float, before: tuple, after: tuple, client_cpu: float
+) -> CallResult:
+    """A CallResult from latencies in seconds and CPU snapshots (server, PostgreSQL) around the timed part."""
+    latencies.sort()
+    if not latencies:
+        return CallResult(0, errors, elapsed, float("nan"), float("nan"))
+    q = (
+        statistics.quantiles(latencies, n=100, method="inclusive")
+        if len(latencies) > 1
+        else [latencies[0]] * 99
+    )
+    n = len(latencies)
+    server_ms = (after[0] - before[0]) * 1000 / n if after[0] == after[0] else float("nan")
+    return CallResult(
+        n,
+        errors,
+        elapsed,
+        q[49] * 1000,
+        q[98] * 1000,
+        server_cpu_ms=server_ms,
+        db_cpu_ms=(after[1] - before[1]) * 1000 / n,
+        client_cpu_ms=client_cpu * 1000 / n,
+    )
+
+
+def run_call(
+    host: str, port: int, call: str, shape: Shape, clients: int, seconds: float, server_pid: int | None
+) -> CallResult:
+    """Python clients: one process each, the generated client over the accelerated (C) binary codec."""
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(clients + 1)
     results = ctx.Queue()
@@ -306,21 +346,107 @@ def run_call(host: str, port: int, call: str, shape: Shape, clients: int, second
     for p in procs:
         p.start()
     barrier.wait(timeout=180)
+    before = cpu_seconds(server_pid)
     t0 = time.perf_counter()
     collected = [results.get(timeout=seconds + 300) for _ in procs]
     elapsed = time.perf_counter() - t0
+    after = cpu_seconds(server_pid)
     for p in procs:
         p.join(timeout=30)
-    latencies = sorted(x for _, lat, _ in collected for x in lat)
-    errors = sum(e for _, _, e in collected)
-    if not latencies:
-        return CallResult(0, errors, elapsed, float("nan"), float("nan"))
-    q = (
-        statistics.quantiles(latencies, n=100, method="inclusive")
-        if len(latencies) > 1
-        else [latencies[0]] * 99
+    latencies = [x for _, lat, _, _ in collected for x in lat]
+    errors = sum(e for _, _, e, _ in collected)
+    return _result(latencies, errors, elapsed, before, after, sum(c for *_, c in collected))
+
+
+JVM_SOURCE = Path(__file__).resolve().parent / "jvm" / "HmsLoad.java"
+JVM_WARMUP_S = 3.0  # JIT compilation of the client happens here, not in the timed part
+
+
+def compile_jvm_client(workdir: Path) -> str:
+    """Compile bench/jvm/HmsLoad.java against pyspark's jars; returns the classpath to run it with."""
+    import shutil
+    import subprocess
+
+    from interop.reference_hms import java_executable, pyspark_jars_dir
+
+    jars = pyspark_jars_dir()
+    javac = Path(java_executable()).with_name("javac")
+    if not javac.exists():
+        found = shutil.which("javac")
+        if not found:
+            raise SystemExit("--client jvm needs javac (a JDK 17: apt-get install openjdk-17-jdk-headless)")
+        javac = Path(found)
+    out = workdir / "jvm-classes"
+    out.mkdir(parents=True, exist_ok=True)
+    cp = f"{jars}/*"
+    done = subprocess.run(
+        [str(javac), "-nowarn", "-cp", cp, "-d", str(out), str(JVM_SOURCE)], capture_output=True, text=True
     )
-    return CallResult(len(latencies), errors, elapsed, q[49] * 1000, q[98] * 1000)
+    if done.returncode != 0:
+        raise SystemExit(f"javac {JVM_SOURCE.name} failed:\n{done.stderr.strip()}")
+    return os.pathsep.join([str(out), cp])
+
+
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds (all threads) a live process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def run_call_jvm(
+    classpath: str,
+    host: str,
+    port: int,
+    call: str,
+    shape: Shape,
+    clients: int,
+    seconds: float,
+    server_pid: int | None,
+) -> CallResult:
+    """JVM clients: one JVM, one thread and connection per client, Hive 2.3.10's generated client (Spark's)."""
+    import subprocess
+
+    from interop.reference_hms import java_executable
+
+    cmd = [java_executable(), "-Xmx1g", "-cp", classpath, "HmsLoad", host, str(port), call, str(clients)]
+    cmd += [str(JVM_WARMUP_S), str(seconds), str(shape.columns), str(shape.partitions), DB, TABLE]
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    def expect(word: str) -> str:
+        line = proc.stdout.readline()
+        if not line.startswith(word):
+            proc.kill()
+            raise RuntimeError(f"JVM load generator ({call}): expected {word}, got {line!r}: {proc.stderr.read()}")
+        return line
+
+    try:
+        expect("READY")
+        before = cpu_seconds(server_pid)
+        cpu0 = _proc_cpu(proc.pid)
+        t0 = time.perf_counter()
+        proc.stdin.write("GO\n")
+        proc.stdin.flush()
+        expect("DONE")
+        elapsed_wall = time.perf_counter() - t0
+        after = cpu_seconds(server_pid)
+        client_cpu = _proc_cpu(proc.pid) - cpu0
+        proc.stdin.write("REPORT\n")
+        proc.stdin.flush()
+        _, ops, errors, elapsed_ns = expect("RESULT").split()
+        latencies = [int(x) / 1e6 for x in expect("LAT").split()[1:]]
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if len(latencies) != int(ops):
+        raise RuntimeError(f"JVM load generator reported {ops} calls but {len(latencies)} latencies")
+    elapsed = int(elapsed_ns) / 1e9 if int(elapsed_ns) > 0 else elapsed_wall
+    return _result(latencies, int(errors), elapsed, before, after, client_cpu)
 
 
 # ---------------------------------------------------------------- servers
@@ -392,7 +518,7 @@ def fmt(x: float, digits: int = 1) -> str:
 
 
 def print_table(
-    results: dict[str, dict[str, CallResult]], shape: Shape, clients: int, calls: list[str]
+    results: dict[str, dict[str, CallResult]], shape: Shape, clients: int, calls: list[str], client: str
 ) -> None:
     servers = [s for s in ("ours", "reference") if s in results]
     header = ["call"]
@@ -413,7 +539,8 @@ def print_table(
             row.append(fmt(results["ours"][call].ops_per_s / ref, 2) + "×" if ref else "–")
         rows.append(row)
     print(
-        f"\n{clients} client processes, {platform.node()} ({os.cpu_count()} cores, {platform.python_version()})"
+        f"\n{clients} {CLIENT_KINDS[client]}, {platform.node()} ({os.cpu_count()} cores, "
+        f"Python {platform.python_version()})"
     )
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -449,7 +576,15 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    parser.add_argument("--clients", type=int, default=4, help="client processes per call (default 4)")
+    parser.add_argument("--clients", type=int, default=4, help="clients (connections) per call (default 4)")
+    parser.add_argument(
+        "--client",
+        choices=["python", "jvm"],
+        default="python",
+        help="python: one process per client, the generated Python client with the C codec (default); "
+        "jvm: one JVM with a thread per client, Hive 2.3.10's generated Java client as Spark uses it "
+        "(compiled from bench/jvm/HmsLoad.java at run time; needs javac)",
+    )
     parser.add_argument(
         "--seconds", type=float, default=10.0, help="load time per call per server (default 10)"
     )
@@ -482,6 +617,7 @@ def main(argv: list[str] | None = None) -> int:
             which, Path(tmp), args.pg_admin, args.our_address, args.reference_address
         )
         try:
+            jvm_classpath = compile_jvm_client(Path(tmp)) if args.client == "jvm" else None
             results: dict[str, dict[str, CallResult]] = {}
             for server, (host, port) in addresses.items():
                 t0 = time.perf_counter()
@@ -493,12 +629,10 @@ def main(argv: list[str] | None = None) -> int:
             for call in calls:
                 for server, (host, port) in addresses.items():
                     pid = pids.get(server)
-                    before = cpu_seconds(pid)
-                    r = run_call(host, port, call, shape, args.clients, args.seconds)
-                    after = cpu_seconds(pid)
-                    if pid is not None and r.ops:
-                        used = [(a - b) * 1000 / r.ops for a, b in zip(after, before, strict=True)]
-                        r = replace(r, server_cpu_ms=used[0], db_cpu_ms=used[1], client_cpu_ms=used[2])
+                    if jvm_classpath:
+                        r = run_call_jvm(jvm_classpath, host, port, call, shape, args.clients, args.seconds, pid)
+                    else:
+                        r = run_call(host, port, call, shape, args.clients, args.seconds, pid)
                     results.setdefault(server, {})[call] = r
                     print(
                         f"  {server:9s} {call:32s} {r.ops_per_s:9.1f} ops/s  p50 {r.p50_ms:8.1f} ms  p99 {r.p99_ms:8.1f} ms"
@@ -506,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
                         + (f"  errors {r.errors}" if r.errors else ""),
                         flush=True,
                     )
-            print_table(results, shape, args.clients, calls)
+            print_table(results, shape, args.clients, calls, args.client)
         finally:
             cleanup()
     return 0

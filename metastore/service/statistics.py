@@ -27,6 +27,7 @@ from metastore.stats.sql_rows import entry_to_row
 from metastore.stats.validate import normalize_entry
 from metastore.store import Store, UnitOfWork
 from metastore.store import stats_direct as direct
+from metastore.store.engine import autocommit_connection
 from metastore.store.parameters import PARTITION_PARAMETERS
 from metastore.store.refs import catalog_prefix
 from metastore.store.stats_accurate import COLUMN_STATS_ACCURATE, with_columns_accurate
@@ -136,8 +137,7 @@ class StatisticsService:
             with self.store.read() as uow:
                 yield uow
             return
-        with self.store.engine.connect() as conn:
-            conn.execution_options(isolation_level="AUTOCOMMIT")
+        with autocommit_connection(self.store.engine) as conn:
             yield UnitOfWork(conn)
 
     # ------------------------------------------------------------------ writes
@@ -374,8 +374,7 @@ class StatisticsService:
             kind, catalog.strip().lower(), db_name.strip().lower(), table_name.strip().lower(), engine or DEFAULT_ENGINE,
             tuple(parts), tuple(c.lower() for c in columns),
         )
-        with self.store.engine.connect() as conn:
-            conn.execution_options(isolation_level="AUTOCOMMIT")
+        with autocommit_connection(self.store.engine) as conn:
             version = direct.partitions_version(conn, *where, prepared=True)
             if version is not None:
                 hit = cache.get(key, version)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -98,6 +100,27 @@ def _invalidate_connections_from_parent_process(engine: Engine) -> None:
             raise sa.exc.DisconnectionError(
                 f"connection opened in process {record.info['pid']} used in child process {pid}"
             )
+
+
+@contextmanager
+def autocommit_connection(engine: Engine) -> Iterator[sa.Connection]:
+    """A pooled PostgreSQL connection whose statements each commit on their own (for reads: under READ
+    COMMITTED every statement has its own snapshot anyway, so BEGIN/COMMIT would only add round trips).
+
+    The psycopg2 connection is switched to autocommit directly. SQLAlchemy's isolation_level="AUTOCOMMIT"
+    would do the same but, at check-in, reset the level with a SET default_transaction_isolation round trip on
+    every call. The connection is switched back before it returns to the pool; one that cannot be is
+    discarded, so no pooled connection is ever left in autocommit."""
+    with engine.connect() as conn:
+        dbapi = conn.connection.dbapi_connection
+        dbapi.autocommit = True
+        try:
+            yield conn
+        finally:
+            try:
+                dbapi.autocommit = False
+            except Exception:  # noqa: BLE001 - a broken connection: it must not go back to the pool
+                conn.invalidate()
 
 
 def is_sqlite(engine_or_conn: Engine | sa.Connection) -> bool:

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from metastore.errors import MetastoreError
-from metastore.store.engine import SQLITE_BEGIN, create_engine
+from metastore.store.engine import SQLITE_BEGIN, autocommit_connection, create_engine
 
 
 def test_sqlite_pragmas_and_parent_directory(tmp_path: Path) -> None:
@@ -94,3 +94,57 @@ def test_engine_used_across_fork(db_url: str) -> None:
 def test_unsupported_urls(url: str) -> None:
     with pytest.raises(MetastoreError, match="unsupported database|not a database URL"):
         create_engine(url)
+
+
+def _autocommit_probe_engine(pg_url: str) -> sa.Engine:
+    """One pooled connection, so every checkout below gets the same DB-API connection back."""
+    engine = create_engine(pg_url, pool_size=1, max_overflow=0, pool_pre_ping=False)  # as the server's workers
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE IF NOT EXISTS autocommit_probe (x integer)")
+        conn.exec_driver_sql("DELETE FROM autocommit_probe")
+    return engine
+
+
+def test_autocommit_connection_commits_each_statement_and_leaves_the_pool_transactional(pg_url: str) -> None:
+    engine = _autocommit_probe_engine(pg_url)
+    try:
+        with autocommit_connection(engine) as conn:
+            first = conn.connection.dbapi_connection
+            conn.exec_driver_sql("INSERT INTO autocommit_probe VALUES (1)")
+            # Committed already: another connection sees it while this one is still checked out.
+            other = sa.create_engine(pg_url)
+            try:
+                with other.connect() as seen:
+                    assert seen.exec_driver_sql("SELECT count(*) FROM autocommit_probe").scalar() == 1
+            finally:
+                other.dispose()
+        # Back in the pool in transactional mode: a rolled-back insert on the same connection disappears.
+        with engine.connect() as conn:
+            assert conn.connection.dbapi_connection is first
+            assert conn.connection.dbapi_connection.autocommit is False
+            conn.exec_driver_sql("INSERT INTO autocommit_probe VALUES (2)")
+            conn.rollback()
+            assert conn.exec_driver_sql("SELECT array_agg(x) FROM autocommit_probe").scalar() == [1]
+        # Also after the body failed.
+        with pytest.raises(ZeroDivisionError):
+            with autocommit_connection(engine) as conn:
+                conn.exec_driver_sql("SELECT 1")
+                raise ZeroDivisionError
+        with engine.connect() as conn:
+            assert conn.connection.dbapi_connection.autocommit is False
+    finally:
+        engine.dispose()
+
+
+def test_autocommit_connection_that_breaks_is_not_pooled(pg_url: str) -> None:
+    engine = _autocommit_probe_engine(pg_url)
+    try:
+        with autocommit_connection(engine) as conn:
+            broken = conn.connection.dbapi_connection
+            broken.close()  # switching it back fails now
+        with engine.connect() as conn:
+            assert conn.connection.dbapi_connection is not broken
+            assert conn.connection.dbapi_connection.autocommit is False
+            assert conn.exec_driver_sql("SELECT 42").scalar() == 42
+    finally:
+        engine.dispose()

@@ -1,0 +1,217 @@
+// Load generator for bench/bench_hms.py with JVM clients: the generated Hive 2.3.10 ThriftHiveMetastore.Client
+// over TSocket + TBinaryProtocol, the stack Spark's built-in Hive client uses, from pyspark's jars.
+//
+// bench_hms.py compiles this file at run time (nothing built is committed) and drives it over stdin/stdout:
+//
+//   java -cp <out>:<pyspark jars>/* HmsLoad HOST PORT CALL CLIENTS WARMUP_S SECONDS COLUMNS PARTITIONS DB TABLE
+//   <- READY                 every client connected and warmed up (JIT compiled, server caches filled)
+//   -> GO
+//   <- DONE                  every client finished its timed loop (CPU is read here, before the report)
+//   -> REPORT
+//   <- RESULT <ops> <errors> <elapsed ns>
+//   <- LAT <latency µs> <latency µs> ...
+//
+// Every client decodes every reply in full into the generated Java objects, as Spark and Trino do.
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.hadoop.hive.metastore.api.ColumnStatistics;
+import org.apache.hadoop.hive.metastore.api.ColumnStatisticsData;
+import org.apache.hadoop.hive.metastore.api.ColumnStatisticsDesc;
+import org.apache.hadoop.hive.metastore.api.ColumnStatisticsObj;
+import org.apache.hadoop.hive.metastore.api.LongColumnStatsData;
+import org.apache.hadoop.hive.metastore.api.PartitionsStatsRequest;
+import org.apache.hadoop.hive.metastore.api.TableStatsRequest;
+import org.apache.hadoop.hive.metastore.api.ThriftHiveMetastore;
+import org.apache.thrift.TException;
+import org.apache.thrift.protocol.TBinaryProtocol;
+import org.apache.thrift.transport.TSocket;
+import org.apache.thrift.transport.TTransportException;
+
+public final class HmsLoad {
+    static final long LAST_ANALYZED = 1_700_000_000L;
+    static final int MAX_OPS_PER_CLIENT = 1_000_000;
+
+    interface Op {
+        void call(ThriftHiveMetastore.Client c) throws TException;
+    }
+
+    static Op opFor(String call, String db, String table, List<String> cols, List<String> parts, int worker) {
+        switch (call) {
+            case "get_table_column_statistics": {
+                String col = cols.get(worker % cols.size());
+                return c -> c.get_table_column_statistics(db, table, col);
+            }
+            case "update_table_column_statistics": {
+                String col = cols.get(worker % cols.size());
+                int i = worker % cols.size();
+                long[] salt = {0};
+                return c -> {
+                    long s = salt[0]++;
+                    LongColumnStatsData d = new LongColumnStatsData(i % 7, 100 + i);
+                    d.setLowValue(-i - s);
+                    d.setHighValue(1000L * (i + 1) + s);
+                    ColumnStatisticsDesc desc = new ColumnStatisticsDesc(true, db, table);
+                    desc.setLastAnalyzed(LAST_ANALYZED);
+                    List<ColumnStatisticsObj> objs = new ArrayList<>();
+                    objs.add(new ColumnStatisticsObj(col, "bigint", ColumnStatisticsData.longStats(d)));
+                    c.update_table_column_statistics(new ColumnStatistics(desc, objs));
+                };
+            }
+            case "get_table_statistics_req": {
+                TableStatsRequest req = new TableStatsRequest(db, table, cols);
+                return c -> c.get_table_statistics_req(req);
+            }
+            case "get_partitions_statistics_req": {
+                PartitionsStatsRequest req = new PartitionsStatsRequest(db, table, cols, parts);
+                return c -> c.get_partitions_statistics_req(req);
+            }
+            case "get_aggr_stats_for": {
+                PartitionsStatsRequest req = new PartitionsStatsRequest(db, table, cols, parts);
+                return c -> c.get_aggr_stats_for(req);
+            }
+            default:
+                throw new IllegalArgumentException("unknown call " + call);
+        }
+    }
+
+    static final class Worker extends Thread {
+        final TSocket socket;
+        final ThriftHiveMetastore.Client client;
+        final Op op;
+        final long warmupNs;
+        final long runNs;
+        final CountDownLatch warmed;
+        final CountDownLatch go;
+        final long[] latenciesNs = new long[MAX_OPS_PER_CLIENT];
+        int ops;
+        int errors;
+        long endNs;
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+        Worker(String host, int port, Op op, long warmupNs, long runNs, CountDownLatch warmed, CountDownLatch go)
+                throws TTransportException {
+            this.socket = new TSocket(host, port, 120_000);
+            this.socket.open();
+            this.client = new ThriftHiveMetastore.Client(new TBinaryProtocol(socket));
+            this.op = op;
+            this.warmupNs = warmupNs;
+            this.runNs = runNs;
+            this.warmed = warmed;
+            this.go = go;
+            setDaemon(true);
+        }
+
+        @Override
+        public void run() {
+            try {
+                long warmEnd = System.nanoTime() + warmupNs;
+                do {
+                    op.call(client); // a failure here ends the run: the set-up is wrong
+                } while (System.nanoTime() < warmEnd);
+                warmed.countDown();
+                go.await();
+                long deadline = System.nanoTime() + runNs;
+                while (ops < MAX_OPS_PER_CLIENT) {
+                    long t0 = System.nanoTime();
+                    if (t0 >= deadline) break;
+                    try {
+                        op.call(client);
+                    } catch (TException e) {
+                        errors++;
+                        if (!socket.isOpen()) {
+                            latenciesNs[ops++] = System.nanoTime() - t0;
+                            break;
+                        }
+                    }
+                    latenciesNs[ops++] = System.nanoTime() - t0;
+                }
+                endNs = System.nanoTime();
+            } catch (Throwable t) {
+                failure.set(t);
+                warmed.countDown();
+            } finally {
+                socket.close();
+            }
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 10) {
+            System.err.println(
+                    "usage: HmsLoad HOST PORT CALL CLIENTS WARMUP_S SECONDS COLUMNS PARTITIONS DB TABLE");
+            System.exit(2);
+        }
+        String host = args[0];
+        int port = Integer.parseInt(args[1]);
+        String call = args[2];
+        int clients = Integer.parseInt(args[3]);
+        long warmupNs = (long) (Double.parseDouble(args[4]) * 1e9);
+        long runNs = (long) (Double.parseDouble(args[5]) * 1e9);
+        int columns = Integer.parseInt(args[6]);
+        int partitions = Integer.parseInt(args[7]);
+        String db = args[8];
+        String table = args[9];
+
+        // The same names as bench_hms.Shape.
+        List<String> cols = new ArrayList<>();
+        for (int i = 0; i < columns; i++) cols.add(String.format("c%02d", i));
+        List<String> parts = new ArrayList<>();
+        for (int i = 0; i < partitions; i++) parts.add(String.format("ds=p%04d", i));
+
+        CountDownLatch warmed = new CountDownLatch(clients);
+        CountDownLatch go = new CountDownLatch(1);
+        List<Worker> workers = new ArrayList<>();
+        for (int w = 0; w < clients; w++) {
+            workers.add(new Worker(host, port, opFor(call, db, table, cols, parts, w), warmupNs, runNs, warmed, go));
+        }
+        for (Worker w : workers) w.start();
+        warmed.await();
+        for (Worker w : workers) {
+            Throwable t = w.failure.get();
+            if (t != null) {
+                System.err.println("warm-up failed: " + t);
+                System.exit(1);
+            }
+        }
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        System.out.println("READY");
+        System.out.flush();
+        if (!"GO".equals(in.readLine())) System.exit(1);
+        long start = System.nanoTime();
+        go.countDown();
+        for (Worker w : workers) w.join();
+        for (Worker w : workers) {
+            Throwable t = w.failure.get();
+            if (t != null) {
+                System.err.println("client failed: " + t);
+                System.exit(1);
+            }
+        }
+        long end = start;
+        int ops = 0;
+        int errors = 0;
+        for (Worker w : workers) {
+            end = Math.max(end, w.endNs);
+            ops += w.ops;
+            errors += w.errors;
+        }
+        System.out.println("DONE");
+        System.out.flush();
+        if (!"REPORT".equals(in.readLine())) System.exit(1);
+        StringBuilder sb = new StringBuilder();
+        sb.append("RESULT ").append(ops).append(' ').append(errors).append(' ').append(end - start).append('\n');
+        sb.append("LAT");
+        for (Worker w : workers) {
+            for (int i = 0; i < w.ops; i++) sb.append(' ').append(w.latenciesNs[i] / 1000);
+        }
+        System.out.println(sb);
+        System.out.flush();
+    }
+}
