@@ -340,6 +340,34 @@ _TABLE_STATS_PARAMS = (*_TABLE_NAME_PARAMS, ("engine", "text"), ("columns", "tex
 _PREPARED = "metastore_prepared"
 
 
+def _driver_rows(conn: sa.Connection, sql: str, params: dict | None) -> list:
+    """Rows (tuples) of `sql` run on the connection's DB-API cursor, inside whatever transaction the
+    connection is in. The hot prepared statements skip SQLAlchemy's execution context and result objects,
+    which cost more Python time than PostgreSQL spends on them. Errors still arrive as SQLAlchemy's
+    exceptions (sa.exc.DataError etc.), and listeners of the engine's before/after_cursor_execute events
+    (tracing, statement counts) still see every statement, as with conn.execute."""
+    dbapi = conn.connection.dbapi_connection
+    if not dbapi.autocommit and not conn.in_transaction():
+        # What conn.execute's autobegin does: the transaction psycopg2 opens implicitly is then SQLAlchemy's to
+        # end, and cannot go back to the pool still open.
+        conn.begin()
+    cursor = dbapi.cursor()
+    events = conn._has_events or conn.engine._has_events
+    try:
+        if events:
+            conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
+        cursor.execute(sql, params)
+        if events:
+            conn.dispatch.after_cursor_execute(conn, cursor, sql, params, None, False)
+        return cursor.fetchall() if cursor.description is not None else []
+    except conn.dialect.loaded_dbapi.Error as exc:
+        raise sa.exc.DBAPIError.instance(
+            sql, params, exc, conn.dialect.loaded_dbapi.Error, dialect=conn.dialect
+        ) from exc
+    finally:
+        cursor.close()
+
+
 def _execute_prepared(
     conn: sa.Connection,
     name: str,
@@ -361,21 +389,20 @@ def _execute_prepared(
     execute = f"EXECUTE {name}(" + ", ".join(f"%({p})s" for p, _ in params_spec) + ")"
 
     def run() -> list:
-        result = conn.exec_driver_sql(execute, params)
-        return result.all() if result.returns_rows else []
+        return _driver_rows(conn, execute, params)
 
     def prepare() -> None:
         numbers = {p: f"${i}" for i, (p, _) in enumerate(params_spec, 1)}
         sql = re.sub(r"(?<![:\w]):(\w+)", lambda m: numbers.get(m.group(1), m.group(0)), str(stmt))
         types = ", ".join(t for _, t in params_spec)
-        conn.exec_driver_sql(f"PREPARE {name}({types}) AS {sql}")
+        _driver_rows(conn, f"PREPARE {name}({types}) AS {sql}", None)
 
     if in_transaction:
         if known.get(name) != id(dbapi):
-            exists = conn.exec_driver_sql(
-                "SELECT 1 FROM pg_prepared_statements WHERE name = %(name)s", {"name": name}
-            ).first()
-            if exists is None:
+            exists = _driver_rows(
+                conn, "SELECT 1 FROM pg_prepared_statements WHERE name = %(name)s", {"name": name}
+            )
+            if not exists:
                 prepare()
             known[name] = id(dbapi)
         return run()
