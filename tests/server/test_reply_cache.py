@@ -15,6 +15,7 @@ from metastore.config import Settings
 from metastore.service import Metastore, StatsWrite
 from metastore.service.stats_cache import ReplyCache
 from metastore.stats.model import ColumnStatsEntry, LongStats
+from metastore.store import stats_direct as direct
 from server import thrift_builders as b
 from server.harness import fresh_pg_database
 
@@ -95,6 +96,24 @@ def pg_metastore(pg_server, pg_schema_template):
             yield ms
         finally:
             ms.close()
+
+
+@pytest.mark.pg
+def test_version_check_finds_partitions_whatever_their_names_hold(pg_metastore):
+    """The names reach PostgreSQL as one JSON array: quotes, backslashes, commas, braces, non-ASCII and
+    JSON-looking values must each match their own partition and nothing else."""
+    ms = pg_metastore
+    values = ['q"uote', "back\\slash", "com,ma", "{br}", "ünï", "[1]", "NULL", " sp "]
+    ms.catalog.add_partitions(
+        "s", "t", [Partition("s", "t", [v], sd=StorageDescriptor(location=f"/tmp/wh/t/{i}")) for i, v in enumerate(values)]
+    )
+    names = [n for n in ms.catalog.list_partition_names("s", "t") if n not in PARTS]
+    assert len(names) == len(values)
+    with ms.store.engine.connect() as conn:
+        tbl_id, found, _ = direct.partitions_version(conn, "hive", "s", "t", names)
+        assert found == len(values)
+        assert direct.partitions_version(conn, "hive", "s", "t", [*names, "ds=absent", names[0]])[1] == len(values)
+        assert direct.partitions_version(conn, "hive", "s", "t", ['ds="quote', "ds=com"])[1] == 0
 
 
 @pytest.mark.pg
