@@ -6,8 +6,8 @@ fixed time from several clients and prints ops/s, p50 and p99 latency per call, 
 the CPU each call cost the server, PostgreSQL and the clients. Every request goes to 127.0.0.1 only, and every
 loop is bounded in time and count.
 
-The clients are Python processes (the generated client, accelerated codec) or, with --client jvm, threads of one
-JVM running Hive 2.3.10's generated Java client as Spark does. Everything shares this machine's cores, so for
+The clients are Python processes (the generated client, accelerated codec) or, with --client jvm, JVM processes
+running Hive 2.3.10's generated Java client as Spark does. Everything shares this machine's cores, so for
 large replies the clients' decoding takes CPU the servers would otherwise get; the JVM decodes several times
 cheaper than Python.
 
@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,7 @@ CALLS = [
 
 CLIENT_KINDS = {
     "python": "Python client processes (generated client, accelerated binary codec)",
-    "jvm": "JVM clients (threads of one JVM, Hive 2.3.10's generated client over TSocket, as Spark)",
+    "jvm": "JVM client processes (Hive 2.3.10's generated client over TSocket, as Spark)",
 }
 
 
@@ -359,7 +359,7 @@ def run_call(
 
 
 JVM_SOURCE = Path(__file__).resolve().parent / "jvm" / "HmsLoad.java"
-JVM_WARMUP_S = 3.0  # JIT compilation of the client happens here, not in the timed part
+JVM_WARMUP_S = float(os.environ.get("BENCH_JVM_WARMUP_S", "6"))  # JIT compilation of the clients happens here, not in the timed part
 
 
 def compile_jvm_client(workdir: Path) -> str:
@@ -404,49 +404,63 @@ def run_call_jvm(
     seconds: float,
     server_pid: int | None,
 ) -> CallResult:
-    """JVM clients: one JVM, one thread and connection per client, Hive 2.3.10's generated client (Spark's)."""
+    """JVM clients: one JVM process per client, each with one connection and Hive 2.3.10's generated client
+    (Spark's). All connect and warm up (JIT) first; the timed loops start together."""
     import subprocess
 
     from interop.reference_hms import java_executable
 
-    cmd = [java_executable(), "-Xmx1g", "-cp", classpath, "HmsLoad", host, str(port), call, str(clients)]
-    cmd += [str(JVM_WARMUP_S), str(seconds), str(shape.columns), str(shape.partitions), DB, TABLE]
-    proc = subprocess.Popen(
-        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
-    )
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    procs = []
+    for w in range(clients):
+        cmd = [java_executable(), "-Xmx512m", "-cp", classpath, "HmsLoad", host, str(port), call, "1", str(w)]
+        cmd += [str(JVM_WARMUP_S), str(seconds), str(shape.columns), str(shape.partitions), DB, TABLE]
+        procs.append(
+            subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+            )
+        )
 
-    def expect(word: str) -> str:
+    def expect(proc: subprocess.Popen, word: str) -> str:
         line = proc.stdout.readline()
         if not line.startswith(word):
             proc.kill()
             raise RuntimeError(f"JVM load generator ({call}): expected {word}, got {line!r}: {proc.stderr.read()}")
         return line
 
+    def tell(word: str) -> None:
+        for proc in procs:
+            proc.stdin.write(word + "\n")
+            proc.stdin.flush()
+
     try:
-        expect("READY")
+        for proc in procs:
+            expect(proc, "READY")
         before = cpu_seconds(server_pid)
-        cpu0 = _proc_cpu(proc.pid)
-        t0 = time.perf_counter()
-        proc.stdin.write("GO\n")
-        proc.stdin.flush()
-        expect("DONE")
-        elapsed_wall = time.perf_counter() - t0
+        cpu0 = sum(_proc_cpu(proc.pid) for proc in procs)
+        tell("GO")
+        for proc in procs:
+            expect(proc, "DONE")
         after = cpu_seconds(server_pid)
-        client_cpu = _proc_cpu(proc.pid) - cpu0
-        proc.stdin.write("REPORT\n")
-        proc.stdin.flush()
-        _, ops, errors, elapsed_ns = expect("RESULT").split()
-        latencies = [int(x) / 1e6 for x in expect("LAT").split()[1:]]
-        proc.wait(timeout=60)
+        client_cpu = sum(_proc_cpu(proc.pid) for proc in procs) - cpu0
+        tell("REPORT")
+        ops = errors = 0
+        elapsed = 0.0
+        latencies: list[float] = []
+        for proc in procs:
+            _, n, e, elapsed_ns = expect(proc, "RESULT").split()
+            lat = [int(x) / 1e6 for x in expect(proc, "LAT").split()[1:]]
+            if len(lat) != int(n):
+                raise RuntimeError(f"a JVM load generator reported {n} calls but {len(lat)} latencies")
+            ops, errors, elapsed = ops + int(n), errors + int(e), max(elapsed, int(elapsed_ns) / 1e9)
+            latencies += lat
+        for proc in procs:
+            proc.wait(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    if len(latencies) != int(ops):
-        raise RuntimeError(f"JVM load generator reported {ops} calls but {len(latencies)} latencies")
-    elapsed = int(elapsed_ns) / 1e9 if int(elapsed_ns) > 0 else elapsed_wall
-    return _result(latencies, int(errors), elapsed, before, after, client_cpu)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return _result(latencies, errors, elapsed, before, after, client_cpu)
 
 
 # ---------------------------------------------------------------- servers
@@ -582,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=["python", "jvm"],
         default="python",
         help="python: one process per client, the generated Python client with the C codec (default); "
-        "jvm: one JVM with a thread per client, Hive 2.3.10's generated Java client as Spark uses it "
+        "jvm: one JVM process per client, Hive 2.3.10's generated Java client as Spark uses it "
         "(compiled from bench/jvm/HmsLoad.java at run time; needs javac)",
     )
     parser.add_argument(

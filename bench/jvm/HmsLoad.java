@@ -3,7 +3,10 @@
 //
 // bench_hms.py compiles this file at run time (nothing built is committed) and drives it over stdin/stdout:
 //
-//   java -cp <out>:<pyspark jars>/* HmsLoad HOST PORT CALL CLIENTS WARMUP_S SECONDS COLUMNS PARTITIONS DB TABLE
+//   java -cp <out>:<pyspark jars>/* HmsLoad HOST PORT CALL CLIENTS FIRST WARMUP_S SECONDS COLUMNS PARTITIONS DB TABLE
+//
+// CLIENTS threads, numbered from FIRST (the number picks the column an update writes); bench_hms.py runs one
+// such process per client.
 //   <- READY                 every client connected and warmed up (JIT compiled, server caches filled)
 //   -> GO
 //   <- DONE                  every client finished its timed loop (CPU is read here, before the report)
@@ -143,21 +146,22 @@ public final class HmsLoad {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 10) {
+        if (args.length != 11) {
             System.err.println(
-                    "usage: HmsLoad HOST PORT CALL CLIENTS WARMUP_S SECONDS COLUMNS PARTITIONS DB TABLE");
+                    "usage: HmsLoad HOST PORT CALL CLIENTS FIRST WARMUP_S SECONDS COLUMNS PARTITIONS DB TABLE");
             System.exit(2);
         }
         String host = args[0];
         int port = Integer.parseInt(args[1]);
         String call = args[2];
         int clients = Integer.parseInt(args[3]);
-        long warmupNs = (long) (Double.parseDouble(args[4]) * 1e9);
-        long runNs = (long) (Double.parseDouble(args[5]) * 1e9);
-        int columns = Integer.parseInt(args[6]);
-        int partitions = Integer.parseInt(args[7]);
-        String db = args[8];
-        String table = args[9];
+        int first = Integer.parseInt(args[4]);
+        long warmupNs = (long) (Double.parseDouble(args[5]) * 1e9);
+        long runNs = (long) (Double.parseDouble(args[6]) * 1e9);
+        int columns = Integer.parseInt(args[7]);
+        int partitions = Integer.parseInt(args[8]);
+        String db = args[9];
+        String table = args[10];
 
         // The same names as bench_hms.Shape.
         List<String> cols = new ArrayList<>();
@@ -169,7 +173,7 @@ public final class HmsLoad {
         CountDownLatch go = new CountDownLatch(1);
         List<Worker> workers = new ArrayList<>();
         for (int w = 0; w < clients; w++) {
-            workers.add(new Worker(host, port, opFor(call, db, table, cols, parts, w), warmupNs, runNs, warmed, go));
+            workers.add(new Worker(host, port, opFor(call, db, table, cols, parts, first + w), warmupNs, runNs, warmed, go));
         }
         for (Worker w : workers) w.start();
         warmed.await();

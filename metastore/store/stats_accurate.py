@@ -7,6 +7,7 @@ Hive, Impala and Spark read it to decide whether stored statistics can be truste
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 
@@ -53,6 +54,12 @@ def listed_columns(raw: str | None) -> list[str]:
 def with_columns_accurate(raw: str | None, columns: Iterable[str]) -> str:
     """The parameter value after statistics of `columns` were written (a column already listed keeps its flag,
     as Hive's setColumnStatsState does)."""
+    return _with_columns_accurate(raw, tuple(columns))
+
+
+@functools.lru_cache(maxsize=1024)
+def _with_columns_accurate(raw: str | None, columns: tuple[str, ...]) -> str:
+    # Memoized: every statistics write asks this, nearly always with the value it asked last time.
     basic, cols = _parse(raw)
     for c in columns:
         cols.setdefault(c, True)

@@ -174,12 +174,11 @@ def test_revision_0002_fills_stats_thrift_of_existing_rows(db_url: str) -> None:
     """Statistics written before 0002 get their pre-encoded Thrift bytes from the upgrade (rows written at 0002
     lose them on a downgrade to 0001 and get them back, computed from the stored values, on the upgrade)."""
     from alembic import command
-    from store.builders import partition, sales_table
-
     from metastore.catalog import Database
     from metastore.stats.model import BooleanStats, DecimalStats, LongStats, StringStats
     from metastore.stats.sql_rows import row_to_entry
     from metastore.stats.thrift_codec import encode_served
+    from store.builders import partition, sales_table
 
     migrate.upgrade(db_url)
     store = Store(db_url)
