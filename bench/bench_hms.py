@@ -11,7 +11,7 @@ running Hive 2.3.10's generated Java client as Spark does. Everything shares thi
 large replies the clients' decoding takes CPU the servers would otherwise get; the JVM decodes several times
 cheaper than Python.
 
-    python bench/bench_hms.py                      # 4 Python clients, 10 s per call per server
+    python bench/bench_hms.py                      # 4 Python clients, 3 rounds of 10 s per call per server
     python bench/bench_hms.py --client jvm         # 4 JVM clients
     python bench/bench_hms.py --clients 8 --seconds 5
     python bench/bench_hms.py --only ours --our-address 127.0.0.1:9083   # a server you started yourself
@@ -304,35 +304,50 @@ def cpu_seconds(server_pid: int | None) -> tuple[float, float]:
     return server, postgres
 
 
-def _result(
+@dataclass
+class Sample:
+    """One timed run of one call against one server: latencies in seconds, CPU seconds used meanwhile."""
+
+    latencies: list[float]
+    errors: int
+    elapsed: float
+    server_cpu: float
+    db_cpu: float
+    client_cpu: float
+
+
+def _sample(
     latencies: list[float], errors: int, elapsed: float, before: tuple, after: tuple, client_cpu: float
-) -> CallResult:
-    """A CallResult from latencies in seconds and CPU snapshots (server, PostgreSQL) around the timed part."""
-    latencies.sort()
-    if not latencies:
-        return CallResult(0, errors, elapsed, float("nan"), float("nan"))
-    q = (
-        statistics.quantiles(latencies, n=100, method="inclusive")
-        if len(latencies) > 1
-        else [latencies[0]] * 99
-    )
+) -> Sample:
+    """A Sample from CPU snapshots (server, PostgreSQL) taken around the timed part."""
+    return Sample(latencies, errors, elapsed, after[0] - before[0], after[1] - before[1], client_cpu)
+
+
+def summarize(samples: list[Sample]) -> CallResult:
+    """One result from the rounds of a call against one server: ops/s over their summed time, percentiles
+    over all their latencies, CPU per call over all their calls."""
+    latencies = sorted(x for s in samples for x in s.latencies)
+    errors = sum(s.errors for s in samples)
+    elapsed = sum(s.elapsed for s in samples)
     n = len(latencies)
-    server_ms = (after[0] - before[0]) * 1000 / n if after[0] == after[0] else float("nan")
+    if not n:
+        return CallResult(0, errors, elapsed, float("nan"), float("nan"))
+    q = statistics.quantiles(latencies, n=100, method="inclusive") if n > 1 else [latencies[0]] * 99
     return CallResult(
         n,
         errors,
         elapsed,
         q[49] * 1000,
         q[98] * 1000,
-        server_cpu_ms=server_ms,
-        db_cpu_ms=(after[1] - before[1]) * 1000 / n,
-        client_cpu_ms=client_cpu * 1000 / n,
+        server_cpu_ms=sum(s.server_cpu for s in samples) * 1000 / n,  # nan when the server is not ours to watch
+        db_cpu_ms=sum(s.db_cpu for s in samples) * 1000 / n,
+        client_cpu_ms=sum(s.client_cpu for s in samples) * 1000 / n,
     )
 
 
 def run_call(
     host: str, port: int, call: str, shape: Shape, clients: int, seconds: float, server_pid: int | None
-) -> CallResult:
+) -> Sample:
     """Python clients: one process each, the generated client over the accelerated (C) binary codec."""
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(clients + 1)
@@ -355,7 +370,7 @@ def run_call(
         p.join(timeout=30)
     latencies = [x for _, lat, _, _ in collected for x in lat]
     errors = sum(e for _, _, e, _ in collected)
-    return _result(latencies, errors, elapsed, before, after, sum(c for *_, c in collected))
+    return _sample(latencies, errors, elapsed, before, after, sum(c for *_, c in collected))
 
 
 JVM_SOURCE = Path(__file__).resolve().parent / "jvm" / "HmsLoad.java"
@@ -403,7 +418,7 @@ def run_call_jvm(
     clients: int,
     seconds: float,
     server_pid: int | None,
-) -> CallResult:
+) -> Sample:
     """JVM clients: one JVM process per client, each with one connection and Hive 2.3.10's generated client
     (Spark's). All connect and warm up (JIT) first; the timed loops start together."""
     import subprocess
@@ -460,7 +475,7 @@ def run_call_jvm(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    return _result(latencies, errors, elapsed, before, after, client_cpu)
+    return _sample(latencies, errors, elapsed, before, after, client_cpu)
 
 
 # ---------------------------------------------------------------- servers
@@ -600,7 +615,13 @@ def main(argv: list[str] | None = None) -> int:
         "(compiled from bench/jvm/HmsLoad.java at run time; needs javac)",
     )
     parser.add_argument(
-        "--seconds", type=float, default=10.0, help="load time per call per server (default 10)"
+        "--seconds", type=float, default=30.0, help="load time per call per server, over all rounds (default 30)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="split each call's time into this many rounds, alternating which server goes first (default 3)",
     )
     parser.add_argument("--columns", type=int, default=20, help="bigint columns of the table (default 20)")
     parser.add_argument("--partitions", type=int, default=200, help="partitions of the table (default 200)")
@@ -618,8 +639,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--reference-address", help="host:port of a running reference HMS (loopback only)")
     args = parser.parse_args(argv)
-    if args.clients < 1 or args.seconds <= 0 or args.columns < 1 or args.partitions < 1:
-        parser.error("--clients, --seconds, --columns and --partitions must be positive")
+    if min(args.clients, args.rounds, args.columns, args.partitions) < 1 or args.seconds <= 0:
+        parser.error("--clients, --rounds, --seconds, --columns and --partitions must be positive")
     if args.seconds > 120:
         parser.error("--seconds is capped at 120 per call per server")
     shape = Shape(args.columns, args.partitions)
@@ -640,14 +661,23 @@ def main(argv: list[str] | None = None) -> int:
                     f"{server}: set-up of {shape.partitions} partitions × {shape.columns} columns took {time.perf_counter() - t0:.1f} s",
                     flush=True,
                 )
+            servers = list(addresses)
             for call in calls:
-                for server, (host, port) in addresses.items():
-                    pid = pids.get(server)
-                    if jvm_classpath:
-                        r = run_call_jvm(jvm_classpath, host, port, call, shape, args.clients, args.seconds, pid)
-                    else:
-                        r = run_call(host, port, call, shape, args.clients, args.seconds, pid)
-                    results.setdefault(server, {})[call] = r
+                samples: dict[str, list[Sample]] = {server: [] for server in servers}
+                for rnd in range(args.rounds):
+                    # Rounds alternate which server goes first, so a slow stretch of this (shared, noisy)
+                    # machine falls on both servers rather than on one.
+                    for server in servers if rnd % 2 == 0 else servers[::-1]:
+                        host, port = addresses[server]
+                        pid = pids.get(server)
+                        seconds = args.seconds / args.rounds
+                        if jvm_classpath:
+                            sample = run_call_jvm(jvm_classpath, host, port, call, shape, args.clients, seconds, pid)
+                        else:
+                            sample = run_call(host, port, call, shape, args.clients, seconds, pid)
+                        samples[server].append(sample)
+                for server in servers:
+                    r = results.setdefault(server, {})[call] = summarize(samples[server])
                     print(
                         f"  {server:9s} {call:32s} {r.ops_per_s:9.1f} ops/s  p50 {r.p50_ms:8.1f} ms  p99 {r.p99_ms:8.1f} ms"
                         f"  CPU ms/call: server {r.server_cpu_ms:.2f} PostgreSQL {r.db_cpu_ms:.2f} clients {r.client_cpu_ms:.2f}"
