@@ -142,6 +142,16 @@ def _catalog(value: str | None) -> str:
     return (value or DEFAULT_CATALOG).lower()
 
 
+def _part_names(names: list[str] | None) -> list[str]:
+    """The partition names of a statistics request; no partition can be named with a NUL character (and
+    PostgreSQL text cannot hold one), so such a name is refused on every database alike."""
+    names = list(names or [])
+    for name in names:
+        if "\x00" in name:
+            raise InvalidInput(f"partition name {name!r} contains a NUL character")
+    return names
+
+
 def _max(value: int | None) -> int:
     return -1 if value is None or value < 0 else value
 
@@ -717,7 +727,7 @@ class Handler:
 
     @_thrift_method
     def get_partitions_statistics_req(self, request: tt.PartitionsStatsRequest) -> EncodedResult:
-        args = (request.dbName, request.tblName, list(request.partNames or []), list(request.colNames or []))
+        args = (request.dbName, request.tblName, _part_names(request.partNames), list(request.colNames or []))
         options = {"engine": _engine(request.engine), "catalog": _catalog(request.catName)}
 
         def compute() -> bytes:
@@ -735,7 +745,7 @@ class Handler:
 
     @_thrift_method
     def get_aggr_stats_for(self, request: tt.PartitionsStatsRequest) -> EncodedResult:
-        args = (request.dbName, request.tblName, list(request.partNames or []), list(request.colNames or []))
+        args = (request.dbName, request.tblName, _part_names(request.partNames), list(request.colNames or []))
         options = {"engine": _engine(request.engine), "catalog": _catalog(request.catName)}
 
         def compute() -> bytes:

@@ -531,6 +531,9 @@ def partitions_version(
     if conn.dialect.name != "postgresql":
         return None
     parts = list(dict.fromkeys(partition_names))
+    if any("\x00" in name for name in parts):
+        # JSON would carry it, but PostgreSQL text cannot: say so as for any other statement's parameters.
+        raise ValueError("a partition name contains a NUL character")
     stmts = _statements(conn)
     stmt = stmts.get(
         ("partitions_version",),

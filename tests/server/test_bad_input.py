@@ -298,6 +298,18 @@ def test_huge_batches_are_answered(server, client, dbname):
     _assert_consistent(server, dbname)
 
 
+def test_nul_characters_in_names_are_refused_as_input(server, client, dbname):
+    """PostgreSQL text cannot hold NUL: every statistics read that takes partition names says so as invalid
+    input (the fuzzer found the reply cache's version check answering with an internal error)."""
+    b.create_db_and_table(client, dbname, "t", partitioned=True)
+    client.add_partition(b.partition(dbname, "t", ["2024-01-01", "1"]))
+    names = ["ds=2024-01-01/hr=1", "ds=2024-01-01/hr=\x00"]
+    for call in (client.get_partitions_statistics_req, client.get_aggr_stats_for):
+        with pytest.raises(tt.MetaException, match="NUL"):
+            call(tt.PartitionsStatsRequest(dbName=dbname, tblName="t", colNames=["l"], partNames=names))
+    assert client.get_partition_names(dbname, "t", -1) == ["ds=2024-01-01/hr=1"]
+
+
 def test_one_very_long_string_is_read_and_refused_with_a_short_error(server):
     # A 60 MB database name (under the 64 MB string limit): read once, answered with a bounded message.
     name = b"d" * 60_000_000

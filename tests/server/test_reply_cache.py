@@ -114,6 +114,8 @@ def test_version_check_finds_partitions_whatever_their_names_hold(pg_metastore):
         assert found == len(values)
         assert direct.partitions_version(conn, "hive", "s", "t", [*names, "ds=absent", names[0]])[1] == len(values)
         assert direct.partitions_version(conn, "hive", "s", "t", ['ds="quote', "ds=com"])[1] == 0
+        with pytest.raises(ValueError, match="NUL character"):  # the handler answers InvalidInput
+            direct.partitions_version(conn, "hive", "s", "t", ["ds=1", "ds=\x00"])
 
 
 @pytest.mark.pg
