@@ -39,6 +39,7 @@ from metastore.stats.thrift_codec import (
     entry_from_thrift,
     entry_to_thrift,
     partitions_stats_result,
+    table_stats_result,
 )
 
 log = logging.getLogger("metastore.server")
@@ -718,11 +719,16 @@ class Handler:
         return tt.ColumnStatistics(statsDesc=desc, statsObj=[self._obj(entry)], engine=DEFAULT_ENGINE)
 
     @_thrift_method
-    def get_table_statistics_req(self, request: tt.TableStatsRequest) -> tt.TableStatsResult:
-        entries = self.ms.stats.table_stats(
-            request.dbName, request.tblName, list(request.colNames or []), engine=_engine(request.engine),
-            catalog=_catalog(request.catName),
+    def get_table_statistics_req(self, request: tt.TableStatsRequest) -> tt.TableStatsResult | EncodedResult:
+        args = (request.dbName, request.tblName, list(request.colNames or []))
+        options = {"engine": _engine(request.engine), "catalog": _catalog(request.catName)}
+        # Sent as the bytes stored with each row where they can serve, as get_partitions_statistics_req.
+        encoded = self.ms.stats.table_stats_encoded(
+            *args, **options, timestamps_as_long=self.settings.stats_timestamp_as_long
         )
+        if encoded is not None:
+            return EncodedResult(table_stats_result(*encoded))
+        entries = self.ms.stats.table_stats(*args, **options)
         return tt.TableStatsResult(tableStats=[self._obj(e) for e in entries])
 
     @_thrift_method

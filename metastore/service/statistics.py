@@ -275,6 +275,25 @@ class StatisticsService:
                 _target(uow.connection, catalog, db_name, table_name)
             return [e for e, _ in found]
 
+    def table_stats_encoded(
+        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE,
+        catalog: str = DEFAULT_CATALOG, timestamps_as_long: bool = True,
+    ) -> tuple[int, bytes] | None:
+        """table_stats as (number of statistics, their Thrift ColumnStatisticsObj bytes in the order of
+        `columns`), from the bytes stored with each row; None when they cannot answer (this service returns
+        sketches, or see stats_direct.table_stats_encoded): read with table_stats. NoSuchObject for a missing
+        table."""
+        if self.fetch_bitvector or self.fetch_kll:
+            return None
+        with self._read() as uow:
+            found = direct.table_stats_encoded(
+                uow.connection, catalog, db_name, table_name, columns, engine or DEFAULT_ENGINE,
+                timestamps=timestamps_as_long, prepared=True,
+            )
+            if found is not None and found[0] == 0:
+                _target(uow.connection, catalog, db_name, table_name)
+        return found
+
     def table_column_stats(
         self, db_name: str, table_name: str, column: str, *, engine: str = DEFAULT_ENGINE,
         catalog: str = DEFAULT_CATALOG,

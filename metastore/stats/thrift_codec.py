@@ -306,6 +306,13 @@ def partitions_stats_result(parts: Sequence[tuple[str, int, bytes]]) -> bytes:
     return b"".join(out)
 
 
+def table_stats_result(count: int, objs: bytes) -> bytes:
+    """A TableStatsResult ({1: list<ColumnStatisticsObj> tableStats}) from the number of statistics and their
+    encoded ColumnStatisticsObj structs, concatenated."""
+    return _pack_field_list(_T_LIST, 1, _T_STRUCT, count) + objs + b"\x00"
+
+
+_pack_field_list = struct.Struct(">bhbi").pack
 _pack_i32 = struct.Struct(">i").pack
 _pack_list = struct.Struct(">bi").pack
 

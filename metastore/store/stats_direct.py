@@ -451,6 +451,59 @@ def partition_stats(
     return [(row[0], decode(row[1:]), row[-1]) for row in rows.all()]
 
 
+_IS_TIMESTAMP = "lower(s.\"COLUMN_TYPE\") LIKE 'timestamp%'"
+
+
+def table_stats_encoded(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    columns: Sequence[str],
+    engine: str,
+    *,
+    timestamps: bool = True,
+    prepared: bool = False,
+) -> tuple[int, bytes] | None:
+    """(number of statistics, their STATS_THRIFT bytes concatenated in the order of `columns`) of the
+    table-level statistics of `columns` that exist: the pre-encoded form of table_stats for a server with
+    default settings; (0, b"") also for a missing table. None when the stored bytes cannot serve, as for
+    partition_stats_encoded. prepared: as for table_stats."""
+    wanted = _lower_unique(columns)
+    if not wanted:
+        return 0, b""
+    stmts = _statements(conn)
+    dialect = stmts.dialect
+    stmt = stmts.get(
+        ("table_stats_encoded",),
+        lambda: sa.text(
+            f'SELECT s."COLUMN_NAME", {_IS_TIMESTAMP}, s."STATS_THRIFT" FROM "TAB_COL_STATS" s '
+            'JOIN "TBLS" t ON t."TBL_ID" = s."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+            'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+            + "AND "
+            + _in_list('s."COLUMN_NAME"', "columns", dialect)
+        ),
+    )
+    params = {
+        "db": db_name.strip().lower(),
+        "catalog": catalog.strip().lower(),
+        "tbl": table_name.strip().lower(),
+        "engine": engine,
+        "columns": bind_list(wanted, dialect),
+    }
+    if prepared and dialect == "postgresql":
+        rows = _execute_prepared(conn, "metastore_table_stats_encoded", stmt, _TABLE_STATS_PARAMS, params)
+    else:
+        rows = conn.execute(stmt, params).all()
+    found = {}
+    for column, is_timestamp, data in rows:
+        if data is None or (is_timestamp and not timestamps):
+            return None
+        found[column] = bytes(data)
+    objs = [found[c] for c in wanted if c in found]
+    return len(objs), b"".join(objs)
+
+
 def partition_stats_encoded(
     conn: sa.Connection,
     catalog: str,
@@ -484,7 +537,7 @@ def partition_stats_encoded(
         'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
         + f"AND {_in_list(part_name, 'parts', dialect)} AND {_in_list(column_name, 'columns', dialect)}"
     )
-    is_timestamp = "lower(s.\"COLUMN_TYPE\") LIKE 'timestamp%'"
+    is_timestamp = _IS_TIMESTAMP
     if dialect == "postgresql":
         stmt = stmts.get(
             ("partition_stats_encoded",),

@@ -163,3 +163,116 @@ def test_partitions_stats_result_encoding_decodes_as_thrift():
     decoded = tt.PartitionsStatsResult()
     decoded.read(TBinaryProtocol(TMemoryBuffer(partitions_stats_result(parts))))
     assert decoded.partStats == {"ds=ä/hr=1": objs, "empty": []}
+
+
+# ---------------------------------------------------------------- get_table_statistics_req
+
+
+def _fill_table(client, db: str) -> None:
+    b.create_db_and_table(client, db, "t")
+    client.update_table_column_statistics(b.table_stats(db, "t", b.all_kinds_objs(seed=3)))
+
+
+def _table_batched(client, db: str, cols: list[str]) -> list[tt.ColumnStatisticsObj]:
+    return client.get_table_statistics_req(tt.TableStatsRequest(dbName=db, tblName="t", colNames=cols)).tableStats
+
+
+def _table_one_by_one(client, db: str, cols: list[str]) -> list[tt.ColumnStatisticsObj]:
+    out = []
+    for col in cols:
+        try:
+            out.extend(client.get_table_column_statistics(db, "t", col).statsObj)
+        except tt.NoSuchObjectException:
+            continue
+    return out
+
+
+@pytest.mark.parametrize(
+    "cols",
+    [COLS, list(reversed(COLS)), ["ts", "NOPE", "l", "B", "dec", "l"], ["s"], ["nope"]],
+    ids=["all", "reversed", "mixed", "one", "none"],
+)
+def test_table_reply_equals_the_general_path_in_the_requested_order(client, dbname, cols):
+    _fill_table(client, dbname)
+    got = _table_batched(client, dbname, cols)
+    assert got == _table_one_by_one(client, dbname, list(dict.fromkeys(c.lower() for c in cols)))
+    wanted = [c.lower() for c in cols]
+    positions = [wanted.index(o.colName) for o in got]
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)
+
+
+def test_table_rows_without_stored_bytes_are_read_through_the_general_path(client, server, dbname):
+    _fill_table(client, dbname)
+    before = _table_batched(client, dbname, COLS)
+    assert before == b.as_served(b.all_kinds_objs(seed=3))
+    _execute(
+        server.db_url,
+        'UPDATE "TAB_COL_STATS" SET "STATS_THRIFT" = NULL WHERE "COLUMN_NAME" = \'dec\' AND "TBL_ID" IN '
+        '(SELECT t."TBL_ID" FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" WHERE d."NAME" = :db)',
+        db=dbname,
+    )
+    assert _table_batched(client, dbname, COLS) == before
+
+
+def test_a_hive4_server_serves_table_timestamp_statistics_as_timestamp_stats(client, server_factory, dbname):
+    _fill_table(client, dbname)
+    hive4 = server_factory(env={"METASTORE_STATS_TIMESTAMP_AS_LONG": "false"})
+    with hive4.client() as c:
+        assert _table_batched(c, dbname, COLS) == b.all_kinds_objs(seed=3)
+        assert _table_batched(c, dbname, ["l", "s"]) == _table_one_by_one(c, dbname, ["l", "s"])
+
+
+def test_a_server_returning_sketches_reads_table_sketches(client, server_factory, dbname):
+    b.create_db_and_table(client, dbname, "t")
+    bv = b.hll_bytes(range(50))
+    obj = b.obj("l", "bigint", b.data_long(1, 50, 0, 50, bv=bv))
+    client.update_table_column_statistics(b.table_stats(dbname, "t", [obj]))
+    assert _table_batched(client, dbname, ["l"]) == [b.obj("l", "bigint", b.data_long(1, 50, 0, 50))]
+    with server_factory("--fetch-bitvector").client() as c:
+        assert _table_batched(c, dbname, ["l"]) == [obj]
+
+
+def test_table_missing_or_without_statistics(client, dbname):
+    b.create_db_and_table(client, dbname, "t")
+    assert _table_batched(client, dbname, COLS) == []
+    with pytest.raises(tt.NoSuchObjectException):
+        client.get_table_statistics_req(tt.TableStatsRequest(dbName=dbname, tblName="gone", colNames=["l"]))
+
+
+def test_table_stats_result_encoding_decodes_as_thrift():
+    from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+    from thrift.transport.TTransport import TMemoryBuffer
+
+    from metastore.stats.thrift_codec import encode_obj, table_stats_result
+
+    objs = [b.obj("l", "bigint", b.data_long(1, 2, 0, 1)), b.obj("s", "string", b.data_string(3, 1.5, 0, 2))]
+    for chosen in (objs, []):
+        decoded = tt.TableStatsResult()
+        decoded.read(TBinaryProtocol(TMemoryBuffer(table_stats_result(len(chosen), b"".join(encode_obj(o) for o in chosen)))))
+        assert decoded.tableStats == chosen
+
+
+def test_table_reads_use_the_stored_bytes(client, server, dbname):
+    """The fast path really answers (not only the general path after it declined): its bytes are the
+    stored ones, in the asked order."""
+    from metastore.store import stats_direct as direct
+
+    _fill_table(client, dbname)
+    engine = sa.create_engine(server.db_url)
+    try:
+        with engine.connect() as conn:
+            count, data = direct.table_stats_encoded(conn, "hive", dbname, "t", ["s", "l", "nope"], "hive")
+            stored = {
+                r.COLUMN_NAME: bytes(r.STATS_THRIFT)
+                for r in conn.execute(
+                    sa.text(
+                        'SELECT s."COLUMN_NAME", s."STATS_THRIFT" FROM "TAB_COL_STATS" s '
+                        'JOIN "TBLS" t ON t."TBL_ID" = s."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+                        'WHERE d."NAME" = :db'
+                    ),
+                    {"db": dbname},
+                )
+            }
+    finally:
+        engine.dispose()
+    assert (count, data) == (2, stored["s"] + stored["l"])
