@@ -315,23 +315,33 @@ def table_stats(
         return []
     read = _read_statement(conn, "table", bit_vectors, histograms)
     decode = _reader(read.columns)
-    params = {
-        "db": db_name.strip().lower(),
-        "catalog": catalog.strip().lower(),
-        "tbl": table_name.strip().lower(),
-        "engine": engine,
-        "columns": bind_list(wanted, conn.dialect.name),
-    }
-    if prepared and conn.dialect.name == "postgresql":
-        name = f"metastore_table_stats_{int(bit_vectors)}{int(histograms)}"
-        rows = _execute_prepared(conn, name, read.stmt, _TABLE_STATS_PARAMS, params)
-    else:
-        rows = conn.execute(read.stmt, params).all()
+    rows = _table_stats_rows(
+        conn, f"metastore_table_stats_{int(bit_vectors)}{int(histograms)}" if prepared else None, read.stmt,
+        catalog, db_name, table_name, engine, wanted,
+    )
     found = {}
     for row in rows:
         entry = decode(row)
         found[entry.column] = (entry, row[-1])
     return [found[c] for c in wanted if c in found]
+
+
+def _table_stats_rows(
+    conn: sa.Connection, prepared_name: str | None, stmt: sa.TextClause, catalog: str, db_name: str,
+    table_name: str, engine: str, columns: list[str],
+) -> list:
+    """Rows of a statement over one table's statistics (:db, :catalog, :tbl, :engine, :columns), run as the
+    prepared statement `prepared_name` on PostgreSQL when one is given."""
+    params = {
+        "db": db_name.strip().lower(),
+        "catalog": catalog.strip().lower(),
+        "tbl": table_name.strip().lower(),
+        "engine": engine,
+        "columns": bind_list(columns, conn.dialect.name),
+    }
+    if prepared_name and conn.dialect.name == "postgresql":
+        return _execute_prepared(conn, prepared_name, stmt, _TABLE_STATS_PARAMS, params)
+    return conn.execute(stmt, params).all()
 
 
 # Parameters of the prepared statements, in order, with their PostgreSQL types (for PREPARE).
@@ -484,17 +494,10 @@ def table_stats_encoded(
             + _in_list('s."COLUMN_NAME"', "columns", dialect)
         ),
     )
-    params = {
-        "db": db_name.strip().lower(),
-        "catalog": catalog.strip().lower(),
-        "tbl": table_name.strip().lower(),
-        "engine": engine,
-        "columns": bind_list(wanted, dialect),
-    }
-    if prepared and dialect == "postgresql":
-        rows = _execute_prepared(conn, "metastore_table_stats_encoded", stmt, _TABLE_STATS_PARAMS, params)
-    else:
-        rows = conn.execute(stmt, params).all()
+    rows = _table_stats_rows(
+        conn, "metastore_table_stats_encoded" if prepared else None, stmt, catalog, db_name, table_name, engine,
+        wanted,
+    )
     found = {}
     for column, is_timestamp, data in rows:
         if data is None or (is_timestamp and not timestamps):
