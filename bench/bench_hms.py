@@ -374,7 +374,7 @@ def run_call(
 
 
 JVM_SOURCE = Path(__file__).resolve().parent / "jvm" / "HmsLoad.java"
-JVM_WARMUP_S = float(os.environ.get("BENCH_JVM_WARMUP_S", "6"))  # JIT compilation of the clients happens here, not in the timed part
+JVM_WARMUP_S = 6.0  # default warm-up per JVM: its JIT compiles the client here, not in the timed part
 
 
 def compile_jvm_client(workdir: Path) -> str:
@@ -418,6 +418,7 @@ def run_call_jvm(
     clients: int,
     seconds: float,
     server_pid: int | None,
+    warmup: float = JVM_WARMUP_S,
 ) -> Sample:
     """JVM clients: one JVM process per client, each with one connection and Hive 2.3.10's generated client
     (Spark's). All connect and warm up (JIT) first; the timed loops start together."""
@@ -428,7 +429,7 @@ def run_call_jvm(
     procs = []
     for w in range(clients):
         cmd = [java_executable(), "-Xmx512m", "-cp", classpath, "HmsLoad", host, str(port), call, "1", str(w)]
-        cmd += [str(JVM_WARMUP_S), str(seconds), str(shape.columns), str(shape.partitions), DB, TABLE]
+        cmd += [str(warmup), str(seconds), str(shape.columns), str(shape.partitions), DB, TABLE]
         procs.append(
             subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
@@ -618,6 +619,12 @@ def main(argv: list[str] | None = None) -> int:
         "--seconds", type=float, default=30.0, help="load time per call per server, over all rounds (default 30)"
     )
     parser.add_argument(
+        "--jvm-warmup",
+        type=float,
+        default=JVM_WARMUP_S,
+        help=f"seconds each JVM client calls before the timed part, for its JIT (default {JVM_WARMUP_S:g})",
+    )
+    parser.add_argument(
         "--rounds",
         type=int,
         default=3,
@@ -641,6 +648,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if min(args.clients, args.rounds, args.columns, args.partitions) < 1 or args.seconds <= 0:
         parser.error("--clients, --rounds, --seconds, --columns and --partitions must be positive")
+    if args.jvm_warmup < 0:
+        parser.error("--jvm-warmup cannot be negative")
     if args.seconds > 120:
         parser.error("--seconds is capped at 120 per call per server")
     shape = Shape(args.columns, args.partitions)
@@ -672,7 +681,9 @@ def main(argv: list[str] | None = None) -> int:
                         pid = pids.get(server)
                         seconds = args.seconds / args.rounds
                         if jvm_classpath:
-                            sample = run_call_jvm(jvm_classpath, host, port, call, shape, args.clients, seconds, pid)
+                            sample = run_call_jvm(
+                                jvm_classpath, host, port, call, shape, args.clients, seconds, pid, args.jvm_warmup
+                            )
                         else:
                             sample = run_call(host, port, call, shape, args.clients, seconds, pid)
                         samples[server].append(sample)
