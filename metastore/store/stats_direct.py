@@ -107,6 +107,19 @@ _TABLE_BY_NAME = (
 )
 
 
+# The statistics rows (alias s) of one table, by database, catalog, table name and engine; with partitions
+# (alias pt) for PART_COL_STATS. Statements append their AND conditions.
+_TABLE_STATS_ROWS = (
+    'FROM "TAB_COL_STATS" s JOIN "TBLS" t ON t."TBL_ID" = s."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+    'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+)
+_PARTITION_STATS_ROWS = (
+    'FROM "PART_COL_STATS" s JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
+    'JOIN "TBLS" t ON t."TBL_ID" = pt."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+    'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+)
+
+
 class _Statements:
     """The statements of one dialect, built on first use."""
 
@@ -259,23 +272,14 @@ def _read_statement(conn: sa.Connection, level: str, bit_vectors: bool, histogra
 
     def build() -> _Read:
         values = _value_columns("s", bit_vectors=bit_vectors, histograms=histograms)
-        by_table = (
-            'JOIN "TBLS" t ON t."TBL_ID" = {owner} JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
-            'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
-        )
         columns_in = _in_list('s."COLUMN_NAME"', "columns", stmts.dialect)
         if level == "table":
-            sql = (
-                f'SELECT {values}, s."LAST_ANALYZED" FROM "TAB_COL_STATS" s '
-                + by_table.format(owner='s."TBL_ID"')
-                + f"AND {columns_in}"
-            )
+            sql = f'SELECT {values}, s."LAST_ANALYZED" ' + _TABLE_STATS_ROWS + f"AND {columns_in}"
         else:
             parts_in = _in_list('pt."PART_NAME"', "parts", stmts.dialect)
             sql = (
-                f'SELECT pt."PART_NAME", {values}, s."LAST_ANALYZED" FROM "PART_COL_STATS" s '
-                'JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
-                + by_table.format(owner='pt."TBL_ID"')
+                f'SELECT pt."PART_NAME", {values}, s."LAST_ANALYZED" '
+                + _PARTITION_STATS_ROWS
                 + f"AND {parts_in} AND {columns_in}"
             )
         names = [
@@ -487,9 +491,8 @@ def table_stats_encoded(
     stmt = stmts.get(
         ("table_stats_encoded",),
         lambda: sa.text(
-            f'SELECT s."COLUMN_NAME", {_IS_TIMESTAMP}, s."STATS_THRIFT" FROM "TAB_COL_STATS" s '
-            'JOIN "TBLS" t ON t."TBL_ID" = s."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
-            'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+            f'SELECT s."COLUMN_NAME", {_IS_TIMESTAMP}, s."STATS_THRIFT" '
+            + _TABLE_STATS_ROWS
             + "AND "
             + _in_list('s."COLUMN_NAME"', "columns", dialect)
         ),
@@ -535,9 +538,7 @@ def partition_stats_encoded(
     params = _partition_params(dialect, catalog, db_name, table_name, engine, parts, cols)
     part_name, column_name = 'pt."PART_NAME"', 's."COLUMN_NAME"'
     where = (
-        'FROM "PART_COL_STATS" s JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
-        'JOIN "TBLS" t ON t."TBL_ID" = pt."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
-        'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+        _PARTITION_STATS_ROWS
         + f"AND {_in_list(part_name, 'parts', dialect)} AND {_in_list(column_name, 'columns', dialect)}"
     )
     is_timestamp = _IS_TIMESTAMP
@@ -661,10 +662,9 @@ def _sum_statement(dialect: str) -> tuple[sa.TextClause, tuple[str, ...]]:
     sql = (
         "SELECT "
         + ", ".join(f'{expr} AS "{name}"' for name, expr in select.items())
-        + ' FROM "PART_COL_STATS" s JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
-        'JOIN "TBLS" t ON t."TBL_ID" = pt."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
-        'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
-        f'AND {parts_in} AND {columns_in} GROUP BY s."COLUMN_NAME", s."COLUMN_TYPE"'
+        + " "
+        + _PARTITION_STATS_ROWS
+        + f'AND {parts_in} AND {columns_in} GROUP BY s."COLUMN_NAME", s."COLUMN_TYPE"'
     )
     return sa.text(sql), tuple(select)
 
@@ -715,11 +715,9 @@ def partitions_with_every_column(
         parts_in = _in_list('pt."PART_NAME"', "parts", stmts.dialect)
         columns_in = _in_list('s."COLUMN_NAME"', "columns", stmts.dialect)
         return sa.text(
-            'SELECT count(*) FROM (SELECT s."PART_ID" FROM "PART_COL_STATS" s '
-            'JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
-            'JOIN "TBLS" t ON t."TBL_ID" = pt."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
-            'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
-            f'AND {parts_in} AND {columns_in} GROUP BY s."PART_ID" HAVING count(*) = :ncols) found'
+            'SELECT count(*) FROM (SELECT s."PART_ID" '
+            + _PARTITION_STATS_ROWS
+            + f'AND {parts_in} AND {columns_in} GROUP BY s."PART_ID" HAVING count(*) = :ncols) found'
         )
 
     dialect = conn.dialect.name
