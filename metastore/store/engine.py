@@ -113,6 +113,13 @@ def autocommit_connection(engine: Engine) -> Iterator[sa.Connection]:
     discarded, so no pooled connection is ever left in autocommit."""
     with engine.connect() as conn:
         dbapi = conn.connection.dbapi_connection
+        if dbapi.isolation_level is not None:
+            # A connection that once ran at another level (the reply cache's REPEATABLE READ fills) comes back
+            # from SQLAlchemy's reset with READ COMMITTED set explicitly, and psycopg2 would then send
+            # SET default_transaction_isolation TO DEFAULT every time it leaves autocommit: one more round trip
+            # per call. The server's default is what SQLAlchemy's reset restored (it is the level it found on
+            # connecting); outside autocommit, setting it sends nothing.
+            dbapi.isolation_level = None
         dbapi.autocommit = True
         try:
             yield conn

@@ -148,3 +148,31 @@ def test_autocommit_connection_that_breaks_is_not_pooled(pg_url: str) -> None:
             assert conn.exec_driver_sql("SELECT 42").scalar() == 42
     finally:
         engine.dispose()
+
+
+def test_autocommit_connection_sends_nothing_more_after_a_repeatable_read_transaction(pg_url: str) -> None:
+    """A connection that once ran at REPEATABLE READ (the reply cache's fills do) comes back from SQLAlchemy with
+    READ COMMITTED set explicitly; switching it out of autocommit must not cost a SET round trip afterwards."""
+    engine = _autocommit_probe_engine(pg_url)
+    watcher = sa.create_engine(pg_url)
+    try:
+        with engine.connect() as conn:
+            conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                assert conn.exec_driver_sql("SHOW transaction_isolation").scalar() == "repeatable read"
+        with autocommit_connection(engine) as conn:
+            pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+            conn.exec_driver_sql("SELECT 'last statement of the call'")
+        with watcher.connect() as w:
+            last = w.exec_driver_sql("SELECT query FROM pg_stat_activity WHERE pid = %(pid)s", {"pid": pid}).scalar()
+        assert last == "SELECT 'last statement of the call'"
+        # Transactions on it still run at the server's default level, and other levels still apply.
+        with engine.connect() as conn, conn.begin():
+            assert conn.exec_driver_sql("SHOW transaction_isolation").scalar() == "read committed"
+        with engine.connect() as conn:
+            conn.execution_options(isolation_level="SERIALIZABLE")
+            with conn.begin():
+                assert conn.exec_driver_sql("SHOW transaction_isolation").scalar() == "serializable"
+    finally:
+        watcher.dispose()
+        engine.dispose()
