@@ -31,8 +31,9 @@ def decimal_from_thrift(d: tt.Decimal | None) -> Decimal | None:
     if d.unscaled is None or d.scale is None:
         raise InvalidInput("a Decimal value needs both 'unscaled' and 'scale'")
     unscaled = int.from_bytes(d.unscaled, "big", signed=True) if d.unscaled else 0
-    # Built from its digits: Decimal.scaleb would round to the context's 28 digits (Hive allows 38).
-    return Decimal((int(unscaled < 0), tuple(int(c) for c in str(abs(unscaled))), -d.scale))
+    # Built from its digits: Decimal.scaleb would round to the context's 28 digits (Hive allows 38). The digits
+    # come from Decimal(int), which is exact and, unlike str(int), has no limit on their number.
+    return Decimal((int(unscaled < 0), Decimal(abs(unscaled)).as_tuple().digits, -d.scale))
 
 
 def decimal_to_thrift(value: Decimal | None) -> tt.Decimal | None:
@@ -42,7 +43,7 @@ def decimal_to_thrift(value: Decimal | None) -> tt.Decimal | None:
     sign, digits, exponent = value.as_tuple()
     if not isinstance(exponent, int):
         raise InvalidInput(f"decimal value {value} is not finite")
-    unscaled = int("".join(map(str, digits)) or "0")
+    unscaled = int(Decimal((0, digits or (0,), 0)))  # exact, and no limit on digits as int(str) has
     if sign:
         unscaled = -unscaled
     scale = -exponent

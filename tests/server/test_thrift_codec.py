@@ -76,6 +76,17 @@ def test_decimal_encoding_is_javas_biginteger(text):
     assert decimal_from_thrift(d) == Decimal(text)
 
 
+@pytest.mark.parametrize("digits", [38, 4301, 6000])
+def test_decimals_of_any_length_convert_exactly(digits):
+    """Past 4300 digits Python's int(str) refuses (CVE-2020-10735 limit); decimals must not go through it."""
+    text = "-" + "9" * digits + ".25"
+    d = decimal_to_thrift(Decimal(text))
+    assert d.scale == 2
+    assert int.from_bytes(d.unscaled, "big", signed=True) == -((10**digits - 1) * 100 + 25)
+    assert decimal_from_thrift(d) == Decimal(text)
+    assert decimal_from_thrift(tt.Decimal(unscaled=(10**digits).to_bytes(digits // 2 + 1, "big"), scale=digits)) == 1
+
+
 def test_bad_thrift_objects_are_invalid_input():
     with pytest.raises(InvalidInput, match="statsData"):
         entry_from_thrift(tt.ColumnStatisticsObj(colName="c", colType="int", statsData=tt.ColumnStatisticsData()))
