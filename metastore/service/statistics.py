@@ -87,6 +87,47 @@ def canonical_partition_name(target: TableTarget, name: str) -> str:
         raise NoSuchObject(f"{target.qualified_name} partition ({name}) not found: {exc}") from None
 
 
+def _table_key(w: StatsWrite) -> tuple[str, str, str]:
+    """(catalog, database, table) of a write, as names are compared: trimmed, lower case."""
+    return (w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower())
+
+
+def _normalized_table_entries(target: TableTarget, entries: Sequence[ColumnStatsEntry]) -> dict[str, ColumnStatsEntry]:
+    """Table-level entries checked against the table's columns (and numRows, when its basic statistics are
+    accurate), by lower-case column name: the last entry of a column wins. Raises InvalidInput."""
+    owner = target.qualified_name
+    num_rows = _basic_row_count(target.num_rows, target.stats_accurate)
+    normalized = {}
+    for entry in entries:
+        e = normalize_entry(entry, target.column(entry.column), owner=owner, num_rows=num_rows)
+        normalized[e.column.lower()] = e
+    return normalized
+
+
+class _KnownTables:
+    """The tables (TableTarget) this process last wrote statistics to, by _table_key: what the one-round-trip
+    write validates against. Bounded; a stale entry costs one refused attempt, never a wrong write."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.capacity = capacity
+        self._tables: dict[tuple[str, str, str], TableTarget] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str]) -> TableTarget | None:
+        return self._tables.get(key)
+
+    def remember(self, key: tuple[str, str, str], target: TableTarget) -> None:
+        with self._lock:
+            self._tables.pop(key, None)
+            while len(self._tables) >= self.capacity:
+                del self._tables[next(iter(self._tables))]
+            self._tables[key] = target
+
+    def forget(self, key: tuple[str, str, str]) -> None:
+        with self._lock:
+            self._tables.pop(key, None)
+
+
 def _missing_table(catalog: str, db_name: str, table_name: str) -> NoSuchObject:
     db, tbl = db_name.strip().lower(), table_name.strip().lower()
     return NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
@@ -123,6 +164,8 @@ class StatisticsService:
         # get_aggr_stats_for sums columns up in SQL where the rules allow (see aggregate); off, every column
         # goes through the Python aggregator (the two must agree: tests compare them).
         self.aggregate_in_sql = aggregate_in_sql
+        # PostgreSQL: tables written to, for the one-round-trip write of their statistics (_write_known_table).
+        self._known_tables = _KnownTables()
 
     @contextmanager
     def _read(self) -> Iterator[UnitOfWork]:
@@ -150,26 +193,62 @@ class StatisticsService:
         engine = engine or DEFAULT_ENGINE
         if not writes:
             return
+        if self._write_known_table(writes, merge, engine):
+            return
+        written = {}
         with self.store.transaction() as uow:
             conn = uow.connection
-            for tw in self._validated(conn, writes, merge).values():
+            for key, tw in self._validated(conn, writes, merge).items():
                 if tw.table_entries:
-                    self._write_table(conn, tw, merge, engine)
+                    written[key] = self._write_table(conn, tw, merge, engine)
                 if tw.partition_entries:
                     self._write_partitions(conn, tw, merge, engine)
+        if self.store.engine.dialect.name == "postgresql":
+            for key, target in written.items():
+                self._known_tables.remember(key, target)
+
+    def _write_known_table(self, writes: Sequence[StatsWrite], merge: bool, engine: str) -> bool:
+        """The common write, statistics of one table (not merged), in one round trip: validated against the
+        table as this process last wrote to it, then stored by stats_direct.put_table_stats, which writes only
+        if the table is still as it was. True when done; False sends the write down the general path, which
+        reads the table afresh (a table not seen yet or changed since, any rejected entry, so that errors always
+        come from the general path and describe the table as it is)."""
+        if merge or len(writes) != 1 or writes[0].partition_name is not None or not writes[0].entries:
+            return False
+        w = writes[0]
+        key = _table_key(w)
+        target = self._known_tables.get(key)
+        if target is None:
+            return False
+        try:
+            entries = _normalized_table_entries(target, w.entries)
+            when = _now() if w.last_analyzed is None else w.last_analyzed
+            rows = [entry_to_row(e, engine=engine, last_analyzed=when) for e in entries.values()]
+        except MetastoreError:
+            return False
+        names = [r["COLUMN_NAME"] for r in rows]
+        if with_columns_accurate(target.stats_accurate, names) != target.stats_accurate:
+            return False  # COLUMN_STATS_ACCURATE must change: the general path does that
+        columns = [target.column(n) for n in names]
+        try:
+            with autocommit_connection(self.store.engine) as conn:
+                done = direct.put_table_stats(
+                    conn, key[0], target, columns, rows, synchronous_commit=self.synchronous_commit
+                )
+        except sa.exc.DataError:
+            return False  # a value the database refuses: the general path says which
+        if not done:
+            self._known_tables.forget(key)
+        return done
 
     def _validated(
         self, conn: sa.Connection, writes: Sequence[StatsWrite], merge: bool
     ) -> dict[tuple[str, str, str], _TableWrites]:
-        keys = sorted({(w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower()) for w in writes})
-        merged_tables = {
-            (w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower())
-            for w in writes
-            if w.partition_name is None and merge
-        }
+        keys = sorted({_table_key(w) for w in writes})
+        merged_tables = {_table_key(w) for w in writes if w.partition_name is None and merge}
         # Tables are looked up and locked in name order: no deadlock between requests. A merge of table-level
         # statistics reads, merges and writes them: exclusive; other writes only keep alter/drop away.
-        grouped = {}
+        grouped: dict[tuple[str, str, str], _TableWrites] = {}
         for i, k in enumerate(keys):
             target = _target(
                 conn, *k, lock="update" if k in merged_tables else "share",
@@ -177,25 +256,24 @@ class StatisticsService:
             )
             grouped[k] = _TableWrites(target, k[0])
         for w in writes:
-            tw = grouped[(w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower())]
+            tw = grouped[_table_key(w)]
             target = tw.target
             if w.partition_name is None:
-                owner = target.qualified_name
-                num_rows = _basic_row_count(target.num_rows, target.stats_accurate)
-                entries = tw.table_entries
+                tw.table_entries.update(_normalized_table_entries(target, w.entries))
                 if w.last_analyzed is not None:
                     tw.table_last_analyzed = w.last_analyzed
             else:
                 name = canonical_partition_name(target, w.partition_name)
-                owner, num_rows = f"{target.qualified_name} partition {name}", None
+                owner = f"{target.qualified_name} partition {name}"
                 entries = tw.partition_entries.setdefault(name, {})
                 tw.partition_last_analyzed[name] = w.last_analyzed
-            for entry in w.entries:
-                normalized = normalize_entry(entry, target.column(entry.column), owner=owner, num_rows=num_rows)
-                entries[normalized.column.lower()] = normalized
+                for entry in w.entries:
+                    normalized = normalize_entry(entry, target.column(entry.column), owner=owner)
+                    entries[normalized.column.lower()] = normalized
         return grouped
 
-    def _write_table(self, conn: sa.Connection, tw: _TableWrites, merge: bool, engine: str) -> None:
+    def _write_table(self, conn: sa.Connection, tw: _TableWrites, merge: bool, engine: str) -> TableTarget:
+        """Write the table-level entries; the table as it is after the write (its COLUMN_STATS_ACCURATE)."""
         target = tw.target
         entries = list(tw.table_entries.values())
         if merge:
@@ -214,7 +292,10 @@ class StatisticsService:
             row["TBL_ID"] = target.tbl_id
             rows.append(row)
         direct.upsert_table_rows(conn, rows)
-        _mark_accurate(conn, "TABLE_PARAMS", target.tbl_id, target.stats_accurate, [r["COLUMN_NAME"] for r in rows])
+        accurate = _mark_accurate(
+            conn, "TABLE_PARAMS", target.tbl_id, target.stats_accurate, [r["COLUMN_NAME"] for r in rows]
+        )
+        return replace(target, stats_accurate=accurate)
 
     def _write_partitions(self, conn: sa.Connection, tw: _TableWrites, merge: bool, engine: str) -> None:
         target = tw.target
@@ -549,15 +630,18 @@ class StatisticsService:
             return deleted
 
 
-def _mark_accurate(conn: sa.Connection, table: str, owner_id: int, current: str | None, columns: list[str]) -> None:
+def _mark_accurate(
+    conn: sa.Connection, table: str, owner_id: int, current: str | None, columns: list[str]
+) -> str | None:
     """Add `columns` to the owner's COLUMN_STATS_ACCURATE unless they are in it already (the usual case of
-    statistics written again): compare-and-set, so writers of different columns need no lock on the owner."""
+    statistics written again): compare-and-set, so writers of different columns need no lock on the owner.
+    Returns the value it leaves."""
     for _ in range(100):
         value = with_columns_accurate(current, columns)
         if value == current:
-            return
+            return current
         if direct.replace_parameter(conn, table, owner_id, COLUMN_STATS_ACCURATE, current, value):
-            return
+            return value
         current = direct.read_parameter(conn, table, owner_id, COLUMN_STATS_ACCURATE)
     raise MetastoreError(f"COLUMN_STATS_ACCURATE of {table} row {owner_id} keeps changing under concurrent writers; try again")
 

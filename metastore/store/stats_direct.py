@@ -400,7 +400,9 @@ def _execute_prepared(
     fairy = conn.connection
     known = fairy.info.setdefault(_PREPARED, {})
     dbapi = fairy.dbapi_connection
-    execute = f"EXECUTE {name}(" + ", ".join(f"%({p})s" for p, _ in params_spec) + ")"
+    # Each argument cast to its declared type: psycopg2 sends values as literals, and some have no type of
+    # their own that PostgreSQL could coerce (ARRAY[NULL] is text[], which does not become bytea[]).
+    execute = f"EXECUTE {name}(" + ", ".join(f"%({p})s::{t}" for p, t in params_spec) + ")"
 
     def run() -> list:
         return _driver_rows(conn, execute, params)
@@ -890,3 +892,50 @@ def upsert_table_rows(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -> No
 def upsert_partition_rows(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Insert or replace PART_COL_STATS rows (each with PART_ID and every value column)."""
     _upsert(conn, PART_COL_STATS, "PART_ID", rows)
+
+
+# ---------------------------------------------------------------- one-round-trip writes
+
+
+# The arguments of metastore_put_table_stats (migration 0004) in order, with their types: the table as the caller
+# validated against it, then one array per written column of TAB_COL_STATS.
+_PUT_TABLE_STATS_PARAMS = (
+    ("catalog", "text"), ("db", "text"), ("tbl", "text"), ("tbl_id", "bigint"), ("columns", "text[]"),
+    ("types", "text[]"), ("num_rows", "text"), ("accurate", "text"), ("synchronous", "boolean"),
+    *((f"r_{c.lower()}", f"{_pg_type(TAB_COL_STATS.c[c])}[]") for c in STATS_WRITE_COLUMNS),
+)
+
+
+def put_table_stats(
+    conn: sa.Connection,
+    catalog: str,
+    target: TableTarget,
+    columns: Sequence[FieldSchema],
+    rows: Sequence[dict[str, Any]],
+    *,
+    synchronous_commit: bool = True,
+) -> bool:
+    """Upsert the TAB_COL_STATS `rows` (without TBL_ID) of the table `target` in one round trip, provided the
+    table still is as `target` describes it: the same id under its name, `columns` with their types, numRows
+    and COLUMN_STATS_ACCURATE. False, with nothing written, when anything differs (or on SQLite, which has
+    no such function): the caller then takes the general path. PostgreSQL, a connection in autocommit: the
+    call is its own transaction."""
+    if conn.dialect.name != "postgresql":
+        return False
+    ordered = sorted(rows, key=lambda r: (r["COLUMN_NAME"], r["ENGINE"]))  # row locks in one order
+    params: dict[str, Any] = {
+        "catalog": catalog.strip().lower(),
+        "db": target.db_name,
+        "tbl": target.table_name,
+        "tbl_id": target.tbl_id,
+        "columns": [c.name for c in columns],
+        "types": [c.type for c in columns],
+        "num_rows": target.num_rows,
+        "accurate": target.stats_accurate,
+        "synchronous": synchronous_commit,
+    }
+    for c in STATS_WRITE_COLUMNS:
+        params[f"r_{c.lower()}"] = [r[c] for r in ordered]
+    stmt = "SELECT metastore_put_table_stats(" + ", ".join(f":{p}" for p, _ in _PUT_TABLE_STATS_PARAMS) + ")"
+    found = _execute_prepared(conn, "metastore_put_table_stats", stmt, _PUT_TABLE_STATS_PARAMS, params)
+    return bool(found and found[0][0])

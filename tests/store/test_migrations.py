@@ -213,3 +213,24 @@ def test_revision_0002_fills_stats_thrift_of_existing_rows(db_url: str) -> None:
                     assert bytes(row["STATS_THRIFT"]) == encode_served(row_to_entry(row))
     finally:
         engine.dispose()
+
+
+def test_revision_0004_adds_and_removes_the_one_round_trip_write_function(pg_url: str) -> None:
+    from alembic import command
+
+    def functions() -> list[str]:
+        engine = create_engine(pg_url)
+        try:
+            with engine.connect() as conn:
+                return conn.execute(
+                    sa.text("SELECT proname FROM pg_proc WHERE proname = 'metastore_put_table_stats'")
+                ).scalars().all()
+        finally:
+            engine.dispose()
+
+    migrate.upgrade(pg_url)
+    assert functions() == ["metastore_put_table_stats"]
+    command.downgrade(migrate.alembic_config(pg_url), "0003")
+    assert functions() == []
+    migrate.upgrade(pg_url)
+    assert functions() == ["metastore_put_table_stats"]
