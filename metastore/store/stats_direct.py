@@ -898,12 +898,29 @@ def upsert_partition_rows(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -
 
 
 # The arguments of metastore_put_table_stats (migration 0004) in order, with their types: the table as the caller
-# validated against it, then one array per written column of TAB_COL_STATS.
+# validated against it, then the rows as JSON.
 _PUT_TABLE_STATS_PARAMS = (
     ("catalog", "text"), ("db", "text"), ("tbl", "text"), ("tbl_id", "bigint"), ("columns", "text[]"),
-    ("types", "text[]"), ("num_rows", "text"), ("accurate", "text"), ("synchronous", "boolean"),
-    *((f"r_{c.lower()}", f"{_pg_type(TAB_COL_STATS.c[c])}[]") for c in STATS_WRITE_COLUMNS),
+    ("types", "text[]"), ("num_rows", "text"), ("accurate", "text"), ("synchronous", "boolean"), ("rows", "json"),
 )
+
+
+def _json_value(value: Any) -> Any:
+    """A row value as json_populate_recordset reads it into its column: bytea as \\x-hex text, floats as text
+    (exact: repr round-trips, and infinities, which JSON numbers cannot carry, pass)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "\\x" + bytes(value).hex()
+    if isinstance(value, float):
+        return repr(value)
+    return value
+
+
+def rows_json(rows: Sequence[dict[str, Any]]) -> str:
+    """Statistics rows (STATS_WRITE_COLUMNS) as the JSON array metastore_put_table_stats takes."""
+    # Absent keys read as NULL.
+    return json.dumps(
+        [{c: _json_value(r[c]) for c in STATS_WRITE_COLUMNS if r[c] is not None} for r in rows], allow_nan=False
+    )
 
 
 def put_table_stats(
@@ -933,9 +950,8 @@ def put_table_stats(
         "num_rows": target.num_rows,
         "accurate": target.stats_accurate,
         "synchronous": synchronous_commit,
+        "rows": rows_json(ordered),
     }
-    for c in STATS_WRITE_COLUMNS:
-        params[f"r_{c.lower()}"] = [r[c] for r in ordered]
     stmt = "SELECT metastore_put_table_stats(" + ", ".join(f":{p}" for p, _ in _PUT_TABLE_STATS_PARAMS) + ")"
     found = _execute_prepared(conn, "metastore_put_table_stats", stmt, _PUT_TABLE_STATS_PARAMS, params)
     return bool(found and found[0][0])

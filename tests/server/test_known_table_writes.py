@@ -16,7 +16,20 @@ from metastore.catalog import Database, FieldSchema, StorageDescriptor, Table
 from metastore.config import Settings
 from metastore.errors import InvalidInput
 from metastore.service import Metastore, StatsWrite
-from metastore.stats.model import ColumnStatsEntry, DecimalStats, LongStats, StringStats
+from metastore.stats.kll import histogram_for
+from metastore.stats.model import (
+    BinaryStats,
+    BooleanStats,
+    ColumnStatsEntry,
+    DateStats,
+    DecimalStats,
+    DoubleStats,
+    LongStats,
+    StatsKind,
+    StringStats,
+    TimestampStats,
+)
+from metastore.stats.ndv import NdvSketch
 from metastore.store import stats_direct
 from metastore.store.schema import STATS_WRITE_COLUMNS, TAB_COL_STATS
 from server.harness import fresh_pg_database
@@ -101,6 +114,46 @@ def test_a_known_table_is_written_in_one_statement_with_the_same_row_as_the_gene
     assert len(seen) == 1 and seen[0].startswith(f"EXECUTE {FUNCTION}("), seen
     assert _stored_rows(ours) == general  # every column, the Thrift bytes included
     assert other.stats.table_column_stats("s", "t", "L")[0] == entry
+
+
+def _sketch(values: list[int]) -> bytes:
+    sketch = NdvSketch()
+    sketch.add_longs(values)
+    return sketch.to_bytes()
+
+
+EVERY_KIND = [
+    ("b", "boolean", BooleanStats(num_nulls=1, num_trues=2, num_falses=3)),
+    ("i", "int", LongStats(num_nulls=0, num_dvs=3, low=-(2**31), high=2**31 - 1, bit_vector=_sketch([1, 2, 3]),
+                           histogram=histogram_for(StatsKind.LONG, [1, 2, 3]))),
+    ("f", "double", DoubleStats(num_nulls=2, num_dvs=2, low=float("-inf"), high=0.1 + 0.2, bit_vector=_sketch([4, 5]))),
+    ("g", "float", DoubleStats(num_nulls=0, num_dvs=1, low=5e-324, high=float("inf"))),
+    ("s", "varchar(10)", StringStats(num_nulls=0, num_dvs=4, avg_col_len=2.75, max_col_len=10, bit_vector=_sketch([9]))),
+    ("x", "binary", BinaryStats(num_nulls=3, avg_col_len=1e-3, max_col_len=1 << 40)),
+    ("m", "decimal(38,18)", DecimalStats(num_nulls=0, num_dvs=2, low=Decimal("-12345678901234567890.123456789012345678"),
+                                         high=Decimal("0.000000000000000001"))),
+    ("dt", "date", DateStats(num_nulls=0, num_dvs=2, low=-719162, high=2932896)),
+    ("ts", "timestamp", TimestampStats(num_nulls=1, num_dvs=2, low=-1, high=253402300799)),
+    ("e", "string", StringStats(num_nulls=0, num_dvs=1, avg_col_len=0.0, max_col_len=0)),
+]
+
+
+def test_every_kind_is_stored_as_the_general_path_stores_it(two_workers, calls):
+    ours, other = two_workers
+    other.catalog.create_table(_table("every", [FieldSchema(n, t) for n, t, _ in EVERY_KIND]))
+    entries = [ColumnStatsEntry(n, t, st) for n, t, st in EVERY_KIND]
+    ours.stats.write([StatsWrite("s", "every", entries, last_analyzed=1_700_000_000)])
+    general = _stored_rows(ours, "every")
+    with other.store.engine.begin() as conn:
+        conn.execute(sa.delete(TAB_COL_STATS))
+    ours.stats.write([StatsWrite("s", "every", entries, last_analyzed=1_700_000_000)])
+    assert calls == [True]
+    assert _stored_rows(ours, "every") == general
+    for column in ("BIT_VECTOR", "HISTOGRAM", "DOUBLE_LOW_VALUE", "BIG_DECIMAL_LOW_VALUE", "NUM_TRUES", "AVG_COL_LEN"):
+        assert any(row[column] is not None for row in general.values()), column  # every column was exercised
+    got = {e.column: e for e in ours.stats.table_stats("s", "every", [n for n, _, _ in EVERY_KIND])}
+    assert got["f"].stats.low == float("-inf") and got["g"].stats.high == float("inf")
+    assert got["f"].stats.high == 0.1 + 0.2 and got["g"].stats.low == 5e-324
 
 
 def test_several_columns_in_one_call_and_the_last_entry_of_a_column_wins(two_workers, calls):
@@ -277,15 +330,16 @@ def test_the_function_takes_every_written_column(two_workers):
     added later needs a migration that replaces the function."""
     ours, _ = two_workers
     with ours.store.engine.connect() as conn:
-        names, types = conn.execute(
+        names, types, source = conn.execute(
             sa.text(
-                "SELECT proargnames, ARRAY(SELECT format_type(t, NULL) FROM unnest(proargtypes) t) "
+                "SELECT proargnames, ARRAY(SELECT format_type(t, NULL) FROM unnest(proargtypes) t), prosrc "
                 "FROM pg_proc WHERE proname = :f"
             ),
             {"f": FUNCTION},
         ).one()
     sent = stats_direct._PUT_TABLE_STATS_PARAMS
-    assert [n.removeprefix("p_") for n in names] == [n for n, _ in sent]
-    aliases = {"float8[]": "double precision[]", "text[]": "text[]"}
-    assert types == [aliases.get(t, t) for _, t in sent]
-    assert [n for n, _ in sent if n.startswith("r_")] == [f"r_{c.lower()}" for c in STATS_WRITE_COLUMNS]
+    assert names == [f"p_{n}" for n, _ in sent]
+    assert types == [t for _, t in sent]
+    insert = source[source.index('INSERT INTO "TAB_COL_STATS"') :]
+    listed = insert[: insert.index(")")]
+    assert [c for c in STATS_WRITE_COLUMNS if f'"{c}"' not in listed] == []
