@@ -1,8 +1,10 @@
 """Column statistics: validated writes (with optional merge), reads, aggregation and deletes.
 
 Every call is one transaction: a request with one bad entry writes nothing. The hot paths use the direct-SQL
-statements of metastore.store.stats_direct: a write of one column is a locking lookup of the table (columns
-and parameters in one statement), one upsert and, only if it changes, the COLUMN_STATS_ACCURATE parameter.
+statements of metastore.store.stats_direct: a write of table statistics is a locking lookup of the table (columns
+and parameters in one statement), one upsert and, only if it changes, the COLUMN_STATS_ACCURATE parameter; on
+PostgreSQL, once this process has written to the table, it is one call of metastore_put_table_stats instead
+(see _write_known_table).
 """
 
 from __future__ import annotations
