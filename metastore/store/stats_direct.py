@@ -934,11 +934,9 @@ def put_table_stats(
 ) -> bool:
     """Upsert the TAB_COL_STATS `rows` (without TBL_ID) of the table `target` in one round trip, provided the
     table still is as `target` describes it: the same id under its name, `columns` with their types, numRows
-    and COLUMN_STATS_ACCURATE. False, with nothing written, when anything differs (or on SQLite, which has
-    no such function): the caller then takes the general path. PostgreSQL, a connection in autocommit: the
+    and COLUMN_STATS_ACCURATE. False, with nothing written, when anything differs: the caller then takes the
+    general path. PostgreSQL only (the function comes with migration 0004), on a connection in autocommit: the
     call is its own transaction."""
-    if conn.dialect.name != "postgresql":
-        return False
     ordered = sorted(rows, key=lambda r: (r["COLUMN_NAME"], r["ENGINE"]))  # row locks in one order
     params: dict[str, Any] = {
         "catalog": catalog.strip().lower(),
