@@ -10,7 +10,10 @@ import enum
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
+
+#: The Python type of a kind's low/high values (int for long/date/timestamp, float, Decimal).
+V = TypeVar("V", int, float, Decimal)
 
 
 class StatsKind(enum.Enum):
@@ -43,65 +46,61 @@ class BooleanStats(ColumnStats):
 
 
 @dataclass(frozen=True, kw_only=True)
-class _RangeStats(ColumnStats):
-    """Kinds with low/high values, an NDV and an optional KLL histogram (Hive 4 field 6)."""
+class RangeStats(ColumnStats, Generic[V]):
+    """Kinds with low/high values of type ``V``, an NDV and an optional KLL histogram (Hive 4 field 6)."""
 
     num_dvs: int
     histogram: bytes | None = None
+    low: V | None = None
+    high: V | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class LongStats(_RangeStats):
+class LongStats(RangeStats[int]):
     kind: ClassVar[StatsKind] = StatsKind.LONG
-    low: int | None = None
-    high: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class DoubleStats(_RangeStats):
+class DoubleStats(RangeStats[float]):
     kind: ClassVar[StatsKind] = StatsKind.DOUBLE
-    low: float | None = None
-    high: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class DecimalStats(_RangeStats):
+class DecimalStats(RangeStats[Decimal]):
     kind: ClassVar[StatsKind] = StatsKind.DECIMAL
-    low: Decimal | None = None
-    high: Decimal | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class DateStats(_RangeStats):
+class DateStats(RangeStats[int]):
     """low/high are days since 1970-01-01."""
 
     kind: ClassVar[StatsKind] = StatsKind.DATE
-    low: int | None = None
-    high: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class TimestampStats(_RangeStats):
+class TimestampStats(RangeStats[int]):
     """low/high are seconds since the UTC epoch, as Hive 4's Timestamp struct."""
 
     kind: ClassVar[StatsKind] = StatsKind.TIMESTAMP
-    low: int | None = None
-    high: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class StringStats(ColumnStats):
-    kind: ClassVar[StatsKind] = StatsKind.STRING
+class LengthStats(ColumnStats):
+    """Kinds measured by value length in bytes (strings and binaries)."""
+
     max_col_len: int
     avg_col_len: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class StringStats(LengthStats):
+    kind: ClassVar[StatsKind] = StatsKind.STRING
     num_dvs: int
 
 
 @dataclass(frozen=True, kw_only=True)
-class BinaryStats(ColumnStats):
+class BinaryStats(LengthStats):
     kind: ClassVar[StatsKind] = StatsKind.BINARY
-    max_col_len: int
-    avg_col_len: float
 
 
 STATS_CLASSES: dict[StatsKind, type[ColumnStats]] = {
