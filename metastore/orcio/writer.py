@@ -13,7 +13,8 @@ direct strings decided after the first row group. What differs on purpose:
   option: the streams, indexes, statistics and bloom filters are byte-for-byte what ORC Java 2.3 writes, so
   readers may apply exactly the trust they give Java files. An unregistered writer id (with version 6) would be
   the other choice, but pyarrow's ``ORCFile.writer`` raises "Unsupported writer ID" on those files.
-  ``softwareVersion`` (``metastore-orcio <version>``) tells the files apart from Java's.
+  ``softwareVersion`` tells the files apart from Java's: the caller's ``software_version`` (an application
+  passes its name and release), ``orcio`` when none is given.
 * Dates and timestamps are proleptic Gregorian (``calendar`` = 2), as Python's ``datetime`` is; every stripe
   footer says ``writerTimezone`` = "UTC" and ``timestamp`` values are wall-clock times stored as UTC.
 * Collection statistics count children per list/map (Java records its batch capacity instead).
@@ -53,16 +54,9 @@ MAX_COMPRESSION_BLOCK = (1 << 23) - 1
 _FIRST_CHUNK_ROWS = 1024
 
 
-def _package_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("metastore")
-    except Exception:  # noqa: BLE001 - running from a source tree without installed metadata
-        return "0.1.0"
-
-
-SOFTWARE_VERSION = f"metastore-orcio {_package_version()}"
+#: Footer.softwareVersion when the caller names no writer identity: the library's own name, no version,
+#: because orcio does not know which application (and which release of it) embeds it.
+DEFAULT_SOFTWARE_VERSION = "orcio"
 
 
 # ------------------------------------------------------------------------------------------------ options
@@ -219,7 +213,12 @@ class OrcWriter:
         schema: TypeDescription | str,
         options: Mapping[str, str] | None = None,
         user_metadata: Mapping[str, bytes] | None = None,
+        *,
+        software_version: str = DEFAULT_SOFTWARE_VERSION,
     ) -> None:
+        if not isinstance(software_version, str) or not software_version.strip():
+            raise OrcError(f"software_version must be a non-empty string, got {software_version!r}")
+        self.software_version = software_version
         self.schema = TypeDescription.parse(schema) if isinstance(schema, str) else schema
         if self.schema.id != 0:
             self.schema = self.schema.with_ids()
@@ -536,7 +535,7 @@ class OrcWriter:
             row_index_stride=self.settings.row_index_stride,
             writer=WRITER_ID,
             calendar=pb.CalendarKind.PROLEPTIC_GREGORIAN,
-            software_version=SOFTWARE_VERSION,
+            software_version=self.software_version,
         )
         footer.stripes.extend(self._stripes)
         footer.types.extend(self.schema.to_proto_types())
@@ -570,10 +569,12 @@ def write_orc(
     columns: Mapping[str, Any] | Sequence[Any],
     options: Mapping[str, str] | None = None,
     user_metadata: Mapping[str, bytes] | None = None,
+    *,
+    software_version: str = DEFAULT_SOFTWARE_VERSION,
 ) -> None:
     """Write one batch of columns to a new ORC file (a convenience around :class:`OrcWriter`)."""
-    with OrcWriter(path_or_file, schema, options, user_metadata) as writer:
+    with OrcWriter(path_or_file, schema, options, user_metadata, software_version=software_version) as writer:
         writer.write_batch(columns)
 
 
-__all__ = ["SOFTWARE_VERSION", "WRITER_ID", "WRITER_VERSION", "OrcWriter", "WriterOptions", "write_orc"]
+__all__ = ["DEFAULT_SOFTWARE_VERSION", "WRITER_ID", "WRITER_VERSION", "OrcWriter", "WriterOptions", "write_orc"]

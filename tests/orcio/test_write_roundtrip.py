@@ -14,7 +14,7 @@ import pytest
 from metastore.orcio.errors import OrcError
 from metastore.orcio.reader import OrcReader
 from metastore.orcio.types import Category, TypeDescription
-from metastore.orcio.writer import OrcWriter
+from metastore.orcio.writer import OrcWriter, write_orc
 
 from .write_cases import canonical, expected, has_wide_timestamps, random_columns, random_schema, untag
 
@@ -193,6 +193,20 @@ def test_user_metadata_round_trips(tmp_path) -> None:
     assert pa_orc.ORCFile(str(path)).metadata == want
     assert dict(pyorc.Reader(open(path, "rb")).user_metadata) == want
     assert OrcReader(path).user_metadata == want
+
+
+def test_software_version_is_the_callers_identity(tmp_path) -> None:
+    # orcio names no host application: the footer carries what the caller passes, "orcio" otherwise.
+    default = tmp_path / "default.orc"
+    write_orc(default, "struct<x:int>", {"x": [1]})
+    assert OrcReader(default).software_version == "orcio"
+    named = tmp_path / "named.orc"
+    with OrcWriter(named, "struct<x:int>", software_version="someapp 2.1") as writer:
+        writer.write_batch({"x": [1]})
+    assert OrcReader(named).software_version == "someapp 2.1"
+    assert pa_orc.ORCFile(str(named)).software_version == "ORC Java someapp 2.1"  # pyarrow prefixes the writer
+    with pytest.raises(OrcError, match="software_version must be a non-empty string, got ''"):
+        OrcWriter(tmp_path / "bad.orc", "struct<x:int>", software_version="")
 
 
 def test_empty_file_and_non_struct_root(tmp_path) -> None:
