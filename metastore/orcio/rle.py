@@ -23,6 +23,7 @@ import numpy as np
 
 from . import run_headers
 from .errors import OrcError
+from .rle_widths import WIDTH_FROM_CODE, closest_fixed_bits
 
 _MASK64 = (1 << 64) - 1
 _U64 = np.uint64
@@ -35,20 +36,6 @@ SHORT_RUN_BYTES = 48
 #: most bytes one vectorised window covers (after each window the run lengths are judged again)
 MAX_WINDOW = 1 << 15
 
-#: RLE v2 5-bit width codes → bit widths (codes 24..31 are the wide ones).
-WIDTH_FROM_CODE = tuple(list(range(1, 25)) + [26, 28, 30, 32, 40, 48, 56, 64])
-
-
-def closest_fixed_bits(n: int) -> int:
-    """The smallest width RLE v2 can encode that holds ``n`` bits (Java ``getClosestFixedBits``)."""
-    if n <= 0:
-        return 1
-    if n <= 24:
-        return n
-    for width in (26, 28, 30, 32, 40, 48, 56, 64):
-        if n <= width:
-            return width
-    raise OrcError(f"bit width {n} is more than 64")
 
 
 # ------------------------------------------------------------------------------------------------ helpers

@@ -24,11 +24,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .rle_widths import CLOSEST_ALIGNED as _CLOSEST_ALIGNED
+from .rle_widths import CLOSEST_FIXED as _CLOSEST_FIXED
+from .rle_widths import WIDTH_CODE as _WIDTH_CODE
+from .rle_widths import WIDTHS as _DECODED_WIDTHS
+
 __all__ = [
     "EncodedRle",
     "bit_lengths",
-    "closest_aligned_bits",
-    "closest_fixed_bits",
     "encode_bool_rle",
     "encode_byte_rle",
     "encode_int_rle_v1",
@@ -41,43 +44,8 @@ __all__ = [
 _U64 = np.uint64
 _INF = np.iinfo(np.int64).max
 
-# -- bit width tables (SerializationUtils: getClosestFixedBits, getClosestAlignedFixedBits, encode/decodeBitWidth)
-
-_DECODED_WIDTHS = np.array(list(range(1, 25)) + [26, 28, 30, 32, 40, 48, 56, 64], dtype=np.int64)
-
-
-def _closest_fixed(n: int) -> int:
-    if n == 0:
-        return 1
-    for width in _DECODED_WIDTHS.tolist():
-        if n <= width:
-            return width
-    return 64
-
-
-def _closest_aligned(n: int) -> int:
-    for width in (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64):
-        if n <= width:
-            return width
-    return 64
-
-
-_CLOSEST_FIXED = np.array([_closest_fixed(n) for n in range(65)], dtype=np.int64)
-_CLOSEST_ALIGNED = np.array([_closest_aligned(n) for n in range(65)], dtype=np.int64)
-# code written in the 5-bit width field for a width n (after rounding n up to a fixed width)
-_WIDTH_CODE = np.array(
-    [int(np.flatnonzero(_DECODED_WIDTHS == _closest_fixed(n))[0]) for n in range(65)], dtype=np.int64
-)
-
-
-def closest_fixed_bits(n: np.ndarray | int) -> np.ndarray | int:
-    """Java ``getClosestFixedBits``: the smallest width of the RLE v2 table that holds ``n`` bits (0 -> 1)."""
-    return _CLOSEST_FIXED[n]
-
-
-def closest_aligned_bits(n: np.ndarray | int) -> np.ndarray | int:
-    """Java ``getClosestAlignedFixedBits``: the width used under the SPEED strategy (1, 2, 4, 8, 16, 24...64)."""
-    return _CLOSEST_ALIGNED[n]
+# bit width tables (SerializationUtils: getClosestFixedBits, getClosestAlignedFixedBits, encode/decodeBitWidth)
+# come from .rle_widths, shared with the decoders
 
 
 def bit_lengths(values: np.ndarray) -> np.ndarray:

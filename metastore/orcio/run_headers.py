@@ -24,14 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: RLE v2 5-bit width codes → bit widths, as an array for vectorised lookups
-WIDTHS = np.asarray(list(range(1, 25)) + [26, 28, 30, 32, 40, 48, 56, 64], dtype=np.int64)
-#: closest_fixed_bits(n) for n in 0..128 (patch entry widths of patched-base runs)
-_FIXED_BITS = np.asarray(
-    [1 if n <= 0 else n if n <= 24 else next((w for w in (26, 28, 30, 32, 40, 48, 56, 64) if n <= w), 64)
-     for n in range(129)],
-    dtype=np.int64,
-)
+from .rle_widths import CLOSEST_FIXED as _FIXED_BITS
+from .rle_widths import WIDTHS
+
 _LONGEST_VARINT = 10
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metastore.orcio import OrcError, rle
+from metastore.orcio import OrcError, rle, rle_widths
 
 M64 = (1 << 64) - 1
 WIDTHS = list(range(1, 25)) + [26, 28, 30, 32, 40, 48, 56, 64]
@@ -412,6 +412,20 @@ def test_64_bit_edges() -> None:
         values = [(1 << width) - 1, 0, 1 << (width - 1)]
         direct = bytes([0x40 | (code_of(width) << 1), 2]) + pack_bits(values, width)
         assert rle.decode_int_rle_v2(direct, 3, False)[0].view(np.uint64).tolist() == values
+
+
+def test_width_table_matches_the_spec() -> None:
+    # rle_widths is the one table the decoders and the encoder share; checked against the spec's list above
+    assert list(rle_widths.WIDTH_FROM_CODE) == WIDTHS
+    assert rle_widths.WIDTHS.tolist() == WIDTHS
+    assert [rle_widths.closest_fixed_bits(n) for n in range(1, 65)] == [closest_fixed(n) for n in range(1, 65)]
+    assert rle_widths.closest_fixed_bits(0) == 1
+    assert rle_widths.CLOSEST_FIXED.tolist() == [1] + [closest_fixed(min(n, 64)) for n in range(1, 129)]
+    assert [WIDTHS[c] for c in rle_widths.WIDTH_CODE.tolist()] == [closest_fixed(max(n, 1)) for n in range(65)]
+    aligned = [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    assert rle_widths.CLOSEST_ALIGNED.tolist() == [next(w for w in aligned if n <= w) for n in range(65)]
+    with pytest.raises(OrcError, match="bit width 65 is more than 64"):
+        rle_widths.closest_fixed_bits(65)
 
 
 def test_errors_name_the_problem() -> None:
