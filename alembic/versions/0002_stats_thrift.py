@@ -28,7 +28,7 @@ _BATCH = 2000
 
 def upgrade() -> None:
     from metastore.stats.sql_rows import row_to_entry  # noqa: PLC0415 - the application's one encoder
-    from metastore.stats.thrift_codec import encode_served  # noqa: PLC0415
+    from metastore.wire.stats import encode_served  # noqa: PLC0415
 
     for table in _TABLES:
         with op.batch_alter_table(table) as batch:

@@ -31,16 +31,10 @@ from metastore.errors import (
     NoSuchObject,
 )
 from metastore.partnames import parse_part_name
-from metastore.server import convert
 from metastore.service import Metastore, StatsWrite
-from metastore.stats.thrift_codec import (
-    EncodedResult,
-    encode_struct,
-    entry_from_thrift,
-    entry_to_thrift,
-    partitions_stats_result,
-    table_stats_result,
-)
+from metastore.wire import catalog as convert
+from metastore.wire.encoded import EncodedResult, encode_struct, partitions_stats_result, table_stats_result
+from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 
 log = logging.getLogger("metastore.server")
 

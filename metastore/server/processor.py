@@ -22,7 +22,7 @@ from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport.TTransport import TTransportException
 
 from metastore.api.hive_metastore import ThriftHiveMetastore
-from metastore.stats.thrift_codec import EncodedResult
+from metastore.wire.encoded import EncodedResult
 
 log = logging.getLogger("metastore.server.calls")
 

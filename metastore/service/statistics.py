@@ -23,6 +23,7 @@ from metastore.errors import InvalidInput, InvalidObject, MetastoreError, NoSuch
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.service.stats_cache import ReplyCache
 from metastore.stats.aggregate import aggregate_partition_stats
+from metastore.stats.exchange import AggregateResult, StatsWrite
 from metastore.stats.merge import merge_stats
 from metastore.stats.model import ColumnStatsEntry, StatsKind, kind_for_type
 from metastore.stats.sql_rows import entry_to_row
@@ -34,24 +35,6 @@ from metastore.store.parameters import PARTITION_PARAMETERS
 from metastore.store.refs import catalog_prefix
 from metastore.store.stats_accurate import COLUMN_STATS_ACCURATE, with_columns_accurate
 from metastore.store.stats_direct import TableTarget
-
-
-@dataclass(frozen=True)
-class StatsWrite:
-    """Statistics of one table (partition_name None) or one partition, as one ColumnStatistics carries them."""
-
-    db_name: str
-    table_name: str
-    entries: Sequence[ColumnStatsEntry]
-    partition_name: str | None = None
-    last_analyzed: int | None = None
-    catalog: str = DEFAULT_CATALOG
-
-
-@dataclass(frozen=True)
-class AggregateResult:
-    entries: list[ColumnStatsEntry]
-    parts_found: int
 
 
 @dataclass

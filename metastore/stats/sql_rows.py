@@ -28,7 +28,7 @@ from metastore.stats.model import (
     TimestampStats,
     kind_for_type,
 )
-from metastore.stats.thrift_codec import encode_served
+from metastore.wire.stats import encode_served
 
 _EMPTY_ROW: dict[str, Any] = {
     "LONG_LOW_VALUE": None,

@@ -12,7 +12,8 @@ import sqlalchemy as sa
 
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.stats.sql_rows import row_to_entry
-from metastore.stats.thrift_codec import encode_served, partitions_stats_result
+from metastore.wire.encoded import partitions_stats_result
+from metastore.wire.stats import encode_served
 from server import thrift_builders as b
 
 COLS = [n for n, t in b.ALL_KINDS_COLUMNS if t != "array<int>"]
@@ -156,7 +157,7 @@ def test_partitions_stats_result_encoding_decodes_as_thrift():
     from thrift.protocol.TBinaryProtocol import TBinaryProtocol
     from thrift.transport.TTransport import TMemoryBuffer
 
-    from metastore.stats.thrift_codec import encode_obj
+    from metastore.wire.encoded import encode_obj
 
     objs = [b.obj("l", "bigint", b.data_long(1, 2, 0, 1)), b.obj("s", "string", b.data_string(3, 1.5, 0, 2))]
     parts = [("ds=ä/hr=1", 2, b"".join(encode_obj(o) for o in objs)), ("empty", 0, b"")]
@@ -243,7 +244,7 @@ def test_table_stats_result_encoding_decodes_as_thrift():
     from thrift.protocol.TBinaryProtocol import TBinaryProtocol
     from thrift.transport.TTransport import TMemoryBuffer
 
-    from metastore.stats.thrift_codec import encode_obj, table_stats_result
+    from metastore.wire.encoded import encode_obj, table_stats_result
 
     objs = [b.obj("l", "bigint", b.data_long(1, 2, 0, 1)), b.obj("s", "string", b.data_string(3, 1.5, 0, 2))]
     for chosen in (objs, []):

@@ -11,7 +11,7 @@ from metastore.stats.aggregate import aggregate_partition_stats
 from metastore.stats.kll import histogram_for
 from metastore.stats.model import ColumnStatsEntry, StatsKind
 from metastore.stats.ndv import NdvSketch
-from metastore.stats.thrift_codec import entry_from_thrift, entry_to_thrift
+from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 from server import thrift_builders as b
 from server.db_inspect import partition_stats_rows, table_stats_rows
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from metastore.client import EmbeddedMetastoreClient
+from metastore.client.embedded import EmbeddedMetastoreClient
 from sql.session import SqlSession
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from metastore.client import EmbeddedMetastoreClient
+from metastore.client.embedded import EmbeddedMetastoreClient
 from metastore.sql.errors import SqlError
 from metastore.stats.model import (
     BinaryStats,

@@ -4,6 +4,9 @@ client reconnects after a server restart and fails over between URIs."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,12 +16,12 @@ from server.harness import ServerProcess, free_port, start_server
 from metastore.catalog import Database, FieldSchema, Partition, StorageDescriptor, Table
 from metastore.client import (
     ConnectionFailed,
-    EmbeddedMetastoreClient,
     MetastoreClient,
     StatsWrite,
     ThriftMetastoreClient,
     connect,
 )
+from metastore.client.embedded import EmbeddedMetastoreClient
 from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, MetastoreError, NoSuchObject
 from metastore.stats.model import ColumnStatsEntry, LongStats, StatsKind, StringStats
 from metastore.stats.ndv import NdvSketch
@@ -202,3 +205,35 @@ def test_embedded_postgresql_needs_an_upgraded_schema(pg_url: str, tmp_path: Pat
 
     with pytest.raises(SchemaOutOfDate, match="metastore db upgrade"):
         EmbeddedMetastoreClient(pg_url, str(tmp_path / "wh"))
+
+
+# Run in a fresh interpreter: the remote client, used through connect() for catalog calls and a statistics
+# round trip; it prints the modules that got loaded although a Spark executor or a planner must not need them.
+_REMOTE_ONLY = """
+import json, sys
+import metastore.client.remote
+from metastore.catalog import Database, FieldSchema, StorageDescriptor, Table
+from metastore.client import StatsWrite, connect
+from metastore.stats.model import ColumnStatsEntry, LongStats
+
+with connect(sys.argv[1]) as c:
+    c.create_database(Database(name="remote_only"))
+    c.create_table(Table(db_name="remote_only", table_name="t",
+                         sd=StorageDescriptor(cols=[FieldSchema("id", "bigint")])))
+    entry = ColumnStatsEntry("id", "bigint", LongStats(num_nulls=0, num_dvs=3, low=1, high=3))
+    c.write_statistics([StatsWrite("remote_only", "t", [entry])])
+    assert c.table_statistics("remote_only", "t", ["id"]) == [entry], c.table_statistics("remote_only", "t", ["id"])
+    c.drop_database("remote_only", cascade=True)
+heavy = ("sqlalchemy", "alembic", "psycopg2", "metastore.store", "metastore.service", "metastore.client.embedded")
+print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))))
+"""
+
+
+def test_remote_client_loads_no_store_service_or_sqlalchemy(server: ServerProcess) -> None:
+    """A Spark executor or a query planner talks to a server with the Thrift client alone."""
+    done = subprocess.run(
+        [sys.executable, "-c", _REMOTE_ONLY, f"thrift://127.0.0.1:{server.port}"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []

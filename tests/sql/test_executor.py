@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.orc as pa_orc
 import pytest
 
-from metastore.client import EmbeddedMetastoreClient
+from metastore.client.embedded import EmbeddedMetastoreClient
 from metastore.sql.errors import Position, SqlError
 from sql.session import SqlSession
 

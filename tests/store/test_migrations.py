@@ -177,7 +177,7 @@ def test_revision_0002_fills_stats_thrift_of_existing_rows(db_url: str) -> None:
     from metastore.catalog import Database
     from metastore.stats.model import BooleanStats, DecimalStats, LongStats, StringStats
     from metastore.stats.sql_rows import row_to_entry
-    from metastore.stats.thrift_codec import encode_served
+    from metastore.wire.stats import encode_served
     from store.builders import partition, sales_table
 
     migrate.upgrade(db_url)

@@ -1,4 +1,4 @@
-"""metastore.stats.thrift_codec: statistics entries to Thrift and back, every kind, sketches only on request."""
+"""metastore.wire.stats: statistics entries to Thrift and back, every kind, sketches only on request."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from metastore.stats.model import (
     StringStats,
     TimestampStats,
 )
-from metastore.stats.thrift_codec import (
+from metastore.wire.stats import (
     decimal_from_thrift,
     decimal_to_thrift,
     entry_from_thrift,

@@ -1,0 +1,49 @@
+"""The metastore client: one Python API over a remote server (Thrift) or an in-process store (embedded).
+
+    with connect("thrift://127.0.0.1:9083") as client:          # or connect("sqlite:///metastore.db")
+        table = client.get_table("sales", "orders")
+        client.write_statistics([StatsWrite("sales", "orders", entries, partition_name="ds=2024-01-01")])
+
+`base` holds the interface and its values, `remote` the Thrift client (no store, service or SQLAlchemy), and
+`embedded` the in-process client, which this package loads only when `connect` is given a database URL.
+"""
+
+from __future__ import annotations
+
+from metastore.client.base import (
+    DEFAULT_STATS_BATCH,
+    AggregateResult,
+    ConnectionFailed,
+    MetastoreClient,
+    StatsWrite,
+)
+from metastore.client.remote import DEFAULT_PORT, ThriftMetastoreClient
+from metastore.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT_PORT",
+    "DEFAULT_STATS_BATCH",
+    "AggregateResult",
+    "ConnectionFailed",
+    "MetastoreClient",
+    "StatsWrite",
+    "ThriftMetastoreClient",
+    "connect",
+]
+
+
+def connect(target: str, *, warehouse: str | None = None, timeout: float = 600.0) -> MetastoreClient:
+    """A client for `thrift://host:port[,thrift://...]` (a server) or a SQLAlchemy URL (embedded)."""
+    text = target.strip()
+    if text.lower().startswith("thrift://"):
+        return ThriftMetastoreClient(text, timeout=timeout)
+    if "://" not in text:
+        raise InvalidInput(
+            f"{target!r} is neither a metastore URI (thrift://host:port) nor a database URL "
+            "(sqlite:///path/metastore.db, postgresql+psycopg2://user@host/db)"
+        )
+    # Deliberate lazy load, not a cycle: the embedded client brings the service, the store and SQLAlchemy,
+    # which a thrift:// caller (the shell with --connect, a Spark executor) must not pay for.
+    from metastore.client.embedded import EmbeddedMetastoreClient  # noqa: PLC0415
+
+    return EmbeddedMetastoreClient(text, warehouse)

@@ -1,0 +1,191 @@
+"""What every metastore client offers: the MetastoreClient interface and the values it speaks.
+
+Two implementations: `metastore.client.remote.ThriftMetastoreClient` (a server over Thrift; imports no store,
+service or SQLAlchemy) and `metastore.client.embedded.EmbeddedMetastoreClient` (the metastore in this process).
+Both speak the domain model (metastore.catalog, metastore.stats.model) and raise metastore.errors. Statistics are
+written in batches with set_aggr_stats_for semantics (replace per column, or Hive's needMerge with merge=True),
+so the SQL shell and Spark drivers compute statistics next to the data and persist them the same way against
+either side.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
+
+from metastore.catalog import DEFAULT_ENGINE, Database, Partition, Table
+from metastore.errors import MetastoreError
+from metastore.stats.exchange import AggregateResult, StatsWrite
+from metastore.stats.model import ColumnStatsEntry
+
+__all__ = [
+    "DEFAULT_STATS_BATCH",
+    "AggregateResult",
+    "ConnectionFailed",
+    "MetastoreClient",
+    "StatsWrite",
+    "batches",
+]
+
+
+#: ColumnStatistics objects (one per table or partition) sent in one set_aggr_stats_for call.
+DEFAULT_STATS_BATCH = 100
+
+T = TypeVar("T")
+
+
+class ConnectionFailed(MetastoreError):
+    """The metastore server cannot be reached, or the connection broke and could not be re-established."""
+
+
+def batches(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
+    """`items` in consecutive slices of at most `size`."""
+    if size < 1:
+        raise ValueError(f"batch size must be at least 1, got {size}")
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class MetastoreClient(abc.ABC):
+    """Catalog and statistics operations of a metastore, in domain objects."""
+
+    #: Where the client talks to, for banners and messages (`thrift://host:port`, `sqlite:///...`).
+    target: str = ""
+
+    # ------------------------------------------------------------------ databases
+
+    @abc.abstractmethod
+    def create_database(self, db: Database) -> None:
+        """Create a database (its location defaults to <warehouse>/<name>.db)."""
+
+    @abc.abstractmethod
+    def get_database(self, name: str) -> Database: ...
+
+    @abc.abstractmethod
+    def list_databases(self, pattern: str | None = None) -> list[str]:
+        """Database names, optionally matching a Hive pattern (`*` wildcards, `|` alternatives)."""
+
+    @abc.abstractmethod
+    def drop_database(self, name: str, *, delete_data: bool = True, cascade: bool = False) -> None: ...
+
+    # ------------------------------------------------------------------ tables
+
+    @abc.abstractmethod
+    def create_table(self, table: Table) -> Table:
+        """Create a table and return it as stored (with its location filled in)."""
+
+    @abc.abstractmethod
+    def get_table(self, db_name: str, table_name: str) -> Table: ...
+
+    @abc.abstractmethod
+    def list_tables(self, db_name: str, pattern: str | None = None) -> list[str]: ...
+
+    @abc.abstractmethod
+    def alter_table(self, db_name: str, table_name: str, table: Table) -> None: ...
+
+    @abc.abstractmethod
+    def drop_table(self, db_name: str, table_name: str, *, delete_data: bool = True) -> None: ...
+
+    # ------------------------------------------------------------------ partitions
+
+    @abc.abstractmethod
+    def add_partitions(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition], *, if_not_exists: bool = False
+    ) -> list[Partition]:
+        """Add partitions in one call (storage defaults to the table's); returns those added."""
+
+    @abc.abstractmethod
+    def get_partition(self, db_name: str, table_name: str, values: Sequence[str]) -> Partition: ...
+
+    @abc.abstractmethod
+    def list_partitions(
+        self, db_name: str, table_name: str, partial_values: Sequence[str] | None = None
+    ) -> list[Partition]:
+        """Partitions of a table, or those whose leading values match `partial_values` ('' matches any)."""
+
+    @abc.abstractmethod
+    def list_partition_names(
+        self, db_name: str, table_name: str, partial_values: Sequence[str] | None = None
+    ) -> list[str]: ...
+
+    @abc.abstractmethod
+    def get_partitions_by_names(self, db_name: str, table_name: str, names: Sequence[str]) -> list[Partition]: ...
+
+    @abc.abstractmethod
+    def alter_partitions(self, db_name: str, table_name: str, partitions: Sequence[Partition]) -> None:
+        """Replace the definitions (storage, parameters) of existing partitions in one call."""
+
+    @abc.abstractmethod
+    def drop_partitions(
+        self, db_name: str, table_name: str, names: Sequence[str], *, delete_data: bool = True,
+        if_exists: bool = False,
+    ) -> list[Partition]:
+        """Drop partitions by name with their statistics; returns those dropped."""
+
+    # ------------------------------------------------------------------ statistics
+
+    def write_statistics(
+        self, writes: Sequence[StatsWrite], *, merge: bool = False, batch_size: int = DEFAULT_STATS_BATCH,
+        engine: str = DEFAULT_ENGINE,
+    ) -> int:
+        """Store column statistics of tables/partitions, `batch_size` owners per call (set_aggr_stats_for).
+
+        Each call is one transaction on the server; merge=True combines with stored statistics (Hive's
+        needMerge), otherwise the given columns' statistics are replaced. Returns the number of calls made."""
+        writes = [w for w in writes if w.entries]
+        calls = 0
+        for chunk in batches(writes, batch_size):
+            self._write_batch(chunk, merge=merge, engine=engine)
+            calls += 1
+        return calls
+
+    @abc.abstractmethod
+    def _write_batch(self, writes: Sequence[StatsWrite], *, merge: bool, engine: str) -> None: ...
+
+    @abc.abstractmethod
+    def table_statistics(
+        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE
+    ) -> list[ColumnStatsEntry]:
+        """Table-level statistics of those columns that have them."""
+
+    @abc.abstractmethod
+    def partition_statistics(
+        self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
+        engine: str = DEFAULT_ENGINE,
+    ) -> dict[str, list[ColumnStatsEntry]]:
+        """{partition name: statistics} of the named partitions that have statistics of the columns."""
+
+    @abc.abstractmethod
+    def aggregate_statistics(
+        self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
+        engine: str = DEFAULT_ENGINE,
+    ) -> AggregateResult:
+        """Table-wide statistics merged over the named partitions (get_aggr_stats_for)."""
+
+    @abc.abstractmethod
+    def delete_table_statistics(
+        self, db_name: str, table_name: str, columns: Sequence[str] | None = None, *, engine: str = DEFAULT_ENGINE
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def delete_partition_statistics(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        columns: Sequence[str] | None = None, *, engine: str = DEFAULT_ENGINE,
+    ) -> None: ...
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def returns_sketches(self) -> bool:
+        """Whether statistics read back carry their NDV bitVectors (a server returns them only if configured)."""
+        return False
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> MetastoreClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

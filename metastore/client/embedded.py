@@ -1,0 +1,159 @@
+"""The metastore in this process, over its database: a MetastoreClient without a server.
+
+Imports the service and store layers (and so SQLAlchemy); `metastore.client.connect` loads this module only for
+database URLs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from metastore.catalog import DEFAULT_ENGINE, Database, Partition, Table
+from metastore.client.base import AggregateResult, MetastoreClient, StatsWrite
+from metastore.config import Settings
+from metastore.errors import InvalidInput, MetastoreError
+from metastore.service import Metastore
+from metastore.stats.model import ColumnStatsEntry
+
+__all__ = ["EmbeddedMetastoreClient"]
+
+T = TypeVar("T")
+
+
+class EmbeddedMetastoreClient(MetastoreClient):
+    """The metastore in this process, over its database (SQLite files upgrade their schema themselves)."""
+
+    def __init__(self, db_url: str, warehouse: str | None = None) -> None:
+        settings = Settings.from_env(db=db_url, warehouse=warehouse, fetch_bitvector=True, fetch_kll=True)
+        # SQLite is embedded and upgrades itself, as `metastore serve` does; a shared PostgreSQL database is
+        # upgraded on purpose with `metastore db upgrade`.
+        self._ms = Metastore.open(settings, auto_upgrade=settings.db.startswith("sqlite"))
+        self._ms.store.ensure_default_database(settings.warehouse)
+        self.warehouse = settings.warehouse
+        self.target = settings.db
+
+    @property
+    def returns_sketches(self) -> bool:
+        return True
+
+    @staticmethod
+    def _run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except MetastoreError:
+            raise
+        except ValueError as exc:  # a malformed value deep inside a request, as the server maps it
+            raise InvalidInput(str(exc)) from None
+
+    def create_database(self, db: Database) -> None:
+        self._run(self._ms.catalog.create_database, db)
+
+    def get_database(self, name: str) -> Database:
+        return self._run(self._ms.catalog.get_database, name)
+
+    def list_databases(self, pattern: str | None = None) -> list[str]:
+        return self._run(self._ms.catalog.list_databases, pattern)
+
+    def drop_database(self, name: str, *, delete_data: bool = True, cascade: bool = False) -> None:
+        self._run(self._ms.catalog.drop_database, name, delete_data=delete_data, cascade=cascade)
+
+    def create_table(self, table: Table) -> Table:
+        self._run(self._ms.catalog.create_table, table)
+        return self.get_table(table.db_name, table.table_name)
+
+    def get_table(self, db_name: str, table_name: str) -> Table:
+        return self._run(self._ms.catalog.get_table, db_name, table_name)
+
+    def list_tables(self, db_name: str, pattern: str | None = None) -> list[str]:
+        return self._run(self._ms.catalog.list_tables, db_name, pattern)
+
+    def alter_table(self, db_name: str, table_name: str, table: Table) -> None:
+        self._run(self._ms.catalog.alter_table, db_name, table_name, table)
+
+    def drop_table(self, db_name: str, table_name: str, *, delete_data: bool = True) -> None:
+        self._run(self._ms.catalog.drop_table, db_name, table_name, delete_data=delete_data)
+
+    def add_partitions(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition], *, if_not_exists: bool = False
+    ) -> list[Partition]:
+        return self._run(
+            self._ms.catalog.add_partitions, db_name, table_name, list(partitions), if_not_exists=if_not_exists
+        )
+
+    def get_partition(self, db_name: str, table_name: str, values: Sequence[str]) -> Partition:
+        return self._run(self._ms.catalog.get_partition, db_name, table_name, list(values))
+
+    def list_partitions(
+        self, db_name: str, table_name: str, partial_values: Sequence[str] | None = None
+    ) -> list[Partition]:
+        if partial_values is None:
+            return self._run(self._ms.catalog.list_partitions, db_name, table_name)
+        return self._run(self._ms.catalog.list_partitions_ps, db_name, table_name, list(partial_values))
+
+    def list_partition_names(
+        self, db_name: str, table_name: str, partial_values: Sequence[str] | None = None
+    ) -> list[str]:
+        if partial_values is None:
+            return self._run(self._ms.catalog.list_partition_names, db_name, table_name)
+        return self._run(self._ms.catalog.list_partition_names_ps, db_name, table_name, list(partial_values))
+
+    def get_partitions_by_names(self, db_name: str, table_name: str, names: Sequence[str]) -> list[Partition]:
+        return self._run(self._ms.catalog.get_partitions_by_names, db_name, table_name, list(names))
+
+    def alter_partitions(self, db_name: str, table_name: str, partitions: Sequence[Partition]) -> None:
+        self._run(self._ms.catalog.alter_partitions, db_name, table_name, list(partitions))
+
+    def drop_partitions(
+        self, db_name: str, table_name: str, names: Sequence[str], *, delete_data: bool = True,
+        if_exists: bool = False,
+    ) -> list[Partition]:
+        return self._run(
+            self._ms.catalog.drop_partitions, db_name, table_name, names=list(names), delete_data=delete_data,
+            if_exists=if_exists,
+        )
+
+    def _write_batch(self, writes: Sequence[StatsWrite], *, merge: bool, engine: str) -> None:
+        self._run(self._ms.stats.write, list(writes), merge=merge, engine=engine)
+
+    def table_statistics(
+        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE
+    ) -> list[ColumnStatsEntry]:
+        return self._run(self._ms.stats.table_stats, db_name, table_name, list(columns), engine=engine)
+
+    def partition_statistics(
+        self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
+        engine: str = DEFAULT_ENGINE,
+    ) -> dict[str, list[ColumnStatsEntry]]:
+        return self._run(
+            self._ms.stats.partitions_stats, db_name, table_name, list(partition_names), list(columns), engine=engine
+        )
+
+    def aggregate_statistics(
+        self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
+        engine: str = DEFAULT_ENGINE,
+    ) -> AggregateResult:
+        return self._run(
+            self._ms.stats.aggregate, db_name, table_name, list(partition_names), list(columns), engine=engine
+        )
+
+    def delete_table_statistics(
+        self, db_name: str, table_name: str, columns: Sequence[str] | None = None, *, engine: str = DEFAULT_ENGINE
+    ) -> None:
+        self._run(
+            self._ms.stats.delete_table_stats, db_name, table_name, None if columns is None else list(columns),
+            engine=engine,
+        )
+
+    def delete_partition_statistics(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        columns: Sequence[str] | None = None, *, engine: str = DEFAULT_ENGINE,
+    ) -> None:
+        self._run(
+            self._ms.stats.delete_partition_stats, db_name, table_name,
+            None if partition_names is None else list(partition_names),
+            None if columns is None else list(columns), engine=engine,
+        )
+
+    def close(self) -> None:
+        self._ms.close()

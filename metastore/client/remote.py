@@ -1,0 +1,318 @@
+"""A Hive-Metastore-compatible server over Thrift as a MetastoreClient.
+
+Imports only the domain values, the generated Thrift code and `metastore.wire`: no store, service or SQLAlchemy,
+so a Spark executor or a query planner can use it with the thrift package alone.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException
+from thrift.transport import TSocket, TTransport
+from thrift.transport.TTransport import TTransportException
+
+from metastore.api.hive_metastore import ThriftHiveMetastore
+from metastore.api.hive_metastore import ttypes as tt
+from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE, Database, Partition, Table
+from metastore.client.base import AggregateResult, ConnectionFailed, MetastoreClient, StatsWrite
+from metastore.errors import (
+    AlreadyExists,
+    InvalidInput,
+    InvalidObject,
+    InvalidOperation,
+    MetastoreError,
+    NoSuchObject,
+)
+from metastore.stats.model import ColumnStatsEntry
+from metastore.wire import catalog as convert
+from metastore.wire.stats import entry_from_thrift, entry_to_thrift
+
+__all__ = ["DEFAULT_PORT", "ServerAddress", "ThriftMetastoreClient", "parse_thrift_uris"]
+
+DEFAULT_PORT = 9083
+
+
+@dataclass(frozen=True)
+class ServerAddress:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"thrift://{self.host}:{self.port}"
+
+
+def parse_thrift_uris(uris: str) -> list[ServerAddress]:
+    """Addresses of a `hive.metastore.uris`-style value: `thrift://host:port`, comma-separated for failover."""
+    out: list[ServerAddress] = []
+    for raw in uris.split(","):
+        text = raw.strip()
+        if not text:
+            continue
+        parsed = urlparse(text)
+        if parsed.scheme != "thrift" or not parsed.hostname:
+            raise InvalidInput(f"metastore URI {text!r} is not of the form thrift://host:port")
+        try:
+            port = parsed.port or DEFAULT_PORT
+        except ValueError:
+            raise InvalidInput(f"metastore URI {text!r} has an invalid port") from None
+        out.append(ServerAddress(parsed.hostname, port))
+    if not out:
+        raise InvalidInput("no metastore URI given (expected thrift://host:port)")
+    return out
+
+
+# Thrift exceptions a call may raise, as the domain errors the client raises instead.
+_ERRORS: dict[type, type[MetastoreError]] = {
+    tt.NoSuchObjectException: NoSuchObject,
+    tt.UnknownDBException: NoSuchObject,
+    tt.UnknownTableException: NoSuchObject,
+    tt.UnknownPartitionException: NoSuchObject,
+    tt.AlreadyExistsException: AlreadyExists,
+    tt.InvalidObjectException: InvalidObject,
+    tt.InvalidInputException: InvalidInput,
+    tt.InvalidOperationException: InvalidOperation,
+    tt.InvalidPartitionException: InvalidObject,
+    tt.MetaException: MetastoreError,
+}
+
+
+class ThriftMetastoreClient(MetastoreClient):
+    """A Hive-Metastore-compatible server over Thrift (buffered transport, binary protocol).
+
+    A call that finds the connection broken (server restarted, idle connection dropped) reconnects and is
+    sent once more, as Hive's RetryingMetaStoreClient does; with several URIs the next one is tried."""
+
+    def __init__(self, uri: str = f"thrift://127.0.0.1:{DEFAULT_PORT}", *, timeout: float = 600.0,
+                 framed: bool = False) -> None:
+        self.addresses = parse_thrift_uris(uri)
+        self.timeout = timeout
+        self.framed = framed
+        self.target = uri
+        self._lock = threading.RLock()
+        self._transport: Any = None
+        self._client: Any = None
+        self._connect()
+
+    # ------------------------------------------------------------------ connection
+
+    def _connect(self) -> None:
+        failures: list[str] = []
+        for address in self.addresses:
+            sock = TSocket.TSocket(address.host, address.port)
+            sock.setTimeout(self.timeout * 1000)
+            transport = TTransport.TFramedTransport(sock) if self.framed else TTransport.TBufferedTransport(sock)
+            try:
+                transport.open()
+            except (TTransport.TTransportException, OSError) as exc:
+                failures.append(f"{address}: {exc}")
+                continue
+            self._transport = transport
+            self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocolAccelerated(transport))
+            self.target = str(address)
+            return
+        raise ConnectionFailed(f"cannot connect to the metastore at {'; '.join(failures)}")
+
+    def _disconnect(self) -> None:
+        if self._transport is not None:
+            try:
+                self._transport.close()
+            except Exception:  # noqa: BLE001 - closing a broken socket may fail in any way; it is gone anyway
+                pass
+        self._transport = None
+        self._client = None
+
+    def _call(self, method: str, *args: Any) -> Any:
+        """Call a ThriftHiveMetastore method; Thrift exceptions become metastore.errors."""
+        with self._lock:
+            for attempt in (1, 2):
+                if self._client is None:
+                    try:
+                        self._connect()
+                    except ConnectionFailed as exc:
+                        raise ConnectionFailed(f"{method}: {exc}") from None
+                try:
+                    return getattr(self._client, method)(*args)
+                except (TTransportException, OSError, EOFError) as exc:
+                    # The connection is unusable after a transport error: drop it, and retry once.
+                    self._disconnect()
+                    if attempt == 2 or isinstance(exc, socket.timeout):
+                        raise ConnectionFailed(f"{method} on {self.target} failed: {exc}") from None
+                except TApplicationException as exc:
+                    raise MetastoreError(f"{method}: {exc.message or exc}") from None
+                except Exception as exc:
+                    kind = _ERRORS.get(type(exc))
+                    if kind is None:
+                        raise
+                    raise kind(getattr(exc, "message", None) or str(exc)) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # ------------------------------------------------------------------ catalog
+
+    def create_database(self, db: Database) -> None:
+        self._call("create_database", convert.database_to_thrift(db))
+
+    def get_database(self, name: str) -> Database:
+        return convert.database_from_thrift(self._call("get_database", name))
+
+    def list_databases(self, pattern: str | None = None) -> list[str]:
+        if pattern is None:
+            return list(self._call("get_all_databases"))
+        return list(self._call("get_databases", pattern))
+
+    def drop_database(self, name: str, *, delete_data: bool = True, cascade: bool = False) -> None:
+        self._call("drop_database", name, delete_data, cascade)
+
+    def create_table(self, table: Table) -> Table:
+        self._call("create_table", convert.table_to_thrift(table))
+        return self.get_table(table.db_name, table.table_name)
+
+    def get_table(self, db_name: str, table_name: str) -> Table:
+        return convert.table_from_thrift(self._call("get_table", db_name, table_name))
+
+    def list_tables(self, db_name: str, pattern: str | None = None) -> list[str]:
+        if pattern is None:
+            return list(self._call("get_all_tables", db_name))
+        return list(self._call("get_tables", db_name, pattern))
+
+    def alter_table(self, db_name: str, table_name: str, table: Table) -> None:
+        self._call("alter_table", db_name, table_name, convert.table_to_thrift(table))
+
+    def drop_table(self, db_name: str, table_name: str, *, delete_data: bool = True) -> None:
+        self._call("drop_table", db_name, table_name, delete_data)
+
+    def add_partitions(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition], *, if_not_exists: bool = False
+    ) -> list[Partition]:
+        if not partitions:
+            return []
+        request = tt.AddPartitionsRequest(
+            dbName=db_name, tblName=table_name, parts=[convert.partition_to_thrift(p) for p in partitions],
+            ifNotExists=if_not_exists, needResult=True, catName=DEFAULT_CATALOG,
+        )
+        result = self._call("add_partitions_req", request)
+        return [
+            convert.partition_from_thrift(p, db_name=db_name, table_name=table_name) for p in result.partitions or []
+        ]
+
+    def get_partition(self, db_name: str, table_name: str, values: Sequence[str]) -> Partition:
+        return convert.partition_from_thrift(self._call("get_partition", db_name, table_name, list(values)))
+
+    def list_partitions(
+        self, db_name: str, table_name: str, partial_values: Sequence[str] | None = None
+    ) -> list[Partition]:
+        if partial_values is None:
+            parts = self._call("get_partitions", db_name, table_name, -1)
+        else:
+            parts = self._call("get_partitions_ps", db_name, table_name, list(partial_values), -1)
+        return [convert.partition_from_thrift(p, db_name=db_name, table_name=table_name) for p in parts]
+
+    def list_partition_names(
+        self, db_name: str, table_name: str, partial_values: Sequence[str] | None = None
+    ) -> list[str]:
+        if partial_values is None:
+            return list(self._call("get_partition_names", db_name, table_name, -1))
+        return list(self._call("get_partition_names_ps", db_name, table_name, list(partial_values), -1))
+
+    def get_partitions_by_names(self, db_name: str, table_name: str, names: Sequence[str]) -> list[Partition]:
+        if not names:
+            return []
+        parts = self._call("get_partitions_by_names", db_name, table_name, list(names))
+        return [convert.partition_from_thrift(p, db_name=db_name, table_name=table_name) for p in parts]
+
+    def alter_partitions(self, db_name: str, table_name: str, partitions: Sequence[Partition]) -> None:
+        if partitions:
+            self._call("alter_partitions", db_name, table_name, [convert.partition_to_thrift(p) for p in partitions])
+
+    def drop_partitions(
+        self, db_name: str, table_name: str, names: Sequence[str], *, delete_data: bool = True,
+        if_exists: bool = False,
+    ) -> list[Partition]:
+        if not names:
+            return []
+        request = tt.DropPartitionsRequest(
+            dbName=db_name, tblName=table_name, parts=tt.RequestPartsSpec(names=list(names)),
+            deleteData=delete_data, ifExists=if_exists, needResult=True, catName=DEFAULT_CATALOG,
+        )
+        result = self._call("drop_partitions_req", request)
+        return [
+            convert.partition_from_thrift(p, db_name=db_name, table_name=table_name) for p in result.partitions or []
+        ]
+
+    # ------------------------------------------------------------------ statistics
+
+    def _write_batch(self, writes: Sequence[StatsWrite], *, merge: bool, engine: str) -> None:
+        col_stats = [
+            tt.ColumnStatistics(
+                statsDesc=tt.ColumnStatisticsDesc(
+                    isTblLevel=w.partition_name is None, dbName=w.db_name, tableName=w.table_name,
+                    partName=w.partition_name, lastAnalyzed=w.last_analyzed, catName=w.catalog,
+                ),
+                # Sketches go to the server so it can merge them (partition aggregation, needMerge).
+                statsObj=[entry_to_thrift(e, bit_vectors=True, histograms=True) for e in w.entries],
+                engine=engine,
+            )
+            for w in writes
+        ]
+        self._call("set_aggr_stats_for", tt.SetPartitionsStatsRequest(colStats=col_stats, needMerge=merge, engine=engine))
+
+    def table_statistics(
+        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE
+    ) -> list[ColumnStatsEntry]:
+        request = tt.TableStatsRequest(
+            dbName=db_name, tblName=table_name, colNames=list(columns), catName=DEFAULT_CATALOG, engine=engine
+        )
+        return [entry_from_thrift(o) for o in self._call("get_table_statistics_req", request).tableStats or []]
+
+    def partition_statistics(
+        self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
+        engine: str = DEFAULT_ENGINE,
+    ) -> dict[str, list[ColumnStatsEntry]]:
+        request = tt.PartitionsStatsRequest(
+            dbName=db_name, tblName=table_name, colNames=list(columns), partNames=list(partition_names),
+            catName=DEFAULT_CATALOG, engine=engine,
+        )
+        result = self._call("get_partitions_statistics_req", request)
+        return {name: [entry_from_thrift(o) for o in objs] for name, objs in (result.partStats or {}).items()}
+
+    def aggregate_statistics(
+        self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
+        engine: str = DEFAULT_ENGINE,
+    ) -> AggregateResult:
+        request = tt.PartitionsStatsRequest(
+            dbName=db_name, tblName=table_name, colNames=list(columns), partNames=list(partition_names),
+            catName=DEFAULT_CATALOG, engine=engine,
+        )
+        result = self._call("get_aggr_stats_for", request)
+        return AggregateResult([entry_from_thrift(o) for o in result.colStats or []], result.partsFound or 0)
+
+    def delete_table_statistics(
+        self, db_name: str, table_name: str, columns: Sequence[str] | None = None, *, engine: str = DEFAULT_ENGINE
+    ) -> None:
+        if columns is None:
+            self._call("delete_table_column_statistics", db_name, table_name, None, engine)
+            return
+        for column in columns:
+            self._call("delete_table_column_statistics", db_name, table_name, column, engine)
+
+    def delete_partition_statistics(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        columns: Sequence[str] | None = None, *, engine: str = DEFAULT_ENGINE,
+    ) -> None:
+
+        request = tt.DeleteColumnStatisticsRequest(
+            cat_name=DEFAULT_CATALOG, db_name=db_name, tbl_name=table_name,
+            part_names=None if partition_names is None else list(partition_names),
+            col_names=None if columns is None else list(columns), engine=engine, tableLevel=False,
+        )
+        self._call("delete_column_statistics_req", request)
+
+    def close(self) -> None:
+        with self._lock:
+            self._disconnect()
