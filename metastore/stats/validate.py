@@ -8,26 +8,21 @@ send differently (Hive 2.3/3 send timestamp statistics as ``longStats``).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
 from metastore.catalog import FieldSchema
 from metastore.errors import InvalidInput
+from metastore.stats.decimals import decimal_type_of, fit_decimal
+from metastore.stats.kinds import KIND_SPECS, FlatStats, ValueType, spec_for
 from metastore.stats.kll import KllFormatError, kll_from_bytes
 from metastore.stats.model import (
-    BinaryStats,
-    BooleanStats,
     ColumnStats,
     ColumnStatsEntry,
-    DateStats,
-    DecimalStats,
-    DoubleStats,
     LongStats,
     StatsKind,
-    StringStats,
-    TimestampStats,
     kind_for_type,
 )
 from metastore.stats.ndv import NdvFormatError, NdvSketch
@@ -35,18 +30,9 @@ from metastore.stats.ndv import NdvFormatError, NdvSketch
 __all__ = ["UNION_MEMBER", "normalize_entry", "normalize_stats"]
 
 # The ColumnStatisticsData union member names, as Hive clients know them.
-UNION_MEMBER: dict[StatsKind, str] = {
-    StatsKind.BOOLEAN: "booleanStats",
-    StatsKind.LONG: "longStats",
-    StatsKind.DOUBLE: "doubleStats",
-    StatsKind.STRING: "stringStats",
-    StatsKind.BINARY: "binaryStats",
-    StatsKind.DECIMAL: "decimalStats",
-    StatsKind.DATE: "dateStats",
-    StatsKind.TIMESTAMP: "timestampStats",
-}
+UNION_MEMBER: dict[StatsKind, str] = {kind: spec.union_member for kind, spec in KIND_SPECS.items()}
 
-_INTEGER_VALUED = (LongStats, DateStats, TimestampStats)
+Bound = int | float | Decimal
 
 
 def normalize_entry(
@@ -87,85 +73,83 @@ def normalize_stats(
     if stats.kind is not expected:
         if expected is StatsKind.TIMESTAMP and isinstance(stats, LongStats):
             # Hive 2.3/3.x clients have no timestampStats member and send epoch seconds as longStats.
-            stats = TimestampStats(
-                num_nulls=stats.num_nulls,
-                num_dvs=stats.num_dvs,
-                bit_vector=stats.bit_vector,
-                histogram=stats.histogram,
-                low=stats.low,
-                high=stats.high,
-            )
+            stats = spec_for(StatsKind.TIMESTAMP).build(**vars(spec_for(StatsKind.LONG).flatten(stats)))
         else:
             raise InvalidInput(f"{where} is {column_type}, got {UNION_MEMBER[stats.kind]}")
 
-    changes: dict[str, object] = {}
-    _check_count(where, "numNulls", stats.num_nulls)
-    if isinstance(stats, BooleanStats):
-        _check_count(where, "numTrues", stats.num_trues)
-        _check_count(where, "numFalses", stats.num_falses)
-    if hasattr(stats, "num_dvs"):
-        _check_count(where, "numDVs", stats.num_dvs)
-    if isinstance(stats, StringStats | BinaryStats):
-        _check_count(where, "maxColLen", stats.max_col_len)
-        avg = _number(where, "avgColLen", stats.avg_col_len)
-        if avg < 0:
-            raise InvalidInput(f"{where}: avgColLen must not be negative, got {stats.avg_col_len}")
-        if avg > stats.max_col_len:
-            raise InvalidInput(f"{where}: avgColLen {avg} is greater than maxColLen {stats.max_col_len}")
-        changes["avg_col_len"] = avg
+    spec = spec_for(stats.kind)
+    flat = spec.flatten(stats)
+    _check_count(where, "numNulls", flat.num_nulls)
+    if spec.has_booleans:
+        _check_count(where, "numTrues", flat.num_trues)
+        _check_count(where, "numFalses", flat.num_falses)
+    if spec.has_ndv:
+        _check_count(where, "numDVs", flat.num_dvs)
+    avg_col_len = flat.avg_col_len
+    if spec.has_lengths:
+        max_col_len = _check_count(where, "maxColLen", flat.max_col_len)
+        avg_col_len = _number(where, "avgColLen", flat.avg_col_len)
+        if avg_col_len < 0:
+            raise InvalidInput(f"{where}: avgColLen must not be negative, got {flat.avg_col_len}")
+        if avg_col_len > max_col_len:
+            raise InvalidInput(f"{where}: avgColLen {avg_col_len} is greater than maxColLen {max_col_len}")
 
-    if isinstance(stats, _INTEGER_VALUED):
-        low = _integer(where, "lowValue", stats.low)
-        high = _integer(where, "highValue", stats.high)
-        changes.update(low=low, high=high)
-        _check_order(where, low, high)
-    elif isinstance(stats, DoubleStats):
-        low = _double(where, "lowValue", stats.low)
-        high = _double(where, "highValue", stats.high)
-        changes.update(low=low, high=high)
-        _check_order(where, low, high)
-    elif isinstance(stats, DecimalStats):
-        low = _decimal(where, "lowValue", stats.low)
-        high = _decimal(where, "highValue", stats.high)
-        changes.update(low=low, high=high)
-        _check_order(where, low, high)
+    low, high = flat.low, flat.high
+    if spec.values is not None:
+        low = _VALUE_CHECKS[spec.values](where, "lowValue", low, column_type)
+        high = _VALUE_CHECKS[spec.values](where, "highValue", high, column_type)
+        if low is not None and high is not None and low > high:
+            raise InvalidInput(f"{where}: lowValue {low} is greater than highValue {high}")
 
     if num_rows is not None:
-        if stats.num_nulls > num_rows:
-            raise InvalidInput(f"{where}: numNulls {stats.num_nulls} exceeds the {num_rows} rows of {owner}")
-        if isinstance(stats, BooleanStats):
-            total = stats.num_trues + stats.num_falses + stats.num_nulls
+        if flat.num_nulls > num_rows:
+            raise InvalidInput(f"{where}: numNulls {flat.num_nulls} exceeds the {num_rows} rows of {owner}")
+        if spec.has_booleans:
+            total = (flat.num_trues or 0) + (flat.num_falses or 0) + flat.num_nulls
             if total > num_rows:
                 raise InvalidInput(
                     f"{where}: numTrues + numFalses + numNulls = {total} exceeds the {num_rows} rows of {owner}"
                 )
 
     # Hive treats an empty bitVector or histogram as absent.
-    if stats.bit_vector is not None and len(stats.bit_vector) == 0:
-        changes["bit_vector"] = None
-    elif stats.bit_vector is not None:
-        try:
-            NdvSketch.from_bytes(stats.bit_vector)
-        except NdvFormatError as exc:
-            raise InvalidInput(f"{where}: {exc}") from None
-        changes["bit_vector"] = bytes(stats.bit_vector)
-    histogram = getattr(stats, "histogram", None)
-    if histogram is not None and len(histogram) == 0:
-        changes["histogram"] = None
-    elif histogram is not None:
-        try:
-            kll_from_bytes(histogram)
-        except KllFormatError as exc:
-            raise InvalidInput(f"{where}: {exc}") from None
-        changes["histogram"] = bytes(histogram)
-    return dataclasses.replace(stats, **changes) if changes else stats
+    bit_vector = _sketch_bytes(where, flat.bit_vector, _check_bit_vector)
+    histogram = _sketch_bytes(where, flat.histogram, kll_from_bytes) if spec.has_histogram else None
+    normalized = FlatStats(
+        num_nulls=flat.num_nulls,
+        bit_vector=bit_vector,
+        num_dvs=flat.num_dvs,
+        histogram=histogram,
+        low=low,
+        high=high,
+        num_trues=flat.num_trues,
+        num_falses=flat.num_falses,
+        max_col_len=flat.max_col_len,
+        avg_col_len=avg_col_len,
+    )
+    return spec.build(**vars(normalized))
 
 
-def _check_count(where: str, name: str, value: object) -> None:
+def _check_bit_vector(data: bytes) -> object:
+    return NdvSketch.from_bytes(data)
+
+
+def _sketch_bytes(where: str, data: bytes | None, reader: Callable[[bytes], object]) -> bytes | None:
+    """Sketch bytes as stored: None for absent or empty, InvalidInput naming the sketch when unreadable."""
+    if data is None or len(data) == 0:
+        return None
+    try:
+        reader(data)
+    except (NdvFormatError, KllFormatError) as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
+    return bytes(data)
+
+
+def _check_count(where: str, name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidInput(f"{where}: {name} must be an integer, got {value!r}")
     if value < 0:
         raise InvalidInput(f"{where}: {name} must not be negative, got {value}")
+    return int(value)
 
 
 def _number(where: str, name: str, value: object) -> float:
@@ -177,7 +161,7 @@ def _number(where: str, name: str, value: object) -> float:
     return result
 
 
-def _integer(where: str, name: str, value: object) -> int | None:
+def _integer(where: str, name: str, value: object, column_type: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -185,13 +169,13 @@ def _integer(where: str, name: str, value: object) -> int | None:
     return int(value)
 
 
-def _double(where: str, name: str, value: object) -> float | None:
+def _double(where: str, name: str, value: object, column_type: str) -> float | None:
     if value is None:
         return None
     return _number(where, name, value)
 
 
-def _decimal(where: str, name: str, value: object) -> Decimal | None:
+def _decimal(where: str, name: str, value: object, column_type: str) -> Decimal | None:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -201,7 +185,9 @@ def _decimal(where: str, name: str, value: object) -> Decimal | None:
             result = value
         elif isinstance(value, float):
             result = Decimal(repr(value))
-        elif isinstance(value, numbers.Integral | str):
+        elif isinstance(value, numbers.Integral):
+            result = Decimal(int(value))
+        elif isinstance(value, str):
             result = Decimal(value)
         else:
             raise InvalidInput(f"{where}: {name} must be a decimal, got {value!r}")
@@ -209,9 +195,15 @@ def _decimal(where: str, name: str, value: object) -> Decimal | None:
         raise InvalidInput(f"{where}: {name} must be a decimal, got {value!r}") from None
     if not result.is_finite():
         raise InvalidInput(f"{where}: {name} must be a finite decimal, got {value!r}")
-    return result
+    declared = decimal_type_of(column_type)
+    if declared is None:
+        raise InvalidInput(f"{where}: {column_type} is not a valid decimal type")
+    return fit_decimal(result, declared, where=where, name=name)
 
 
-def _check_order(where: str, low: object, high: object) -> None:
-    if low is not None and high is not None and low > high:  # type: ignore[operator]
-        raise InvalidInput(f"{where}: lowValue {low} is greater than highValue {high}")
+# How low/high values of each value type are checked and converted (the column type bounds decimals).
+_VALUE_CHECKS: dict[ValueType, Callable[[str, str, object, str], Bound | None]] = {
+    ValueType.INTEGER: _integer,
+    ValueType.FLOAT: _double,
+    ValueType.DECIMAL: _decimal,
+}

@@ -268,3 +268,44 @@ def test_column_name_comes_from_the_table() -> None:
     entry = ColumnStatsEntry("PRICE", "bigint", LongStats(num_nulls=0, num_dvs=0))
     out = normalize_entry(entry, FieldSchema("price", "bigint"), owner=OWNER)
     assert out.column == "price"
+
+
+def test_decimal_bounds_must_fit_the_column_precision_and_scale() -> None:
+    huge = Decimal("9" * 5000)
+    with pytest.raises(InvalidInput) as info:
+        check("amount", "decimal(38,4)", DecimalStats(num_nulls=0, num_dvs=1, low=Decimal(1), high=huge))
+    message = str(info.value)
+    assert "column 'amount' of sales.orders: highValue 9999" in message
+    assert "(5000 digits) has 5000 digits before the decimal point" in message
+    assert "decimal(38,4) allows 34" in message
+    assert len(message) < 300  # the value is shown cut short, not in full
+    rejects(
+        r"column 'amount' of sales.orders: lowValue 1.23456 has 5 digits after the decimal point; "
+        r"the column's type decimal\(38,4\) allows 4",
+        "amount",
+        "decimal(38,4)",
+        DecimalStats(num_nulls=0, num_dvs=1, low=Decimal("1.23456")),
+    )
+    # decimal alone is Hive's decimal(10,0)
+    rejects(r"lowValue 0.5 has 1 digits after the decimal point; the column's type decimal\(10,0\) allows 0",
+            "n", "decimal", DecimalStats(num_nulls=0, num_dvs=1, low=Decimal("0.5")))
+    rejects(r"highValue 123 has 3 digits before the decimal point; the column's type decimal\(4,2\) allows 2",
+            "n", "decimal(4,2)", DecimalStats(num_nulls=0, num_dvs=1, high=123))
+    rejects(r"lowValue -1E\+3 has 4 digits before the decimal point; the column's type decimal\(5,2\) allows 3",
+            "n", "decimal(5,2)", DecimalStats(num_nulls=0, num_dvs=1, low=Decimal("-1E+3")))
+
+
+def test_decimal_bounds_that_fit_after_dropping_trailing_zeros_are_kept_at_the_column_scale() -> None:
+    out = check("amount", "decimal(38,4)",
+                DecimalStats(num_nulls=0, num_dvs=2, low=Decimal("-0.000"), high=Decimal("1.50000000")))
+    assert out.stats.high == Decimal("1.5") and out.stats.high.as_tuple().exponent == -4
+    assert out.stats.low == 0 and out.stats.low.as_tuple() == Decimal("0.000").as_tuple()
+    # the largest values of the type fit exactly; a positive exponent becomes scale 0
+    top = Decimal("9" * 34 + "." + "9" * 4)
+    out = check("amount", "decimal(38,4)", DecimalStats(num_nulls=0, num_dvs=2, low=top.copy_negate(), high=top))
+    assert (out.stats.low, out.stats.high) == (top.copy_negate(), top)
+    out = check("n", "decimal(5,0)", DecimalStats(num_nulls=0, num_dvs=1, low=Decimal("1E+3")))
+    assert out.stats.low == 1000 and out.stats.low.as_tuple().exponent == 0
+    # values are never rounded to fit
+    rejects(r"has 3 digits after the decimal point", "n", "decimal(10,2)",
+            DecimalStats(num_nulls=0, num_dvs=1, low=Decimal("1.005")))
