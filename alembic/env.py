@@ -16,6 +16,7 @@ from alembic import context
 from metastore.config import Settings
 from metastore.store.engine import create_engine
 from metastore.store.schema import metadata
+from metastore.store.urls import database_url_text
 
 config = context.config
 
@@ -30,13 +31,13 @@ _PG_MIGRATION_LOCK = 0x6D657461_73746F72
 
 
 def _database_url() -> str:
+    """The target URL as the server would read it (a plain postgresql:// gets the psycopg2 driver we ship)."""
     url = context.get_x_argument(as_dictionary=True).get("db")
-    if url:
-        return url
-    url = config.get_main_option("sqlalchemy.url")
-    if url:
-        return url
-    return Settings.from_env().db
+    if not url:
+        url = config.get_main_option("sqlalchemy.url")
+    if not url:
+        url = Settings.from_env().db
+    return database_url_text(url)
 
 
 def run_migrations_offline() -> None:

@@ -25,7 +25,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--db",
         help="SQLAlchemy database URL (default: an SQLite file in the user's data directory; "
-        "PostgreSQL: postgresql+psycopg2://user@host/dbname)",
+        "PostgreSQL: postgresql://user@host/dbname)",
     )
     p.add_argument("--warehouse", help="default directory for new databases and tables")
     p.add_argument("--workers", type=int, help="worker processes sharing the port (default: one per core)")

@@ -9,7 +9,7 @@ from metastore.store import migrate
 
 _DB_HELP = (
     "SQLAlchemy database URL (default: METASTORE_DB, else the embedded SQLite file in the user's data "
-    "directory; PostgreSQL: postgresql+psycopg2://user@host/dbname)"
+    "directory; PostgreSQL: postgresql://user@host/dbname)"
 )
 
 

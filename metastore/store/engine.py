@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from metastore.errors import MetastoreError
+from metastore.store.sqlite_files import create_private_database_file, is_file_database
+from metastore.store.urls import database_url
 
 # How long an SQLite writer waits for another writer's lock before failing with "database is locked".
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -25,10 +26,7 @@ SQLITE_BEGIN = "sqlite_begin"
 def create_engine(url: str, **kwargs: object) -> Engine:
     """An engine for `url`: SQLite gets WAL, busy_timeout, foreign keys and BEGIN IMMEDIATE; PostgreSQL a
     pre-pinged pool. Safe to call in a forked worker; engines inherited across fork() are invalidated."""
-    try:
-        parsed = sa.engine.make_url(url)
-    except sa.exc.ArgumentError as exc:
-        raise MetastoreError(f"not a database URL: {url!r} ({exc})") from None
+    parsed = database_url(url)  # a plain postgresql:// gets the psycopg2 driver we ship
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         engine = _sqlite_engine(parsed, **kwargs)
@@ -49,8 +47,8 @@ def create_engine(url: str, **kwargs: object) -> Engine:
 
 def _sqlite_engine(parsed: sa.engine.URL, **kwargs: object) -> Engine:
     database = parsed.database
-    if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if is_file_database(database):
+        create_private_database_file(database)  # 0600 before SQLite creates it world-readable
     connect_args = dict(kwargs.pop("connect_args", {}) or {})  # type: ignore[call-overload]
     connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
     # Connections move between the server's threads through the pool, never used by two at once.
