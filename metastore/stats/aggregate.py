@@ -41,23 +41,19 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TypeVar
 
 from metastore.errors import InvalidInput
-from metastore.stats.kll import KllFormatError, kll_from_bytes
-from metastore.stats.model import (
-    BinaryStats,
-    BooleanStats,
-    ColumnStats,
-    StatsKind,
-    StringStats,
-    kind_for_type,
-)
+from metastore.stats.kinds import FlatStats, KindSpec, ValueType, spec_of
+from metastore.stats.kll import KllFormatError, kll_merge_all
+from metastore.stats.merge import max_present, min_present
+from metastore.stats.model import ColumnStats, kind_for_type
 from metastore.stats.ndv import NdvFormatError, NdvSketch
-from metastore.stats.validate import UNION_MEMBER
 
 __all__ = ["aggregate_partition_stats"]
 
-_LONG_KINDS = {StatsKind.LONG, StatsKind.DATE, StatsKind.TIMESTAMP}
+Bound = int | float | Decimal
+_O = TypeVar("_O", int, float)
 
 
 def _java_long(x: float) -> int:
@@ -91,8 +87,8 @@ class _Point:
     """One partition, or one pseudo-partition of merged adjacent partitions, on the index axis."""
 
     index: float
-    low: object
-    high: object
+    low: Bound | None
+    high: Bound | None
     num_nulls: int
     num_dvs: int
     max_col_len: int = 0
@@ -125,43 +121,45 @@ def aggregate_partition_stats(
             f"partition indices must be distinct and within 0..{num_partitions - 1}, got {indices}"
         )
     ordered = sorted(parts, key=lambda p: p[0])
-    kind = _common_kind(column_type, [s for _, s in ordered])
-    stats = [s for _, s in ordered]
+    spec = _common_spec(column_type, [s for _, s in ordered])
+    stats = [spec.flatten(s) for _, s in ordered]
 
-    if kind is StatsKind.BOOLEAN:
-        return BooleanStats(
+    if spec.has_booleans:
+        return spec.build(
             num_nulls=sum(s.num_nulls for s in stats),
-            num_trues=sum(s.num_trues for s in stats),  # type: ignore[attr-defined]
-            num_falses=sum(s.num_falses for s in stats),  # type: ignore[attr-defined]
+            num_trues=sum(s.num_trues or 0 for s in stats),
+            num_falses=sum(s.num_falses or 0 for s in stats),
         )
-    if kind is StatsKind.BINARY:
-        return BinaryStats(
+    if not spec.has_ndv:  # binary: lengths only
+        return spec.build(
             num_nulls=sum(s.num_nulls for s in stats),
-            max_col_len=max(s.max_col_len for s in stats),  # type: ignore[attr-defined]
-            avg_col_len=max(s.avg_col_len for s in stats),  # type: ignore[attr-defined]
+            max_col_len=max(s.max_col_len or 0 for s in stats),
+            avg_col_len=max(s.avg_col_len or 0.0 for s in stats),
         )
 
     sketches = _mergeable_sketches(stats)
     if len(ordered) == num_partitions or len(ordered) < 2:
-        return _aggregate_all_found(kind, stats, sketches, num_partitions, ndv_tuner, use_density)
-    return _extrapolate(kind, ordered, sketches, num_partitions, use_density)
+        return _aggregate_all_found(spec, stats, sketches, num_partitions, ndv_tuner, use_density)
+    indexed = [(float(i), s) for (i, _), s in zip(ordered, stats, strict=True)]
+    return _extrapolate(spec, indexed, sketches, num_partitions, use_density)
 
 
-def _common_kind(column_type: str, stats: list[ColumnStats]) -> StatsKind:
+def _common_spec(column_type: str, stats: list[ColumnStats]) -> KindSpec:
     expected = kind_for_type(column_type)
-    kinds = {getattr(type(s), "kind", None) for s in stats}
-    if None in kinds:
-        raise InvalidInput("partition statistics must be typed column statistics")
-    if len(kinds) > 1:
-        names = ", ".join(sorted(UNION_MEMBER[k] for k in kinds))  # type: ignore[index]
+    try:
+        specs = {spec_of(s) for s in stats}
+    except TypeError:
+        raise InvalidInput("partition statistics must be typed column statistics") from None
+    if len(specs) > 1:
+        names = ", ".join(sorted(s.union_member for s in specs))
         raise InvalidInput(f"partition statistics of a {column_type} column mix kinds: {names}")
-    (kind,) = kinds
-    if expected is not None and kind is not expected:
-        raise InvalidInput(f"a {column_type} column cannot aggregate {UNION_MEMBER[kind]}")  # type: ignore[index]
-    return kind  # type: ignore[return-value]
+    (spec,) = specs
+    if expected is not None and spec.kind is not expected:
+        raise InvalidInput(f"a {column_type} column cannot aggregate {spec.union_member}")
+    return spec
 
 
-def _mergeable_sketches(stats: list[ColumnStats]) -> list[NdvSketch] | None:
+def _mergeable_sketches(stats: list[FlatStats]) -> list[NdvSketch] | None:
     """Every partition's sketch, if all have a readable one and all can merge with each other."""
     sketches = []
     for s in stats:
@@ -184,144 +182,158 @@ def _union(sketches: Sequence[NdvSketch]) -> NdvSketch:
     return result
 
 
-def _as_float(value: object) -> float:
-    return float(value)  # type: ignore[arg-type]
-
-
-def _span(kind: StatsKind, low: object, high: object) -> float | int:
+def _span(spec: KindSpec, low: Bound, high: Bound) -> float | int:
     """``high - low`` in the arithmetic Hive uses for the kind (long for integer kinds)."""
-    if kind in _LONG_KINDS:
-        return int(high) - int(low)  # type: ignore[call-overload]
-    return _as_float(high) - _as_float(low)
+    if spec.values is ValueType.INTEGER:
+        return int(high) - int(low)
+    return float(high) - float(low)
 
 
-def _density(kind: StatsKind, low: object, high: object, ndv: int) -> float | None:
+def _density(spec: KindSpec, low: Bound | None, high: Bound | None, ndv: int) -> float | None:
     """One partition's ``(high - low) / numDVs`` (long division for integer kinds), None if undefined."""
     if low is None or high is None or ndv == 0:
         return None
-    span = _span(kind, low, high)
-    if kind in _LONG_KINDS:
+    span = _span(spec, low, high)
+    if spec.values is ValueType.INTEGER:
         return float(_java_div(int(span), ndv))
     return span / ndv
 
 
-def _merge_histograms(stats: list[ColumnStats]) -> bytes | None:
-    blobs = [getattr(s, "histogram", None) for s in stats]
-    if not blobs or not all(blobs):
+def _merge_histograms(stats: list[FlatStats]) -> bytes | None:
+    blobs = [s.histogram for s in stats]
+    present = [b for b in blobs if b]
+    if not present or len(present) != len(blobs):
         return None
     try:
-        merged = kll_from_bytes(blobs[0])  # type: ignore[arg-type]
-        for blob in blobs[1:]:
-            merged.merge(kll_from_bytes(blob))  # type: ignore[arg-type]
+        return kll_merge_all(present)
     except KllFormatError:
         return None
-    return merged.serialize()
 
 
-def _min_max(values: list, fn: Callable) -> object:
-    present = [v for v in values if v is not None]
-    return fn(present) if present else None
+def _lowest(values: list[Bound | None]) -> Bound | None:
+    result: Bound | None = None
+    for v in values:
+        result = min_present(result, v)
+    return result
+
+
+def _highest(values: list[Bound | None]) -> Bound | None:
+    result: Bound | None = None
+    for v in values:
+        result = max_present(result, v)
+    return result
 
 
 def _aggregate_all_found(
-    kind: StatsKind,
-    stats: list[ColumnStats],
+    spec: KindSpec,
+    stats: list[FlatStats],
     sketches: list[NdvSketch] | None,
     num_partitions: int,
     ndv_tuner: float,
     use_density: bool,
 ) -> ColumnStats:
     num_nulls = sum(s.num_nulls for s in stats)
-    ndvs = [s.num_dvs for s in stats]  # type: ignore[attr-defined]
+    ndvs = [s.num_dvs or 0 for s in stats]
     lower, higher = max(ndvs), sum(ndvs)
     bit_vector = None
+    num_dvs: int | None
     if sketches is not None:
         union = _union(sketches)
         num_dvs = union.estimate()
         bit_vector = union.to_bytes()
-    elif kind is StatsKind.STRING:
+    elif spec.values is None:  # strings
         num_dvs = lower
     else:
         num_dvs = None
-    if kind is StatsKind.STRING:
-        return StringStats(
+    if spec.values is None:
+        return spec.build(
             num_nulls=num_nulls,
-            num_dvs=num_dvs,  # type: ignore[arg-type]
+            num_dvs=num_dvs,
             bit_vector=bit_vector,
-            max_col_len=max(s.max_col_len for s in stats),  # type: ignore[attr-defined]
-            avg_col_len=max(s.avg_col_len for s in stats),  # type: ignore[attr-defined]
+            max_col_len=max(s.max_col_len or 0 for s in stats),
+            avg_col_len=max(s.avg_col_len or 0.0 for s in stats),
         )
-    low = _min_max([s.low for s in stats], min)  # type: ignore[attr-defined]
-    high = _min_max([s.high for s in stats], max)  # type: ignore[attr-defined]
+    low = _lowest([s.low for s in stats])
+    high = _highest([s.high for s in stats])
     if num_dvs is None:
         if use_density and low is not None and high is not None:
-            densities = [_density(kind, s.low, s.high, s.num_dvs) for s in stats]  # type: ignore[attr-defined]
+            densities = [_density(spec, s.low, s.high, s.num_dvs or 0) for s in stats]
             density_avg = sum(d for d in densities if d is not None) / num_partitions
-            estimate = _java_long(_java_fdiv(float(_span(kind, low, high)), density_avg))
+            estimate = _java_long(_java_fdiv(float(_span(spec, low, high)), density_avg))
             num_dvs = min(max(estimate, lower), higher)
         else:
             num_dvs = _java_long(lower + (higher - lower) * ndv_tuner)
-    return type(stats[0])(
+    return spec.build(
         num_nulls=num_nulls,
         num_dvs=num_dvs,
         bit_vector=bit_vector,
         histogram=_merge_histograms(stats),
         low=low,
         high=high,
-    )  # type: ignore[call-arg]
+    )
 
 
 def _points(
-    kind: StatsKind, ordered: list[tuple[int, ColumnStats]], sketches: list[NdvSketch] | None
+    spec: KindSpec, indexed: list[tuple[float, FlatStats]], sketches: list[NdvSketch] | None
 ) -> list[_Point]:
     """The (pseudo-)partitions extrapolation works on, in index order."""
-    is_string = kind is StatsKind.STRING
+    is_string = spec.values is None
     if sketches is None:
         return [
             _Point(
-                index=float(i),
-                low=getattr(s, "low", None),
-                high=getattr(s, "high", None),
+                index=i,
+                low=s.low,
+                high=s.high,
                 num_nulls=s.num_nulls,
-                num_dvs=s.num_dvs,  # type: ignore[attr-defined]
-                max_col_len=s.max_col_len if is_string else 0,  # type: ignore[attr-defined]
-                avg_col_len=s.avg_col_len if is_string else 0.0,  # type: ignore[attr-defined]
+                num_dvs=s.num_dvs or 0,
+                max_col_len=(s.max_col_len or 0) if is_string else 0,
+                avg_col_len=(s.avg_col_len or 0.0) if is_string else 0.0,
             )
-            for i, s in ordered
+            for i, s in indexed
         ]
     runs: list[list[int]] = []
-    for pos, (index, _) in enumerate(ordered):
-        if runs and ordered[runs[-1][-1]][0] + 1 == index:
+    for pos, (index, _) in enumerate(indexed):
+        if runs and indexed[runs[-1][-1]][0] + 1 == index:
             runs[-1].append(pos)
         else:
             runs.append([pos])
     points = []
     for run in runs:
-        members = [ordered[pos][1] for pos in run]
+        members = [indexed[pos][1] for pos in run]
         points.append(
             _Point(
-                index=sum(ordered[pos][0] for pos in run) / len(run),
-                low=None if is_string else _min_max([m.low for m in members], min),  # type: ignore[attr-defined]
-                high=None if is_string else _min_max([m.high for m in members], max),  # type: ignore[attr-defined]
+                index=sum(indexed[pos][0] for pos in run) / len(run),
+                low=None if is_string else _lowest([m.low for m in members]),
+                high=None if is_string else _highest([m.high for m in members]),
                 num_nulls=sum(m.num_nulls for m in members),
                 num_dvs=_union([sketches[pos] for pos in run]).estimate(),
-                max_col_len=max(m.max_col_len for m in members) if is_string else 0,  # type: ignore[attr-defined]
-                avg_col_len=max(m.avg_col_len for m in members) if is_string else 0.0,  # type: ignore[attr-defined]
+                max_col_len=max(m.max_col_len or 0 for m in members) if is_string else 0,
+                avg_col_len=max(m.avg_col_len or 0.0 for m in members) if is_string else 0.0,
             )
         )
     return points
 
 
-def _extreme_line(
-    points: list[_Point], value: Callable[[_Point], object]
-) -> tuple[float, float, object, object] | None:
-    """(minInd, maxInd, min, max) of ``value`` over the points that have it, sorted by value (stable)."""
-    present = [p for p in points if value(p) is not None]
-    if not present:
+def _extreme_points(points: list[_Point], value: Callable[[_Point], Bound | None]) -> tuple[_Point, _Point] | None:
+    """The points holding the smallest and the largest ``value`` among those that have it, sorted by value
+    (stable: ties keep index order)."""
+    keyed: list[tuple[Bound, int, _Point]] = []
+    for order, p in enumerate(points):
+        v = value(p)
+        if v is not None:
+            keyed.append((v, order, p))
+    if not keyed:
         return None
-    present.sort(key=lambda p: value(p))  # type: ignore[arg-type, return-value]
-    first, last = present[0], present[-1]
-    return first.index, last.index, value(first), value(last)  # type: ignore[return-value]
+    keyed.sort(key=lambda item: (item[0], item[1]))
+    return keyed[0][2], keyed[-1][2]
+
+
+def _extreme_line(points: list[_Point], value: Callable[[_Point], _O]) -> tuple[float, float, _O, _O]:
+    """(minInd, maxInd, min, max) of a value every point has, over the points sorted by it (stable)."""
+    found = _extreme_points(points, value)
+    assert found is not None  # every point has the value
+    first, last = found
+    return first.index, last.index, value(first), value(last)
 
 
 def _extrapolate_high(min_ind: float, max_ind: float, lo: float, hi: float, num_parts: int) -> float:
@@ -332,19 +344,24 @@ def _extrapolate_high(min_ind: float, max_ind: float, lo: float, hi: float, num_
     return lo + (hi - lo) * min_ind / (min_ind - max_ind)
 
 
-def _line(kind: StatsKind, points: list[_Point], attr: str, num_parts: int, *, upper: bool) -> object:
+def _line(
+    spec: KindSpec, points: list[_Point], value: Callable[[_Point], Bound | None], num_parts: int, *, upper: bool
+) -> Bound | None:
     """Extrapolated low (``upper=False``) or high value, linear in the index through the extreme points."""
-    found = _extreme_line(points, lambda p: getattr(p, attr))
+    found = _extreme_points(points, value)
     if found is None:
         return None
-    min_ind, max_ind, lo, hi = found
+    first, last = found
+    min_ind, max_ind = first.index, last.index
+    lo, hi = value(first), value(last)
+    assert lo is not None and hi is not None
     if min_ind == max_ind:
         return lo  # nothing to extrapolate: the value itself
-    long_kind = kind in _LONG_KINDS
+    long_kind = spec.values is ValueType.INTEGER
     # Java evaluates (max - min) in the value type, then mixes in the double index.
-    diff = float(int(hi) - int(lo)) if long_kind else _as_float(hi) - _as_float(lo)  # type: ignore[call-overload]
-    lo_f = float(lo) if long_kind else _as_float(lo)  # type: ignore[arg-type]
-    hi_f = float(hi) if long_kind else _as_float(hi)  # type: ignore[arg-type]
+    diff = float(int(hi) - int(lo)) if long_kind else float(hi) - float(lo)
+    lo_f = float(lo)
+    hi_f = float(hi)
     if upper:
         if min_ind < max_ind:
             x = lo_f + diff * (num_parts - min_ind) / (max_ind - min_ind)
@@ -356,20 +373,20 @@ def _line(kind: StatsKind, points: list[_Point], attr: str, num_parts: int, *, u
         x = hi_f - diff * (num_parts - max_ind) / (min_ind - max_ind)
     if long_kind:
         return _java_long(x)
-    if kind is StatsKind.DECIMAL:
+    if spec.values is ValueType.DECIMAL:
         return Decimal(repr(x))
     return x
 
 
 def _extrapolate(
-    kind: StatsKind,
-    ordered: list[tuple[int, ColumnStats]],
+    spec: KindSpec,
+    indexed: list[tuple[float, FlatStats]],
     sketches: list[NdvSketch] | None,
     num_parts: int,
     use_density: bool,
 ) -> ColumnStats:
-    points = _points(kind, ordered, sketches)
-    num_with_stats = len(ordered)
+    points = _points(spec, indexed, sketches)
+    num_with_stats = len(indexed)
     num_nulls = sum(p.num_nulls for p in points) * num_parts // num_with_stats
 
     # NDV bounds and the linear fallback, over the points sorted by NDV.
@@ -382,28 +399,24 @@ def _extrapolate(
         else float(first.num_dvs)
     )
 
-    if kind is StatsKind.STRING:
-        avg_found = _extreme_line(points, lambda p: p.avg_col_len)
-        assert avg_found is not None
-        avg_col_len = _extrapolate_high(*avg_found, num_parts)  # type: ignore[arg-type]
-        max_found = _extreme_line(points, lambda p: p.max_col_len)
-        assert max_found is not None
-        max_col_len = _java_long(_extrapolate_high(*map(float, max_found), num_parts))  # type: ignore[arg-type]
-        return StringStats(
+    if spec.values is None:  # strings
+        avg_col_len = _extrapolate_high(*_extreme_line(points, lambda p: p.avg_col_len), num_parts)
+        min_ind, max_ind, lo_len, hi_len = _extreme_line(points, lambda p: p.max_col_len)
+        max_col_len = _java_long(_extrapolate_high(min_ind, max_ind, float(lo_len), float(hi_len), num_parts))
+        return spec.build(
             num_nulls=num_nulls,
             num_dvs=linear_ndv,
             max_col_len=max_col_len,
             avg_col_len=avg_col_len,
         )
 
-    low = _line(kind, points, "low", num_parts, upper=False)
-    high = _line(kind, points, "high", num_parts, upper=True)
+    low = _line(spec, points, lambda p: p.low, num_parts, upper=False)
+    high = _line(spec, points, lambda p: p.high, num_parts, upper=True)
     num_dvs = linear_ndv
     if use_density and low is not None and high is not None:
-        densities = [_density(kind, p.low, p.high, p.num_dvs) for p in points]
+        densities = [_density(spec, p.low, p.high, p.num_dvs) for p in points]
         density_avg = sum(d for d in densities if d is not None) / len(points)
         if density_avg != 0.0:
-            estimate = _java_long(_java_fdiv(float(_span(kind, low, high)), density_avg))
+            estimate = _java_long(_java_fdiv(float(_span(spec, low, high)), density_avg))
             num_dvs = min(max(estimate, lower), higher)
-    cls = type(ordered[0][1])
-    return cls(num_nulls=num_nulls, num_dvs=num_dvs, low=low, high=high)  # type: ignore[call-arg]
+    return spec.build(num_nulls=num_nulls, num_dvs=num_dvs, low=low, high=high)

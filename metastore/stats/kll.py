@@ -23,6 +23,7 @@ __all__ = [
     "histogram_for",
     "kll_from_bytes",
     "kll_merge",
+    "kll_merge_all",
     "kll_of",
 ]
 
@@ -71,6 +72,15 @@ def kll_from_bytes(data: bytes | bytearray | memoryview) -> datasketches.kll_flo
 
 def kll_merge(a: bytes, b: bytes) -> bytes:
     """The serialized union of two KLL float sketches."""
-    left = kll_from_bytes(a)
-    left.merge(kll_from_bytes(b))
-    return left.serialize()
+    return kll_merge_all([a, b])
+
+
+def kll_merge_all(blobs: Sequence[bytes]) -> bytes:
+    """The serialized union of one or more KLL float sketches (each parsed, the union serialized once);
+    raises :class:`KllFormatError` when one is unreadable and ValueError when there are none."""
+    if not blobs:
+        raise ValueError("kll_merge_all needs at least one sketch")
+    merged = kll_from_bytes(blobs[0])
+    for blob in blobs[1:]:
+        merged.merge(kll_from_bytes(blob))
+    return bytes(merged.serialize())

@@ -12,21 +12,50 @@ and the incoming ones (``new``) combine field by field:
   and the old sketch (if any) is kept;
 - KLL histograms merge when both are present, else whichever is present.
 
+Which of these fields a kind has comes from :data:`metastore.stats.kinds.KIND_SPECS`.
+
 One deliberate difference: Hive fails when the stored HLL has a larger p than the incoming one; here the
 two meet at the smaller p, as they would in Hive's partition aggregation.
 """
 
 from __future__ import annotations
 
-import dataclasses
+from decimal import Decimal
+from typing import TypeVar
 
 from metastore.errors import InvalidInput
+from metastore.stats.kinds import FlatStats, spec_of
 from metastore.stats.kll import KllFormatError, kll_merge
-from metastore.stats.model import BinaryStats, BooleanStats, ColumnStats, StringStats
+from metastore.stats.model import ColumnStats
 from metastore.stats.ndv import NdvFormatError, NdvSketch
-from metastore.stats.validate import UNION_MEMBER
 
-__all__ = ["merge_ndv", "merge_stats"]
+__all__ = ["max_present", "merge_ndv", "merge_stats", "min_present"]
+
+
+# The values merged as optional min/max: counts, lengths and low/high bounds of every value type.
+T = TypeVar("T", bound=int | float | Decimal)
+
+
+def min_present(a: T | None, b: T | None) -> T | None:
+    """The smaller of two optional values, ignoring an unset one (merging low values)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def max_present(a: T | None, b: T | None) -> T | None:
+    """The larger of two optional values, ignoring an unset one (merging high values and lengths)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
 
 
 def merge_stats(old: ColumnStats, new: ColumnStats, *, where: str | None = None) -> ColumnStats:
@@ -39,27 +68,24 @@ def merge_stats(old: ColumnStats, new: ColumnStats, *, where: str | None = None)
         raise InvalidInput(
             f"{prefix}cannot merge {_member(new)} into stored {_member(old)}: the statistics kinds differ"
         )
-    changes: dict[str, object] = {"num_nulls": old.num_nulls + new.num_nulls}
-    if isinstance(old, BooleanStats):
-        assert isinstance(new, BooleanStats)
-        changes["num_trues"] = old.num_trues + new.num_trues
-        changes["num_falses"] = old.num_falses + new.num_falses
-        return dataclasses.replace(old, **changes)
-    if isinstance(old, StringStats | BinaryStats):
-        changes["max_col_len"] = max(old.max_col_len, new.max_col_len)  # type: ignore[attr-defined]
-        changes["avg_col_len"] = max(old.avg_col_len, new.avg_col_len)  # type: ignore[attr-defined]
-        if isinstance(old, BinaryStats):
-            return dataclasses.replace(old, **changes)
-    if hasattr(old, "low"):
-        changes["low"] = _pick(min, old.low, new.low)  # type: ignore[attr-defined]
-        changes["high"] = _pick(max, old.high, new.high)  # type: ignore[attr-defined]
-    if hasattr(old, "num_dvs"):
-        ndv, bit_vector = merge_ndv(old.num_dvs, old.bit_vector, new.num_dvs, new.bit_vector)  # type: ignore[attr-defined]
-        changes["num_dvs"] = ndv
-        changes["bit_vector"] = bit_vector
-    if hasattr(old, "histogram"):
-        changes["histogram"] = _merge_histogram(old.histogram, new.histogram)  # type: ignore[attr-defined]
-    return dataclasses.replace(old, **changes)
+    spec = spec_of(old)
+    a, b = spec.flatten(old), spec.flatten(new)
+    num_dvs, bit_vector = a.num_dvs, a.bit_vector
+    if spec.has_ndv:
+        num_dvs, bit_vector = merge_ndv(a.num_dvs or 0, a.bit_vector, b.num_dvs or 0, b.bit_vector)
+    merged = FlatStats(
+        num_nulls=a.num_nulls + b.num_nulls,
+        bit_vector=bit_vector,
+        num_dvs=num_dvs,
+        histogram=_merge_histogram(a.histogram, b.histogram),
+        low=min_present(a.low, b.low),
+        high=max_present(a.high, b.high),
+        num_trues=_add(a.num_trues, b.num_trues),
+        num_falses=_add(a.num_falses, b.num_falses),
+        max_col_len=max_present(a.max_col_len, b.max_col_len),
+        avg_col_len=max_present(a.avg_col_len, b.avg_col_len),
+    )
+    return spec.build(**vars(merged))
 
 
 def merge_ndv(
@@ -97,14 +123,8 @@ def _merge_histogram(old: bytes | None, new: bytes | None) -> bytes | None:
     return new if new else old
 
 
-def _pick(fn, a, b):  # noqa: ANN001, ANN202 - min/max over optional values of one type
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return fn(a, b)
-
-
 def _member(stats: ColumnStats) -> str:
-    kind = getattr(type(stats), "kind", None)
-    return UNION_MEMBER.get(kind, type(stats).__name__) if kind is not None else type(stats).__name__
+    try:
+        return spec_of(stats).union_member
+    except TypeError:
+        return type(stats).__name__
