@@ -662,6 +662,14 @@ struct ForeignKeysResponse {
 // Functions, notifications
 // ---------------------------------------------------------------------------------------
 
+// A legacy user-defined type (Hive's TYPES / TYPE_FIELDS tables; only Hive's own tests use it).
+struct Type {
+  1: string name,
+  2: optional string type1,
+  3: optional string type2,
+  4: optional list<FieldSchema> fields,
+}
+
 struct ResourceUri {
   1: ResourceType resourceType,
   2: string uri,
@@ -1014,6 +1022,14 @@ service ThriftHiveMetastore extends fb303.FacebookService {
   bool delete_column_statistics_req(1: DeleteColumnStatisticsRequest req)
       throws (1: NoSuchObjectException o1, 2: MetaException o2, 3: InvalidObjectException o3,
               4: InvalidInputException o4)
+
+  // --- legacy types (Hive 2.3; removed from Hive 4) --------------------------------------
+
+  bool create_type(1: Type type)
+      throws (1: AlreadyExistsException o1, 2: InvalidObjectException o2, 3: MetaException o3)
+  Type get_type(1: string name) throws (1: MetaException o1, 2: NoSuchObjectException o2)
+  bool drop_type(1: string type) throws (1: MetaException o1, 2: NoSuchObjectException o2)
+  map<string, Type> get_type_all(1: string name) throws (1: MetaException o2)
 
   // --- functions -----------------------------------------------------------------------
 

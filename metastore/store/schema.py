@@ -271,7 +271,52 @@ PART_COL_STATS = sa.Table(
 # Columns of the statistics tables that carry values (everything but the surrogate key and the owner id).
 STATS_VALUE_COLUMNS: tuple[str, ...] = tuple(c.name for c in _stats_value_columns())
 # Not Hive's: each statistic as the Thrift ColumnStatisticsObj a default-configured server returns (no sketches,
-# timestamps as longStats), written with the row (sql_rows.entry_to_row) so that batched reads can send the
-# stored bytes instead of rebuilding thousands of objects per call (stats_direct.partition_stats_encoded).
+# timestamps as longStats), written with the row (column_stats.rows.entry_to_row) so that batched reads can send the
+# stored bytes instead of rebuilding thousands of objects per call (column_stats.encoded.partition_stats_encoded).
 STATS_THRIFT = "STATS_THRIFT"
 STATS_WRITE_COLUMNS: tuple[str, ...] = (*STATS_VALUE_COLUMNS, STATS_THRIFT)
+
+# Legacy user-defined types (Hive 2.3's create_type/get_type; Hive 4 dropped the calls, not the tables).
+# TYPE_FIELDS.TYPE_NAME holds the TYPES_ID, as in Hive.
+TYPES = sa.Table(
+    "TYPES",
+    metadata,
+    _id_column("TYPES_ID"),
+    sa.Column("TYPE_NAME", sa.String(NAME_LEN), nullable=False, unique=True),
+    sa.Column("TYPE1", sa.String(COLUMN_NAME_LEN)),
+    sa.Column("TYPE2", sa.String(COLUMN_NAME_LEN)),
+)
+
+TYPE_FIELDS = sa.Table(
+    "TYPE_FIELDS",
+    metadata,
+    sa.Column("TYPE_NAME", Id, sa.ForeignKey("TYPES.TYPES_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("FIELD_NAME", sa.String(NAME_LEN), primary_key=True),
+    sa.Column("FIELD_TYPE", sa.String(COLUMN_NAME_LEN), nullable=False),
+    sa.Column("COMMENT", sa.String(256)),
+    sa.Column("INTEGER_IDX", sa.Integer, nullable=False),
+)
+
+# Permanent functions and their resources (jar, file, archive URIs), with Hive's names.
+FUNCS = sa.Table(
+    "FUNCS",
+    metadata,
+    _id_column("FUNC_ID"),
+    sa.Column("DB_ID", Id, sa.ForeignKey("DBS.DB_ID", ondelete="CASCADE"), nullable=False),
+    sa.Column("FUNC_NAME", sa.String(NAME_LEN), nullable=False),
+    sa.Column("CLASS_NAME", sa.String(4000)),
+    sa.Column("CREATE_TIME", sa.Integer, nullable=False),
+    sa.Column("FUNC_TYPE", sa.Integer, nullable=False),
+    sa.Column("OWNER_NAME", sa.String(NAME_LEN)),
+    sa.Column("OWNER_TYPE", sa.String(10)),
+    sa.UniqueConstraint("DB_ID", "FUNC_NAME", name="UNIQUEFUNCTION"),
+)
+
+FUNC_RU = sa.Table(
+    "FUNC_RU",
+    metadata,
+    sa.Column("FUNC_ID", Id, sa.ForeignKey("FUNCS.FUNC_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("INTEGER_IDX", sa.Integer, primary_key=True),
+    sa.Column("RESOURCE_TYPE", sa.Integer, nullable=False),
+    sa.Column("RESOURCE_URI", sa.String(URI_LEN)),
+)

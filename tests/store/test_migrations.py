@@ -176,7 +176,7 @@ def test_revision_0002_fills_stats_thrift_of_existing_rows(db_url: str) -> None:
     from alembic import command
     from metastore.catalog import Database
     from metastore.stats.model import BooleanStats, DecimalStats, LongStats, StringStats
-    from metastore.stats.sql_rows import row_to_entry
+    from metastore.store.column_stats.rows import row_to_entry
     from metastore.wire.stats import encode_served
     from store.builders import partition, sales_table
 
@@ -234,3 +234,42 @@ def test_revision_0004_adds_and_removes_the_one_round_trip_write_function(pg_url
     assert functions() == []
     migrate.upgrade(pg_url)
     assert functions() == ["metastore_put_table_stats"]
+
+
+def test_revision_0005_adds_and_removes_the_type_and_function_tables(db_url: str) -> None:
+    """0005's down/up on a database that holds a function: the tables go and come back, other rows stay."""
+    from alembic import command
+
+    new_tables = {"TYPES", "TYPE_FIELDS", "FUNCS", "FUNC_RU"}
+
+    def tables() -> set[str]:
+        engine = create_engine(db_url)
+        try:
+            return set(sa.inspect(engine).get_table_names())
+        finally:
+            engine.dispose()
+
+    migrate.upgrade(db_url)
+    assert new_tables <= tables()
+    engine = create_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("""INSERT INTO "CTLGS" ("NAME") SELECT 'hive' WHERE NOT EXISTS
+                                    (SELECT 1 FROM "CTLGS" WHERE "NAME" = 'hive')"""))
+            conn.execute(sa.text("""INSERT INTO "DBS" ("NAME", "CTLG_NAME") VALUES ('fdb', 'hive')"""))
+            conn.execute(sa.text("""INSERT INTO "FUNCS" ("DB_ID", "FUNC_NAME", "CREATE_TIME", "FUNC_TYPE")
+                                    SELECT "DB_ID", 'f', 0, 1 FROM "DBS" WHERE "NAME" = 'fdb'"""))
+    finally:
+        engine.dispose()
+    command.downgrade(migrate.alembic_config(db_url), "0004")
+    assert migrate.current_revision(db_url) == "0004"
+    assert not new_tables & tables()
+    migrate.upgrade(db_url)
+    assert new_tables <= tables()
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("""SELECT count(*) FROM "DBS" WHERE "NAME" = 'fdb'""")).scalar() == 1
+            assert conn.execute(sa.text('SELECT count(*) FROM "FUNCS"')).scalar() == 0
+    finally:
+        engine.dispose()

@@ -7201,6 +7201,105 @@ class ForeignKeysResponse(object):
         return not (self == other)
 
 
+class Type(object):
+    """
+    Attributes:
+     - name
+     - type1
+     - type2
+     - fields
+
+    """
+
+
+    def __init__(self, name=None, type1=None, type2=None, fields=None,):
+        self.name = name
+        self.type1 = type1
+        self.type2 = type2
+        self.fields = fields
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.type1 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.type2 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.fields = []
+                    (_etype442, _size439) = iprot.readListBegin()
+                    for _i443 in range(_size439):
+                        _elem444 = FieldSchema()
+                        _elem444.read(iprot)
+                        self.fields.append(_elem444)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('Type')
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 1)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.type1 is not None:
+            oprot.writeFieldBegin('type1', TType.STRING, 2)
+            oprot.writeString(self.type1.encode('utf-8') if sys.version_info[0] == 2 else self.type1)
+            oprot.writeFieldEnd()
+        if self.type2 is not None:
+            oprot.writeFieldBegin('type2', TType.STRING, 3)
+            oprot.writeString(self.type2.encode('utf-8') if sys.version_info[0] == 2 else self.type2)
+            oprot.writeFieldEnd()
+        if self.fields is not None:
+            oprot.writeFieldBegin('fields', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRUCT, len(self.fields))
+            for iter445 in self.fields:
+                iter445.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
 class ResourceUri(object):
     """
     Attributes:
@@ -7343,11 +7442,11 @@ class Function(object):
             elif fid == 8:
                 if ftype == TType.LIST:
                     self.resourceUris = []
-                    (_etype442, _size439) = iprot.readListBegin()
-                    for _i443 in range(_size439):
-                        _elem444 = ResourceUri()
-                        _elem444.read(iprot)
-                        self.resourceUris.append(_elem444)
+                    (_etype449, _size446) = iprot.readListBegin()
+                    for _i450 in range(_size446):
+                        _elem451 = ResourceUri()
+                        _elem451.read(iprot)
+                        self.resourceUris.append(_elem451)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -7397,8 +7496,8 @@ class Function(object):
         if self.resourceUris is not None:
             oprot.writeFieldBegin('resourceUris', TType.LIST, 8)
             oprot.writeListBegin(TType.STRUCT, len(self.resourceUris))
-            for iter445 in self.resourceUris:
-                iter445.write(oprot)
+            for iter452 in self.resourceUris:
+                iter452.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.catName is not None:
@@ -7446,11 +7545,11 @@ class GetAllFunctionsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.functions = []
-                    (_etype449, _size446) = iprot.readListBegin()
-                    for _i450 in range(_size446):
-                        _elem451 = Function()
-                        _elem451.read(iprot)
-                        self.functions.append(_elem451)
+                    (_etype456, _size453) = iprot.readListBegin()
+                    for _i457 in range(_size453):
+                        _elem458 = Function()
+                        _elem458.read(iprot)
+                        self.functions.append(_elem458)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -7467,8 +7566,8 @@ class GetAllFunctionsResponse(object):
         if self.functions is not None:
             oprot.writeFieldBegin('functions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.functions))
-            for iter452 in self.functions:
-                iter452.write(oprot)
+            for iter459 in self.functions:
+                iter459.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -8919,6 +9018,14 @@ all_structs.append(ForeignKeysResponse)
 ForeignKeysResponse.thrift_spec = (
     None,  # 0
     (1, TType.LIST, 'foreignKeys', (TType.STRUCT, [SQLForeignKey, None], False), None, ),  # 1
+)
+all_structs.append(Type)
+Type.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'name', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'type1', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'type2', 'UTF8', None, ),  # 3
+    (4, TType.LIST, 'fields', (TType.STRUCT, [FieldSchema, None], False), None, ),  # 4
 )
 all_structs.append(ResourceUri)
 ResourceUri.thrift_spec = (
