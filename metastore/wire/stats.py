@@ -1,7 +1,7 @@
-"""Conversion between Hive's Thrift ColumnStatisticsObj and the statistics model, one codec per statistics kind.
+"""Conversion between Hive's Thrift ColumnStatisticsObj and the statistics model, per statistics kind.
 
-`KIND_CODECS` holds, for each StatsKind, the member of the ColumnStatisticsData union that carries it and the
-function each way; `entry_from_thrift` and `entry_to_thrift` only pick the codec.
+`KIND_CODECS` holds, for each kind of metastore.stats.kinds.KIND_SPECS (which names the ColumnStatisticsData
+union member carrying it), a function each way; `entry_from_thrift` and `entry_to_thrift` only pick the codec.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.errors import InvalidInput
+from metastore.stats.kinds import KIND_SPECS, KindSpec
 from metastore.stats.model import (
-    STATS_CLASSES,
     BinaryStats,
     BooleanStats,
     ColumnStats,
@@ -97,7 +97,9 @@ def _bytes(value: bytes | str | None) -> bytes | None:
 
 
 # ---------------------------------------------------------------------------------------------- from Thrift
-# Each takes the union member (the generated *ColumnStatsData struct) and the column name for messages.
+# Each takes the union member (the generated *ColumnStatsData struct) and the column name for messages. One
+# function per kind rather than one generic reader over the kinds table's flags: that costs a quarter more per
+# entry, and set_aggr_stats_for decodes every entry it is sent.
 
 
 def _boolean_from(b: tt.BooleanColumnStatsData, column: str) -> ColumnStats:
@@ -246,50 +248,50 @@ def _timestamp_as_long(s: TimestampStats, bv: bytes | None, hist: bytes | None) 
 # ---------------------------------------------------------------------------------------------- the table
 
 FromThrift = Callable[[Any, str], ColumnStats]  # (the union member, the column name)
-# Each codec takes its own statistics class; the table holds them side by side.
-ToThrift = Callable[..., tt.ColumnStatisticsData]
+ToThrift = Callable[..., tt.ColumnStatisticsData]  # (stats of its kind, bit vector, histogram)
 
 
 @dataclass(frozen=True)
 class KindCodec:
-    """How one statistics kind travels in Hive's ColumnStatisticsData union."""
+    """How one statistics kind travels as Thrift: its entry in metastore.stats.kinds and a function each way."""
 
-    kind: StatsKind
-    member: str  # the union field carrying it, e.g. "longStats"
+    spec: KindSpec  # the kind, its stats class and the ColumnStatisticsData union member carrying it
     from_thrift: FromThrift
     to_thrift: ToThrift
 
 
 def _codec(kind: StatsKind, from_thrift: FromThrift, to_thrift: ToThrift) -> KindCodec:
-    # StatsKind's value is the union field id, so the member name comes from the generated spec.
-    return KindCodec(kind, tt.ColumnStatisticsData.thrift_spec[kind.value][2], from_thrift, to_thrift)
+    spec = KIND_SPECS[kind]
+    # StatsKind's value is the union field id: the kinds table and the generated union must agree on its name.
+    if tt.ColumnStatisticsData.thrift_spec[kind.value][2] != spec.union_member:  # pragma: no cover
+        raise ImportError(f"union member of {kind.name} differs between the IDL and metastore.stats.kinds")
+    return KindCodec(spec, from_thrift, to_thrift)
 
 
-#: Per statistics kind, in union field order (a union with several members set is read as the first).
+#: The Thrift codec of each statistics kind, keyed like metastore.stats.kinds.KIND_SPECS, in union field order.
 KIND_CODECS: dict[StatsKind, KindCodec] = {
-    c.kind: c
-    for c in (
-        _codec(StatsKind.BOOLEAN, _boolean_from, _boolean_to),
-        _codec(StatsKind.LONG, _long_from, _long_to),
-        _codec(StatsKind.DOUBLE, _double_from, _double_to),
-        _codec(StatsKind.STRING, _string_from, _string_to),
-        _codec(StatsKind.BINARY, _binary_from, _binary_to),
-        _codec(StatsKind.DECIMAL, _decimal_from, _decimal_to),
-        _codec(StatsKind.DATE, _date_from, _date_to),
-        _codec(StatsKind.TIMESTAMP, _timestamp_from, _timestamp_to),
-    )
+    StatsKind.BOOLEAN: _codec(StatsKind.BOOLEAN, _boolean_from, _boolean_to),
+    StatsKind.LONG: _codec(StatsKind.LONG, _long_from, _long_to),
+    StatsKind.DOUBLE: _codec(StatsKind.DOUBLE, _double_from, _double_to),
+    StatsKind.STRING: _codec(StatsKind.STRING, _string_from, _string_to),
+    StatsKind.BINARY: _codec(StatsKind.BINARY, _binary_from, _binary_to),
+    StatsKind.DECIMAL: _codec(StatsKind.DECIMAL, _decimal_from, _decimal_to),
+    StatsKind.DATE: _codec(StatsKind.DATE, _date_from, _date_to),
+    StatsKind.TIMESTAMP: _codec(StatsKind.TIMESTAMP, _timestamp_from, _timestamp_to),
 }
-if set(KIND_CODECS) != set(StatsKind):  # pragma: no cover - a kind added to the model without a codec
-    raise ImportError(f"no Thrift codec for {sorted(k.name for k in set(StatsKind) - set(KIND_CODECS))}")
+if set(KIND_CODECS) != set(KIND_SPECS):  # pragma: no cover - a kind added to the model without a Thrift codec
+    raise ImportError(f"no Thrift codec for {sorted(k.name for k in set(KIND_SPECS) - set(KIND_CODECS))}")
 
 # Lookups on the hot paths: by the statistics class (a dict hit on type(), cheaper than hashing the enum), and
-# the union members to probe in order when decoding.
-_TO_THRIFT: dict[type, ToThrift] = {STATS_CLASSES[k]: c.to_thrift for k, c in KIND_CODECS.items()}
-_FROM_THRIFT: tuple[tuple[str, FromThrift], ...] = tuple((c.member, c.from_thrift) for c in KIND_CODECS.values())
+# the union members to probe in field order when decoding (a union with several members set reads the first).
+_TO_THRIFT: dict[type, ToThrift] = {c.spec.stats_class: c.to_thrift for c in KIND_CODECS.values()}
+_FROM_THRIFT: tuple[tuple[str, FromThrift], ...] = tuple(
+    (c.spec.union_member, c.from_thrift) for c in sorted(KIND_CODECS.values(), key=lambda c: c.spec.kind.value)
+)
 
 _POSITIONAL = {
     tt.ColumnStatisticsObj: ("colName", "colType", "statsData"),
-    tt.ColumnStatisticsData: tuple(c.member for c in KIND_CODECS.values()),
+    tt.ColumnStatisticsData: tuple(member for member, _ in _FROM_THRIFT),
     tt.BooleanColumnStatsData: ("numTrues", "numFalses", "numNulls", "bitVectors"),
     tt.LongColumnStatsData: ("lowValue", "highValue", "numNulls", "numDVs", "bitVectors", "histogram"),
     tt.DoubleColumnStatsData: ("lowValue", "highValue", "numNulls", "numDVs", "bitVectors", "histogram"),
