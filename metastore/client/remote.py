@@ -110,7 +110,7 @@ class ThriftMetastoreClient(MetastoreClient):
             transport = TTransport.TFramedTransport(sock) if self.framed else TTransport.TBufferedTransport(sock)
             try:
                 transport.open()
-            except (TTransport.TTransportException, OSError) as exc:
+            except (TTransportException, OSError) as exc:
                 failures.append(f"{address}: {exc}")
                 continue
             self._transport = transport
