@@ -357,8 +357,8 @@ class Handler:
     def get_table_meta(self, db_patterns: str | None, tbl_patterns: str | None, tbl_types: Sequence[str] | None) -> list[tt.TableMeta]:
         out: list[tt.TableMeta] = []
         types = set(tbl_types or [])
-        for db in self.ms.catalog.list_databases(db_patterns or "*"):
-            names = self.ms.catalog.list_tables(db, tbl_patterns or "*")
+        for db in self.ms.catalog.list_databases("*" if db_patterns is None else db_patterns):
+            names = self.ms.catalog.list_tables(db, "*" if tbl_patterns is None else tbl_patterns)
             for t in self.ms.catalog.get_tables(db, names):
                 if types and t.table_type not in types:
                     continue

@@ -1,52 +1,38 @@
-"""Catalog operations with Hive's defaults: locations under the warehouse, directories, data on drop."""
+"""Catalog operations with Hive's defaults: qualified locations under the warehouse, directories, data on drop,
+and the `transient_lastDdlTime` parameter Hive keeps on tables and partitions."""
 
 from __future__ import annotations
 
-import logging
-import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
-from urllib.parse import unquote, urlparse
 
+from metastore import locations
 from metastore.catalog import DEFAULT_CATALOG, Database, Partition, Table
-from metastore.errors import InvalidObject
+from metastore.errors import InvalidObject, InvalidOperation
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.store import Store
 
-log = logging.getLogger(__name__)
-
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
+VIRTUAL_VIEW = "VIRTUAL_VIEW"
 
-
-def local_path(location: str | None) -> Path | None:
-    """The local filesystem path of a location (`file:/x`, `file:///x` or `/x`); None for other schemes."""
-    if not location:
-        return None
-    parsed = urlparse(location)
-    if parsed.scheme in ("", "file"):
-        return Path(unquote(parsed.path))
-    return None
-
-
-def _make_dir(location: str | None) -> None:
-    path = local_path(location)
-    if path is not None:
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            log.warning("cannot create directory %s: %s", path, exc)
-
-
-def _delete_dir(location: str | None) -> None:
-    path = local_path(location)
-    if path is not None and path.exists():
-        shutil.rmtree(path, ignore_errors=True)
+#: Hive's hive_metastoreConstants.DDL_TIME: seconds since the epoch of the last DDL change.
+DDL_TIME = "transient_lastDdlTime"
 
 
 def _is_external(table: Table) -> bool:
     return table.table_type == EXTERNAL_TABLE or table.parameters.get("EXTERNAL", "").upper() == "TRUE"
+
+
+def _with_ddl_time(parameters: Mapping[str, str], now: int, *, renew_zero: bool = False) -> dict[str, str]:
+    """Parameters with DDL_TIME set to `now` unless the client gave one. Hive 2.3 keeps a given value on
+    create_table, add_partition(s) and alter_table, and on alter_partition(s)/rename_partition also replaces a
+    given "0" (renew_zero)."""
+    params = dict(parameters)
+    given = params.get(DDL_TIME)
+    if given is None or (renew_zero and given.strip().lstrip("+-").isdigit() and int(given) == 0):
+        params[DDL_TIME] = str(now)
+    return params
 
 
 class CatalogService:
@@ -54,17 +40,22 @@ class CatalogService:
 
     def __init__(self, store: Store, warehouse: str) -> None:
         self.store = store
-        self.warehouse = warehouse.rstrip("/")
+        self.warehouse = locations.qualify(warehouse.rstrip("/") or "/") or warehouse
+
+    def _database_location(self, db: Database) -> str:
+        """Where a database's tables go by default: its location, else <warehouse>/<name>.db."""
+        return locations.qualify(db.location_uri) or locations.child(self.warehouse, f"{db.name.lower()}.db")
 
     # ------------------------------------------------------------------ databases
 
     def create_database(self, db: Database) -> None:
-        """Create a database; its location defaults to <warehouse>/<name>.db, as Hive's."""
-        location = db.location_uri or f"{self.warehouse}/{db.name.lower()}.db"
+        """Create a database; its location defaults to <warehouse>/<name>.db and is qualified (`file:/x`),
+        as Hive's."""
+        location = self._database_location(db)
         db = replace(db, location_uri=location, create_time=db.create_time or int(time.time()))
         with self.store.transaction() as uow:
             uow.databases.create(db)
-        _make_dir(location)
+        locations.make_dir(location)
 
     def get_database(self, name: str, catalog: str = DEFAULT_CATALOG) -> Database:
         with self.store.read() as uow:
@@ -75,6 +66,9 @@ class CatalogService:
             return uow.databases.list_names(pattern, catalog=catalog)
 
     def alter_database(self, name: str, db: Database, catalog: str = DEFAULT_CATALOG) -> None:
+        """Replace a database's definition; a new location is qualified as on create. (Hive 2.3 ignores a new
+        location here; Hive 4 takes it, as this does.)"""
+        db = replace(db, location_uri=locations.qualify(db.location_uri))
         with self.store.transaction() as uow:
             uow.databases.alter(name, db, catalog=catalog)
 
@@ -88,21 +82,28 @@ class CatalogService:
             db = uow.databases.drop(name, cascade=cascade, catalog=catalog)
         if delete_data:
             for location in managed:
-                _delete_dir(location)
-            _delete_dir(db.location_uri)
+                locations.delete_dir(location)
+            locations.delete_dir(db.location_uri)
 
     # ------------------------------------------------------------------ tables
 
     def create_table(self, table: Table) -> Table:
-        """Create a table; a managed table without a location gets <database location>/<table name>."""
+        """Create a table; a table without a location gets <database location>/<table name>, a given one is
+        qualified (`/x` -> `file:/x`), views get none; `transient_lastDdlTime` is set unless given, as Hive's."""
+        now = int(time.time())
         with self.store.transaction() as uow:
-            if not table.sd.location and table.table_type != "VIRTUAL_VIEW":
-                db = uow.databases.get(table.db_name, catalog=table.catalog_name)
-                base = (db.location_uri or f"{self.warehouse}/{db.name}.db").rstrip("/")
-                table = replace(table, sd=replace(table.sd, location=f"{base}/{table.table_name.lower()}"))
-            table = replace(table, create_time=table.create_time or int(time.time()))
+            if table.table_type != VIRTUAL_VIEW:
+                location = locations.qualify(table.sd.location)
+                if not location:
+                    db = uow.databases.get(table.db_name, catalog=table.catalog_name)
+                    location = locations.child(self._database_location(db), table.table_name.lower())
+                table = replace(table, sd=replace(table.sd, location=location))
+            table = replace(
+                table, create_time=table.create_time or now, parameters=_with_ddl_time(table.parameters, now)
+            )
             uow.tables.create(table)
-        _make_dir(table.sd.location)
+        if table.table_type != VIRTUAL_VIEW:
+            locations.make_dir(table.sd.location)
         return table
 
     def get_table(self, db_name: str, table_name: str, catalog: str = DEFAULT_CATALOG) -> Table:
@@ -122,16 +123,27 @@ class CatalogService:
     def alter_table(
         self, db_name: str, table_name: str, new_table: Table, *, cascade: bool = False, catalog: str = DEFAULT_CATALOG
     ) -> None:
-        """Replace a table's definition; a rename of a managed table in its default location moves its data."""
+        """Replace a table's definition; a rename of a managed table in its default location moves its data.
+        A new location is qualified; `transient_lastDdlTime` is set when the new definition has none (Hive
+        clients drop it before altering, so it is renewed; a value they send is kept, as Hive 2.3 does)."""
+        new_table = replace(
+            new_table,
+            sd=replace(new_table.sd, location=locations.qualify(new_table.sd.location)),
+            parameters=_with_ddl_time(new_table.parameters, int(time.time())),
+        )
         with self.store.transaction() as uow:
             old = uow.tables.get(db_name, table_name, catalog=catalog)
             renamed = (new_table.db_name, new_table.table_name) != (old.db_name, old.table_name)
             moved_from = moved_to = None
-            if renamed and not _is_external(old) and new_table.sd.location == old.sd.location:
+            if (
+                renamed
+                and not _is_external(old)
+                and locations.same_location(new_table.sd.location, old.sd.location)
+            ):
                 # Hive moves a managed table's directory with it when the location was not changed explicitly.
                 db = uow.databases.get(new_table.db_name, catalog=catalog)
-                base = (db.location_uri or f"{self.warehouse}/{db.name}.db").rstrip("/")
-                moved_from, moved_to = old.sd.location, f"{base}/{new_table.table_name.lower()}"
+                moved_from = old.sd.location
+                moved_to = locations.child(self._database_location(db), new_table.table_name.lower())
                 new_table = replace(new_table, sd=replace(new_table.sd, location=moved_to))
                 if old.partition_keys:
                     uow.partitions.relocate(
@@ -139,22 +151,20 @@ class CatalogService:
                     )
             uow.tables.alter(db_name, table_name, new_table, cascade=cascade, catalog=catalog)
             if moved_from and moved_to:
-                src, dst = local_path(moved_from), local_path(moved_to)
-                if src is not None and dst is not None and src.exists() and not dst.exists():
-                    dst.parent.mkdir(parents=True, exist_ok=True)
-                    src.rename(dst)
+                locations.move_dir(moved_from, moved_to)
 
     def drop_table(self, db_name: str, table_name: str, *, delete_data: bool, catalog: str = DEFAULT_CATALOG) -> None:
         """Drop a table with its partitions and statistics; delete_data removes a managed table's data."""
         with self.store.transaction() as uow:
             table = uow.tables.drop(db_name, table_name, catalog=catalog)
         if delete_data and not _is_external(table):
-            _delete_dir(table.sd.location)
+            locations.delete_dir(table.sd.location)
 
     # ------------------------------------------------------------------ partitions
 
-    def _with_defaults(self, table: Table, partition: Partition) -> Partition:
-        """Hive fills a new partition's storage from the table's and puts it under the table's location."""
+    def _with_defaults(self, table: Table, partition: Partition, now: int) -> Partition:
+        """Hive fills a new partition's storage from the table's, puts it under the table's location (a given
+        location is qualified) and sets `transient_lastDdlTime` unless given."""
         if len(partition.values) != len(table.partition_keys):
             raise InvalidObject(
                 f"partition values {partition.values} do not match the partition keys "
@@ -163,16 +173,26 @@ class CatalogService:
         sd = partition.sd
         if not sd.cols and not sd.input_format and not sd.serde_info.serialization_lib:
             sd = replace(table.sd, location=None)
-        if not sd.location and table.sd.location:
-            name = make_part_name([k.name for k in table.partition_keys], partition.values)
-            sd = replace(sd, location=f"{table.sd.location.rstrip('/')}/{name}")
+        if sd.location:
+            sd = replace(sd, location=locations.qualify(sd.location))
+        elif table.sd.location:
+            sd = replace(sd, location=self._default_partition_location(table, partition.values))
         return replace(
             partition,
             db_name=table.db_name,
             table_name=table.table_name,
             sd=sd,
-            create_time=partition.create_time or int(time.time()),
+            create_time=partition.create_time or now,
+            parameters=_with_ddl_time(partition.parameters, now),
         )
+
+    @staticmethod
+    def _default_partition_location(table: Table, values: Sequence[str]) -> str | None:
+        """<table location>/<partition name>, qualified; None for a table without a location."""
+        base = locations.qualify(table.sd.location)
+        if not base:
+            return None
+        return locations.child(base, make_part_name([k.name for k in table.partition_keys], list(values)))
 
     def add_partitions(
         self, db_name: str, table_name: str, partitions: Sequence[Partition], *, if_not_exists: bool = False,
@@ -183,10 +203,11 @@ class CatalogService:
             return []
         with self.store.transaction() as uow:
             table = uow.tables.get(db_name, table_name, catalog=catalog)
-            filled = [self._with_defaults(table, p) for p in partitions]
+            now = int(time.time())
+            filled = [self._with_defaults(table, p, now) for p in partitions]
             added = uow.partitions.add(filled, if_not_exists=if_not_exists)
         for p in added:
-            _make_dir(p.sd.location)
+            locations.make_dir(p.sd.location)
         return added
 
     def append_partition(
@@ -294,9 +315,22 @@ class CatalogService:
             rows = [list(r) for r in dict.fromkeys(tuple(r) for r in rows)]
         return rows if max_parts < 0 else rows[:max_parts]
 
+    @staticmethod
+    def _altered(partition: Partition, now: int) -> Partition:
+        """A partition's new definition as Hive 2.3 stores it: location qualified, `transient_lastDdlTime`
+        renewed when missing or "0"."""
+        return replace(
+            partition,
+            sd=replace(partition.sd, location=locations.qualify(partition.sd.location)),
+            parameters=_with_ddl_time(partition.parameters, now, renew_zero=True),
+        )
+
     def alter_partitions(
         self, db_name: str, table_name: str, partitions: Sequence[Partition], catalog: str = DEFAULT_CATALOG
     ) -> None:
+        """Replace the definitions of existing partitions (found by their values) in one transaction."""
+        now = int(time.time())
+        partitions = [self._altered(p, now) for p in partitions]
         with self.store.transaction() as uow:
             uow.partitions.alter_many(db_name, table_name, partitions, catalog=catalog)
 
@@ -304,8 +338,33 @@ class CatalogService:
         self, db_name: str, table_name: str, values: Sequence[str], new_partition: Partition,
         catalog: str = DEFAULT_CATALOG,
     ) -> None:
+        """Give a partition new values, as Hive 2.3's HiveAlterHandler.alterPartition does: a managed table's
+        partition moves to its new default location <table location>/<new name> (whatever location it had or
+        the request gives) and its data directory moves with it; an external table's partition keeps its
+        location. InvalidOperation, with nothing changed, when the new directory already exists."""
+        now = int(time.time())
+        new_partition = self._altered(new_partition, now)
+        with self.store.read() as uow:
+            table = uow.tables.get(db_name, table_name, catalog=catalog)
+            old = uow.partitions.get(db_name, table_name, values, catalog=catalog)
+        source = target = None
+        if _is_external(table):
+            new_partition = replace(new_partition, sd=replace(new_partition.sd, location=old.sd.location))
+        else:
+            target = self._default_partition_location(table, new_partition.values)
+            if target is not None:
+                new_partition = replace(new_partition, sd=replace(new_partition.sd, location=target))
+                if not locations.same_location(target, old.sd.location):
+                    source = old.sd.location
+                    if locations.exists(target):
+                        raise InvalidOperation(
+                            f"new location for partition {make_part_name([k.name for k in table.partition_keys], list(new_partition.values))} "
+                            f"of {table.db_name}.{table.table_name} already exists: {target}"
+                        )
         with self.store.transaction() as uow:
             uow.partitions.rename(db_name, table_name, values, new_partition, catalog=catalog)
+        if source is not None:
+            locations.move_dir(source, target)
 
     def drop_partitions(
         self,
@@ -333,5 +392,5 @@ class CatalogService:
                 dropped = uow.partitions.drop_by_names(db_name, table_name, wanted, catalog=catalog) if wanted else []
         if delete_data and not _is_external(table):
             for p in dropped:
-                _delete_dir(p.sd.location)
+                locations.delete_dir(p.sd.location)
         return dropped

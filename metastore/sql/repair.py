@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from metastore.catalog import Partition, StorageDescriptor
 from metastore.partnames import make_part_name, unescape_path_name
-from metastore.service.catalog import local_path
+from metastore.locations import local_path
 from metastore.sql.errors import SqlError
 from metastore.sql.output import Result
 from metastore.sql.partition_specs import qualified

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from metastore.catalog import Table
-from metastore.service.catalog import local_path
+from metastore.locations import local_path
 from metastore.sql.errors import Position, SqlError
 
 ORC_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"

@@ -8,7 +8,9 @@ import sqlalchemy as sa
 
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_DATABASE, Database
 from metastore.errors import AlreadyExists, InvalidOperation, NoSuchObject
-from metastore.store.identifiers import hive_pattern_matcher, normalize, validate_database_name
+from metastore.locations import qualify
+from metastore.store.identifiers import normalize, validate_database_name
+from metastore.store.name_patterns import hive_name_matcher
 from metastore.store.parameters import DATABASE_PARAMETERS
 from metastore.store.principals import principal_type_code, principal_type_name
 from metastore.store.refs import catalog_prefix, database_ref
@@ -81,8 +83,9 @@ class DatabaseRepository:
         return True
 
     def list_names(self, pattern: str | None = None, *, catalog: str = DEFAULT_CATALOG) -> list[str]:
-        """Database names in order, optionally matching a Hive pattern (`*` wildcard, `|` alternatives)."""
-        matches = hive_pattern_matcher(pattern)
+        """Database names in order, optionally matching a Hive name pattern (regular expressions after `*` ->
+        `.*`, `|` between alternatives, case-insensitive; see store/name_patterns.py)."""
+        matches = hive_name_matcher(pattern)
         rows = self._conn.execute(
             sa.select(DBS.c.NAME).where(DBS.c.CTLG_NAME == normalize(catalog)).order_by(DBS.c.NAME)
         )
@@ -119,9 +122,11 @@ class DatabaseRepository:
 
 
 def ensure_default_database(conn: sa.Connection, warehouse: str) -> bool:
-    """Create catalog `hive` and database `default` (located at the warehouse directory itself, as Hive does)
-    unless they exist; True when this call created the database. Safe when several processes race."""
+    """Create catalog `hive` and database `default` (located at the warehouse directory itself, qualified as
+    `file:/...` for a local path, as Hive does) unless they exist; True when this call created the database.
+    Safe when several processes race."""
     now = int(time.time())
+    warehouse = qualify(warehouse.rstrip("/") or "/") or warehouse
     insert_ignoring_duplicates(
         conn,
         CTLGS,

@@ -1,4 +1,4 @@
-"""Hive's partition filter language (get_partitions_by_filter) parsed and compiled to SQL over
+r"""Hive's partition filter language (get_partitions_by_filter) parsed and compiled to SQL over
 PARTITION_KEY_VALS.
 
 Accepted, after Hive 4's PartitionFilter grammar plus a general NOT:
@@ -14,18 +14,28 @@ Accepted, after Hive 4's PartitionFilter grammar plus a general NOT:
     key       := word of letters, digits, _ | `quoted` (`` for a backquote)
 Keywords are case-insensitive. Keys of integral types (tinyint, smallint, int, bigint) compare numerically
 (values that are not integers, such as __HIVE_DEFAULT_PARTITION__, match no comparison); every other key
-compares as text, in byte order on both databases. LIKE takes SQL wildcards (% and _, backslash escapes).
+compares as text, in byte order on both databases.
+
+LIKE is a regular expression matched against the whole value, case-sensitively, as in Hive 2.3 (whose JDO filter
+calls Java's String.matches): `p1 like "p1.*"`. The pattern is the string literal's text as written (backslashes
+stay, so `"ab\.c"` matches a literal dot), evaluated with Python's `re`, which agrees with Java's regular
+expressions on the usual syntax. SQLite evaluates it through a function registered on the connection
+(`register_sqlite_functions`); on PostgreSQL the values of the key that match are found in Python and the query
+keeps those (PostgreSQL's `~` is a different regex dialect), so both databases answer alike.
 Every error is InvalidInput naming the position.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import re
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from metastore.catalog import FieldSchema
 from metastore.errors import InvalidInput
@@ -49,6 +59,7 @@ class Literal:
     value: str | int
     kind: str  # "string", "int", "date" or "timestamp"
     pos: int
+    raw: str | None = None  # a string literal's text between its quotes, escapes not applied (LIKE's regex)
 
 
 @dataclass(frozen=True)
@@ -344,11 +355,12 @@ class _Parser:
     def parse_constant(self) -> Literal:
         tok = self.peek()
         if tok.kind == "STRING":
-            parts = []
+            parts, raw = [], []
             while self.peek().kind == "STRING":
                 parts.append(self.peek().value)
+                raw.append(self.peek().text[1:-1])
                 self.i += 1
-            return Literal("".join(parts), "string", tok.pos)
+            return Literal("".join(parts), "string", tok.pos, "".join(raw))
         if tok.kind == "-":
             self.i += 1
             digits = self.expect("INT", "digits after '-'")
@@ -419,15 +431,40 @@ def parse_filter(text: str) -> Node:
 # ---------------------------------------------------------------- compiler
 
 
+SQLITE_REGEXP_FUNCTION = "metastore_regexp_match"
+
+
+@functools.lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _sqlite_regexp_match(pattern: str | None, value: str | None) -> int:
+    if pattern is None or value is None:
+        return 0
+    try:
+        return int(_regex(pattern).fullmatch(value) is not None)
+    except re.error:  # compile_filter validated the pattern; never raise inside SQLite
+        return 0
+
+
+def register_sqlite_functions(dbapi_connection: sqlite3.Connection) -> None:
+    """Give an SQLite connection the function LIKE filters compile to (idempotent, cheap)."""
+    dbapi_connection.create_function(SQLITE_REGEXP_FUNCTION, 2, _sqlite_regexp_match, deterministic=True)
+
+
 def compile_filter(
     text: str,
     keys: Sequence[FieldSchema],
     key_value: Callable[[int], sa.ColumnElement[str]],
     dialect: str,
+    key_values: Callable[[int], Sequence[str]] | None = None,
 ) -> sa.ColumnElement[bool]:
     """A SQL condition selecting the partitions `text` accepts. `key_value(i)` gives the PART_KEY_VAL
-    column of the i-th partition key (the caller joins PARTITION_KEY_VALS once per key used)."""
-    return _Compiler(text, keys, key_value, dialect).compile(parse_filter(text))
+    column of the i-th partition key (the caller joins PARTITION_KEY_VALS once per key used). On PostgreSQL a
+    LIKE needs `key_values(i)`, the distinct values the i-th key has in the table; on SQLite it needs
+    `register_sqlite_functions` on the connection."""
+    return _Compiler(text, keys, key_value, dialect, key_values).compile(parse_filter(text))
 
 
 class _Compiler:
@@ -437,12 +474,14 @@ class _Compiler:
         keys: Sequence[FieldSchema],
         key_value: Callable[[int], sa.ColumnElement[str]],
         dialect: str,
+        key_values: Callable[[int], Sequence[str]] | None = None,
     ) -> None:
         self.text = text
         self.keys = list(keys)
         self.index = {k.name.lower(): i for i, k in enumerate(keys)}
         self.key_value = key_value
         self.dialect = dialect
+        self.key_values = key_values
 
     def compile(self, node: Node) -> sa.ColumnElement[bool]:
         if isinstance(node, And):
@@ -479,14 +518,34 @@ class _Compiler:
         head = self.keys[idx].type.strip().lower().split("(")[0].strip()
         return self.key_value(idx), head in INTEGRAL_TYPES
 
+    def key_index(self, key: Key) -> int:
+        self.key(key)
+        return self.index[key.name.lower()]
+
+    def like(self, node: Compare, column: sa.ColumnElement[str]) -> sa.ColumnElement[bool]:
+        """LIKE: the whole value matches the regular expression (Hive 2.3's String.matches)."""
+        lit = node.value
+        if lit.kind != "string":
+            raise _fail(self.text, "LIKE needs a quoted regular expression", lit.pos)
+        self.text_value(lit)
+        pattern = lit.raw if lit.raw is not None else str(lit.value)
+        try:
+            compiled = _regex(pattern)
+        except re.error as exc:
+            raise _fail(
+                self.text, f"LIKE pattern {pattern!r} is not a valid regular expression ({exc})", lit.pos
+            ) from None
+        if self.dialect == "sqlite":
+            return sa.func.metastore_regexp_match(sa.literal(pattern), column) == 1
+        if self.key_values is None:
+            raise TypeError("compile_filter needs key_values to compile LIKE for this database")
+        matching = sorted({v for v in self.key_values(self.key_index(node.key)) if compiled.fullmatch(v)})
+        return column == sa.any_(sa.literal(matching, postgresql.ARRAY(sa.Text)))
+
     def compare(self, node: Compare) -> sa.ColumnElement[bool]:
         column, numeric = self.key(node.key)
         if node.op == "LIKE":
-            pattern = self.text_value(node.value)
-            trailing = len(pattern) - len(pattern.rstrip("\\"))
-            if trailing % 2:
-                raise _fail(self.text, "LIKE pattern ends with an unpaired backslash", node.value.pos)
-            return column.like(pattern, escape="\\")
+            return self.like(node, column)
         if numeric:
             lhs: sa.ColumnElement = self.numeric(column)
             rhs: object = self.int_value(node.value, node.key)

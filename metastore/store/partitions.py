@@ -21,7 +21,7 @@ from metastore.store.column_stats import forget_partition_columns
 from metastore.store.identifiers import normalize, validate_columns
 from metastore.store.ids import allocate_ids
 from metastore.store.parameters import PARTITION_PARAMETERS
-from metastore.store.partition_filter import compile_filter
+from metastore.store.partition_filter import compile_filter, register_sqlite_functions
 from metastore.store.refs import TableRef, partition_keys, table_ref
 from metastore.store.schema import PARTITION_KEY_VALS, PARTITIONS, SDS
 from metastore.store.stats_accurate import params_with_columns_removed
@@ -401,7 +401,22 @@ class PartitionRepository:
                 f"table {ref.qualified_name} is not partitioned; it has no partitions to filter"
             )
         joins = _KeyValueJoins()
-        return compile_filter(text, keys, joins.value, self._conn.dialect.name), joins
+        dialect = self._conn.dialect.name
+        if dialect == "sqlite":
+            register_sqlite_functions(self._conn.connection.driver_connection)
+
+        def key_values(idx: int) -> list[str]:
+            # LIKE on PostgreSQL: the distinct values of one key, matched against the regex in Python.
+            return list(
+                self._conn.execute(
+                    sa.select(PARTITION_KEY_VALS.c.PART_KEY_VAL)
+                    .join(PARTITIONS, PARTITIONS.c.PART_ID == PARTITION_KEY_VALS.c.PART_ID)
+                    .where(PARTITIONS.c.TBL_ID == ref.tbl_id, PARTITION_KEY_VALS.c.INTEGER_IDX == idx)
+                    .distinct()
+                ).scalars()
+            )
+
+        return compile_filter(text, keys, joins.value, dialect, key_values), joins
 
     def list_by_filter(
         self,

@@ -8,16 +8,16 @@ from collections.abc import Mapping, Sequence
 import sqlalchemy as sa
 
 from metastore.catalog import DEFAULT_CATALOG, FieldSchema, Table
-from metastore.errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
+from metastore.errors import AlreadyExists, InvalidOperation, NoSuchObject
 from metastore.store import column_stats
 from metastore.store.chunking import chunks
 from metastore.store.identifiers import (
-    hive_pattern_matcher,
     normalize,
     validate_columns,
     validate_database_name,
     validate_table_name,
 )
+from metastore.store.name_patterns import hive_name_matcher
 from metastore.store.parameters import TABLE_PARAMETERS
 from metastore.store.principals import principal_type_code, principal_type_name
 from metastore.store.refs import TableRef, catalog_prefix, database_ref, table_ref
@@ -58,12 +58,10 @@ def _table_row(table: Table, db_id: int, sd_id: int | None, name: str) -> dict:
 
 
 def _validated_schema(table: Table, where: str) -> tuple[list[FieldSchema], list[FieldSchema]]:
-    """(data columns, partition keys), names lower-cased; InvalidObject for bad or clashing definitions."""
+    """(data columns, partition keys), names lower-cased; InvalidObject for bad definitions. A partition key
+    may also be a data column: Hive 2.3 accepts such tables (its own tests create them)."""
     cols = validate_columns(table.sd.cols, where)
     keys = validate_columns(table.partition_keys, where, what="partition key")
-    clash = {c.name for c in cols} & {k.name for k in keys}
-    if clash:
-        raise InvalidObject(f"{where}: partition key(s) {sorted(clash)} are also data columns")
     return cols, keys
 
 
@@ -176,7 +174,7 @@ class TableRepository:
         )
         if table_type is not None:
             query = query.where(TBLS.c.TBL_TYPE == table_type)
-        matches = hive_pattern_matcher(pattern)
+        matches = hive_name_matcher(pattern)
         return [r.TBL_NAME for r in self._conn.execute(query) if matches(r.TBL_NAME)]
 
     def _load(self, condition: sa.ColumnElement[bool]) -> list[Table]:

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from metastore.client.embedded import EmbeddedMetastoreClient
+from metastore.locations import local_path
 from metastore.sql.errors import SqlError
 from metastore.stats.model import (
     BinaryStats,
@@ -67,7 +68,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dataset]:
         f"CREATE DATABASE sales; USE sales; CREATE TABLE orders ({CREATE_COLUMNS}) PARTITIONED BY (ds string, src string) "
         "STORED AS ORC TBLPROPERTIES ('orc.compress'='ZLIB', 'orc.row.index.stride'='5000')"
     )
-    location = Path(client.get_table("sales", "orders").sd.location or "")
+    location = local_path(client.get_table("sales", "orders").sd.location)
     rng = np.random.default_rng(20240101)
     data: dict[str, pa.Table] = {}
     for ds, src in PARTITIONS:
@@ -122,7 +123,7 @@ def test_basic_statistics(dataset: Dataset) -> None:
     )
     for part in dataset.client.list_partitions("sales", "orders"):
         name = "/".join(f"{k}={v}" for k, v in zip(("ds", "src"), part.values, strict=True))
-        files = [p for p in Path(part.sd.location or "").iterdir() if not p.name.startswith((".", "_"))]
+        files = [p for p in local_path(part.sd.location).iterdir() if not p.name.startswith((".", "_"))]
         params = part.parameters
         assert params["numRows"] == str(dataset.data[name].num_rows)
         assert params["numFiles"] == str(len(files))

@@ -12,6 +12,7 @@ import pyarrow.orc as pa_orc
 import pytest
 
 from metastore.client.embedded import EmbeddedMetastoreClient
+from metastore.locations import local_path
 from metastore.sql.errors import Position, SqlError
 from sql.session import SqlSession
 
@@ -27,9 +28,9 @@ def test_databases(session: SqlSession, embedded: EmbeddedMetastoreClient, tmp_p
     session.run("CREATE DATABASE Sales COMMENT 'money' WITH DBPROPERTIES ('team'='x')")
     db = embedded.get_database("sales")
     assert db.description == "money" and db.parameters == {"team": "x"}
-    assert db.location_uri and Path(db.location_uri).is_dir()
+    assert db.location_uri and local_path(db.location_uri).is_dir()
     session.run(f"CREATE DATABASE elsewhere LOCATION '{tmp_path / 'else'}'")
-    assert embedded.get_database("elsewhere").location_uri == str(tmp_path / "else")
+    assert embedded.get_database("elsewhere").location_uri == f"file:{tmp_path / 'else'}"
     assert session.rows("SHOW DATABASES") == [{"database_name": n} for n in ("default", "elsewhere", "sales")]
     assert session.rows("SHOW SCHEMAS LIKE 'sa*'") == [{"database_name": "sales"}]
     assert session.one("CREATE DATABASE IF NOT EXISTS sales").message == "database sales exists already"
@@ -45,7 +46,7 @@ def test_databases(session: SqlSession, embedded: EmbeddedMetastoreClient, tmp_p
         session.run("DROP DATABASE sales")
     session.run("DROP DATABASE sales CASCADE")
     assert session.executor.database == "default"
-    assert not Path(db.location_uri).exists()
+    assert not local_path(db.location_uri).exists()
     assert session.one("DROP DATABASE IF EXISTS sales").message == "database sales does not exist"
     with pytest.raises(SqlError) as info:
         session.run("USE nothing")
@@ -71,7 +72,7 @@ def test_create_table_stores_hive_definitions(session: SqlSession, embedded: Emb
     assert t.sd.serde_info.serialization_lib == "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
     assert t.table_type == "MANAGED_TABLE"
     assert t.parameters["comment"] == "all types" and t.parameters["orc.compress"] == "ZLIB"
-    assert t.sd.location and Path(t.sd.location).is_dir()
+    assert t.sd.location and local_path(t.sd.location).is_dir()
     assert session.rows("SHOW TABLES") == [{"tab_name": "orders"}]
     assert session.rows("SHOW TBLPROPERTIES orders ('orc.compress')") == [
         {"prpt_name": "orc.compress", "prpt_value": "ZLIB"}
@@ -96,12 +97,12 @@ def test_external_table_keeps_data_on_drop(session: SqlSession, embedded: Embedd
     location = tmp_path / "ext"
     session.run(f"CREATE EXTERNAL TABLE e (a int) LOCATION '{location}'")
     t = embedded.get_table("default", "e")
-    assert t.table_type == "EXTERNAL_TABLE" and t.parameters["EXTERNAL"] == "TRUE" and t.sd.location == str(location)
+    assert t.table_type == "EXTERNAL_TABLE" and t.parameters["EXTERNAL"] == "TRUE" and t.sd.location == f"file:{location}"
     session.run("INSERT INTO e VALUES (1), (2)")
     session.run("DROP TABLE e")
     assert orc_files(location), "an external table's data stays"
     session.run("CREATE TABLE m (a int)")
-    managed = Path(embedded.get_table("default", "m").sd.location or "")
+    managed = local_path(embedded.get_table("default", "m").sd.location)
     session.run("INSERT INTO m VALUES (1)")
     session.run("DROP TABLE m")
     assert not managed.exists()
@@ -148,7 +149,7 @@ def test_partitions_add_show_drop(session: SqlSession, embedded: EmbeddedMetasto
     assert [r["partition"] for r in session.rows("SHOW PARTITIONS t")] == [
         "ds=2024-01-01/hr=1", "ds=2024-01-01/hr=2", "ds=2024-01-02/hr=1",
     ]  # hr='02' is normalised to its int value, as Hive does
-    assert embedded.get_partition("default", "t", ["2024-01-02", "1"]).sd.location == str(tmp_path / "elsewhere")
+    assert embedded.get_partition("default", "t", ["2024-01-02", "1"]).sd.location == f"file:{tmp_path / 'elsewhere'}"
     assert [r["partition"] for r in session.rows("SHOW PARTITIONS t PARTITION (hr=1)")] == [
         "ds=2024-01-01/hr=1", "ds=2024-01-02/hr=1",
     ]
@@ -183,12 +184,12 @@ def test_msck_repair_adds_and_drops_partition_folders(
     session: SqlSession, embedded: EmbeddedMetastoreClient
 ) -> None:
     session.run("CREATE TABLE t (a int) PARTITIONED BY (ds string, hr int)")
-    root = Path(embedded.get_table("default", "t").sd.location or "")
+    root = local_path(embedded.get_table("default", "t").sd.location)
     for rel in ("ds=2024-01-01/hr=1", "ds=2024-01-01/hr=2", "ds=2024%2F02/hr=3", "ds=x/other=1", "junk",
                 "_tmp/hr=1", "ds=2024-01-03"):
         (root / rel).mkdir(parents=True)
     session.run("ALTER TABLE t ADD PARTITION (ds='2024-01-01', hr=1) PARTITION (ds='gone', hr=9)")
-    gone = Path(embedded.get_partition("default", "t", ["gone", "9"]).sd.location or "")
+    gone = local_path(embedded.get_partition("default", "t", ["gone", "9"]).sd.location)
     gone.rmdir()
     report = session.rows("MSCK TABLE t SYNC PARTITIONS")
     assert report == [
@@ -201,7 +202,7 @@ def test_msck_repair_adds_and_drops_partition_folders(
     assert result.message == "2 partition(s) added"
     names = [r["partition"] for r in session.rows("SHOW PARTITIONS t")]
     assert names == ["ds=2024%2F02/hr=3", "ds=2024-01-01/hr=1", "ds=2024-01-01/hr=2", "ds=gone/hr=9"]
-    assert embedded.get_partition("default", "t", ["2024/02", "3"]).sd.location == str(root / "ds=2024%2F02/hr=3")
+    assert embedded.get_partition("default", "t", ["2024/02", "3"]).sd.location == f"file:{root / 'ds=2024%2F02/hr=3'}"
     assert session.one("MSCK REPAIR TABLE t DROP PARTITIONS").message == "1 partition(s) dropped"
     assert "ds=gone/hr=9" not in [r["partition"] for r in session.rows("SHOW PARTITIONS t")]
     assert session.one("MSCK REPAIR TABLE t").message == "0 partition(s) added"
@@ -221,7 +222,7 @@ def test_insert_values_writes_orc_with_table_options(session: SqlSession, embedd
         "(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),"
         "(-7, 'it''s', 'ab', 'abcd', -99, 0, 1e300, false, '2000-01-01', TIMESTAMP '1969-12-31 23:59:59', 'é')"
     )
-    location = Path(embedded.get_table("default", "t").sd.location or "")
+    location = local_path(embedded.get_table("default", "t").sd.location)
     (path,) = orc_files(location)
     f = pa_orc.ORCFile(str(path))
     assert f.compression == "SNAPPY" and f.row_index_stride == 1000
@@ -274,7 +275,7 @@ def test_insert_into_partitions_static_and_dynamic(session: SqlSession, embedded
     names = [r["partition"] for r in session.rows("SHOW PARTITIONS t")]
     assert names == ["ds=2024-01-02/hr=3", "ds=2024-01-05/hr=1", "ds=2024-01-05/hr=2", "ds=2024-02-01/hr=7"]
     part = embedded.get_partition("default", "t", ["2024-01-05", "1"])
-    (path,) = orc_files(Path(part.sd.location or ""))
+    (path,) = orc_files(local_path(part.sd.location))
     assert pa_orc.ORCFile(str(path)).read().column("a").to_pylist() == [10, 12]
     assert part.parameters["numRows"] == "2"
     with pytest.raises(SqlError, match="a static partition value cannot follow a dynamic one"):
@@ -293,7 +294,7 @@ def test_load_data_csv(session: SqlSession, embedded: EmbeddedMetastoreClient, t
     result = session.one(f"LOAD DATA LOCAL INPATH '{csv_path}' INTO TABLE t PARTITION (ds='a')")
     assert result.message == "3 row(s) loaded from CSV into default.t into 1 partition(s)"
     part = embedded.get_partition("default", "t", ["a"])
-    (path,) = orc_files(Path(part.sd.location or ""))
+    (path,) = orc_files(local_path(part.sd.location))
     assert pa_orc.ORCFile(str(path)).read().to_pylist() == [
         {"id": 1, "name": "Smith, J", "price": 1.5, "ok": True, "d": dt.date(2024, 1, 1)},
         {"id": 2, "name": None, "price": None, "ok": False, "d": None},
@@ -306,7 +307,7 @@ def test_load_data_csv(session: SqlSession, embedded: EmbeddedMetastoreClient, t
     session.run(f"LOAD DATA LOCAL INPATH '{csv_path}' INTO TABLE t PARTITION (ds='a')")
     assert embedded.get_partition("default", "t", ["a"]).parameters["numRows"] == "6"
     session.run(f"LOAD DATA LOCAL INPATH '{csv_path}' OVERWRITE INTO TABLE t PARTITION (ds='a')")
-    assert len(orc_files(Path(part.sd.location or ""))) == 1
+    assert len(orc_files(local_path(part.sd.location))) == 1
     assert embedded.get_partition("default", "t", ["a"]).parameters["numRows"] == "3"
     # the partition columns at the end of each record when the spec leaves them open
     dynamic = tmp_path / "dyn.csv"
@@ -315,7 +316,7 @@ def test_load_data_csv(session: SqlSession, embedded: EmbeddedMetastoreClient, t
     assert [r["partition"] for r in session.rows("SHOW PARTITIONS t")] == ["ds=a", "ds=b", "ds=c"]
     # ORC files are copied as they are
     session.run(f"LOAD DATA LOCAL INPATH '{saved}' INTO TABLE t PARTITION (ds='d')")
-    (copied,) = orc_files(Path(embedded.get_partition("default", "t", ["d"]).sd.location or ""))
+    (copied,) = orc_files(local_path(embedded.get_partition("default", "t", ["d"]).sd.location))
     assert copied.read_bytes() == saved.read_bytes()
     assert embedded.get_partition("default", "t", ["d"]).parameters["numRows"] == "3"
 
@@ -348,7 +349,7 @@ def test_values_reach_the_file_exactly(session: SqlSession, embedded: EmbeddedMe
         "INSERT INTO t VALUES (-128, -32768, -2147483648, -9223372036854775808, 'NaN'), "
         "(127, 32767, 2147483647, 9223372036854775807, '-Infinity')"
     )
-    (path,) = orc_files(Path(embedded.get_table("default", "t").sd.location or ""))
+    (path,) = orc_files(local_path(embedded.get_table("default", "t").sd.location))
     table = pa_orc.ORCFile(str(path)).read()
     assert table.column("d").to_pylist() == [-(2**63), 2**63 - 1]
     e = table.column("e").to_numpy()

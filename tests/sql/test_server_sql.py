@@ -15,6 +15,7 @@ import pytest
 from server.harness import ServerProcess, start_server
 
 from metastore.client import ThriftMetastoreClient
+from metastore.locations import local_path
 from sql.ground_truth import COLUMNS, CREATE_COLUMNS, expected, make_table, write_csv, write_pyarrow_orc
 from sql.session import SqlSession
 from sql.test_analyze import check
@@ -42,7 +43,7 @@ def test_statements_through_the_server(remote: ThriftMetastoreClient, server: Se
         f"CREATE DATABASE remote_db; USE remote_db; CREATE TABLE sales ({CREATE_COLUMNS}) PARTITIONED BY (ds string) "
         "STORED AS ORC TBLPROPERTIES ('orc.compress'='ZSTD')"
     )
-    location = Path(remote.get_table("remote_db", "sales").sd.location or "")
+    location = local_path(remote.get_table("remote_db", "sales").sd.location)
     assert location.is_dir(), "the server created the table's folder, the shell writes into it"
     rng = np.random.default_rng(99)
     ours, theirs = make_table(rng, 5000, 4000), make_table(rng, 5000, 4000)

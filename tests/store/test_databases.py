@@ -6,7 +6,7 @@ import pytest
 import sqlalchemy as sa
 
 from metastore.catalog import Database
-from metastore.errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
+from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, InvalidOperation, NoSuchObject
 from metastore.store import Store
 from store.builders import sales_table
 
@@ -16,7 +16,8 @@ def test_default_database_exists_once(store: Store) -> None:
     with store.read() as uow:
         default = uow.databases.get("default")
         assert uow.databases.list_names() == ["default"]
-    assert default.location_uri == "/warehouse"  # Hive puts `default` at the warehouse directory itself
+    # Hive puts `default` at the warehouse directory itself, qualified with the local filesystem.
+    assert default.location_uri == "file:/warehouse"
     assert (default.owner_name, default.owner_type) == ("public", 2)
 
 
@@ -66,8 +67,12 @@ def test_list_by_hive_pattern(store: Store) -> None:
         assert uow.databases.list_names("SALES") == ["sales"]
         assert uow.databases.list_names("hr|*eu") == ["hr", "sales_eu"]
         assert uow.databases.list_names("*") == uow.databases.list_names()
-        assert uow.databases.list_names("s.x") == []  # '.' is literal, not a regex wildcard
-        assert uow.databases.list_names("(") == []  # never a regex error
+        # Hive's patterns are regular expressions (after `*` -> `.*`) matching the whole name.
+        assert uow.databases.list_names("s.x") == []
+        assert uow.databases.list_names("s.") == ["sx"]
+        assert uow.databases.list_names("sales_[a-z]+") == ["sales_eu"]
+        with pytest.raises(InvalidInput, match="'\\(' is not a valid regular expression"):
+            uow.databases.list_names("(")
 
 
 def test_alter_database(store: Store) -> None:

@@ -74,7 +74,8 @@ def test_good_filters_parse(text: str) -> None:
         ("hr = 2024-01-01", "not an integer"),
         ("hr = 99999999999999999999", "out of range"),
         ("ds = 'x' ; drop table", "unexpected character ';'"),
-        ("ds like 'a\\\\'", "unpaired backslash"),
+        ("ds like 'a\\\\\\\\('", "not a valid regular expression"),
+        ("ds like 1", "LIKE needs a quoted regular expression"),
         ("ds = DATE '2024-13-01'", "not a valid date"),
         ("ds NOT = 'x'", "expected BETWEEN, IN or LIKE after NOT"),
         ("hr between 1 5", "expected AND in BETWEEN"),
@@ -87,7 +88,7 @@ def test_good_filters_parse(text: str) -> None:
 )
 def test_bad_filters_name_the_problem(text: str, message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
-        compile_filter(text, KEYS, lambda i: sa.column(f"k{i}"), "postgresql")
+        compile_filter(text, KEYS, lambda i: sa.column(f"k{i}"), "postgresql", lambda i: ["a"])
 
 
 _ALPHABET = st.sampled_from(list("dshr=<>!()'\"`,-_ 0123456789aAnNoOtTbBiIlLkKeE%\\\n\x00é;*"))
@@ -132,7 +133,7 @@ _TOKENS = st.sampled_from(
 def test_fuzz_only_invalid_input(text: str) -> None:
     for dialect in ("sqlite", "postgresql"):
         try:
-            compile_filter(text, KEYS, lambda i: sa.column(f"k{i}"), dialect)
+            compile_filter(text, KEYS, lambda i: sa.column(f"k{i}"), dialect, lambda i: ["a", "b"])
         except InvalidInput:
             pass
 
@@ -217,14 +218,18 @@ def test_semantics(filtered: Store) -> None:
     assert _vals(s, "ds >= 'b'") == {("b", "5"), ("ä", "1")}
     assert _vals(s, "ds = 2024-01-02") == {("2024-01-02", "5"), ("2024-01-02", "-3")}
     assert _vals(s, "'2024-01-02' = ds and 5 = hr") == {("2024-01-02", "5")}
-    # LIKE: SQL wildcards, case-sensitive, backslash escapes.
-    assert _vals(s, "ds like '2024-01-1%'") == {("2024-01-10", "07")}
+    # LIKE: a regular expression the whole value must match, case-sensitive (Hive 2.3's String.matches).
+    assert _vals(s, "ds like '2024-01-1.*'") == {("2024-01-10", "07")}
+    assert _vals(s, "ds like '2024-01-1%'") == set()  # % and _ are no wildcards
     assert _vals(s, "ds like 'b'") == {("b", "5")}
-    assert _vals(s, "ds like 'a\\\\%b'") == {("a%b", "1")}
-    assert _vals(s, "ds like 'a_b'") == {("a%b", "1"), ("a_b", "1")}
-    assert len(_vals(s, "ds not like '2024%'")) == 6
-    assert _vals(s, "hr like '0%'") == {("2024-01-01", "0"), ("2024-01-10", "07")}
-    assert _vals(s, "not (ds like '2%' or ds like '_')") == {
+    assert _vals(s, "ds like '2024'") == set()  # a part of the value is not enough
+    assert _vals(s, "ds like 'a%b'") == {("a%b", "1")}
+    assert _vals(s, "ds like 'a_b'") == {("a_b", "1")}
+    assert _vals(s, "ds like 'a.b'") == {("a%b", "1"), ("a_b", "1")}
+    assert _vals(s, "ds like '[bB]|a\\%b'") == {("b", "5"), ("B", "5"), ("a%b", "1")}
+    assert len(_vals(s, "ds not like '2024.*'")) == 6
+    assert _vals(s, "hr like '0.*'") == {("2024-01-01", "0"), ("2024-01-10", "07")}
+    assert _vals(s, "not (ds like '2.*' or ds like '.')") == {
         ("a%b", "1"),
         ("a_b", "1"),
         ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__"),
