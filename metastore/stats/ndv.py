@@ -24,8 +24,9 @@ timestamp      ``hash64(long)`` of whole seconds since the epoch (floor), which 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,8 @@ from metastore.stats.model import StatsKind
 __all__ = [
     "NdvFormatError",
     "NdvSketch",
+    "decimal_doubles",
+    "double_hashes",
     "hashes_for",
     "merge_all",
     "merge_sketches",
@@ -45,6 +48,7 @@ __all__ = [
 ]
 
 _CANONICAL_NAN = np.int64(0x7FF8000000000000)
+_MAX_EXACT_INT_DOUBLE = 1 << 53
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -74,11 +78,33 @@ def _long_hashes(values: Iterable[int] | np.ndarray) -> np.ndarray:
     return hash64_array_long(arr.astype(np.int64, copy=False).ravel())
 
 
-def _double_hashes(values: Iterable[float] | np.ndarray) -> np.ndarray:
+def double_hashes(values: Iterable[float] | np.ndarray) -> np.ndarray:
+    """Hive's hashes of double values: Murmur3 of ``Double.doubleToLongBits`` (every NaN is the canonical
+    NaN; -0.0 and 0.0 stay apart). A float64 array is hashed without a copy unless it holds NaNs."""
     arr = np.asarray(values, dtype=np.float64).ravel()
-    bits = arr.view(np.int64).copy()
-    bits[np.isnan(arr)] = _CANONICAL_NAN
+    bits = arr.view(np.int64)
+    nan = np.isnan(arr)
+    if nan.any():
+        bits = bits.copy()
+        bits[nan] = _CANONICAL_NAN
     return hash64_array_long(bits)
+
+
+def decimal_doubles(unscaled: np.ndarray, scale: int) -> np.ndarray:
+    """The correctly rounded double of each decimal given as int64 unscaled values at ``scale`` (what
+    ``HiveDecimal.doubleValue`` gives, and so what Hive hashes for a decimal)."""
+    ints = unscaled.astype(np.int64, copy=False)
+    if scale <= 22:
+        # an exact integer divided by an exact power of ten rounds once: the correctly rounded quotient
+        out = ints.astype(np.float64) / (10.0**scale)
+        big = np.abs(ints) >= _MAX_EXACT_INT_DOUBLE
+    else:
+        out = np.empty(ints.size, dtype=np.float64)
+        big = np.ones(ints.size, dtype=bool)
+    if big.any():
+        # rare: beyond 2**53 the integer itself is not a double; go through Decimal for those values only
+        out[big] = [float(Decimal(int(v)).scaleb(-scale)) for v in ints[big].tolist()]
+    return out
 
 
 def _bytes_hashes(values: Sequence[bytes]) -> np.ndarray:
@@ -96,7 +122,7 @@ def _boolean_hashes(values: Iterable[bool] | np.ndarray) -> np.ndarray:
 
 
 def _decimal_hashes(values: Iterable[Decimal | int | float | str]) -> np.ndarray:
-    return _double_hashes(
+    return double_hashes(
         np.fromiter((float(Decimal(v) if isinstance(v, str) else v) for v in values), np.float64)
     )
 
@@ -137,9 +163,9 @@ def _epoch_seconds(value: dt.datetime | int) -> int:
     return delta.days * 86400 + delta.seconds  # floor for pre-epoch values with microseconds
 
 
-_HASHERS = {
+_HASHERS: dict[StatsKind, Callable[[Any], np.ndarray]] = {
     StatsKind.LONG: _long_hashes,
-    StatsKind.DOUBLE: _double_hashes,
+    StatsKind.DOUBLE: double_hashes,
     StatsKind.DECIMAL: _decimal_hashes,
     StatsKind.STRING: _string_hashes,
     StatsKind.BINARY: _bytes_hashes,
@@ -149,7 +175,7 @@ _HASHERS = {
 }
 
 
-def hashes_for(kind: StatsKind, values: Sequence | np.ndarray) -> np.ndarray:
+def hashes_for(kind: StatsKind, values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """The Murmur3 hashes (int64) Hive feeds its NDV sketch for non-null ``values`` of a column ``kind``."""
     return _HASHERS[kind](values)
 
@@ -216,8 +242,9 @@ class NdvSketch:
             result = low.copy()
             result.merge(high)
             return NdvSketch(result)
+        assert isinstance(other.sketch, FMSketch)  # can_merge: FM merges only with FM
         result_fm = self.sketch.copy()
-        result_fm.merge(other.sketch)  # type: ignore[arg-type]
+        result_fm.merge(other.sketch)
         return NdvSketch(result_fm)
 
     # Typed adds: each takes the column's non-null values (numpy arrays or sequences).
@@ -228,7 +255,7 @@ class NdvSketch:
             raise TypeError("values can only be added to a HyperLogLog sketch")
         self.sketch.add_hashes(hashes)
 
-    def add_values(self, kind: StatsKind, values: Sequence | np.ndarray) -> None:
+    def add_values(self, kind: StatsKind, values: Sequence[Any] | np.ndarray) -> None:
         """Add non-null values of a column of statistics ``kind`` (see the module table)."""
         self.add_hashes(hashes_for(kind, values))
 
@@ -238,7 +265,7 @@ class NdvSketch:
 
     def add_doubles(self, values: Sequence[float] | np.ndarray) -> None:
         """Add float/double values."""
-        self.add_hashes(_double_hashes(values))
+        self.add_hashes(double_hashes(values))
 
     def add_decimals(self, values: Sequence[Decimal | int | float | str]) -> None:
         """Add decimal values (hashed as doubles, as Hive does)."""
@@ -279,15 +306,17 @@ def merge_sketches(blobs: Sequence[bytes]) -> NdvSketch | None:
     first = sketches[0]
     if not all(first.can_merge(s) for s in sketches[1:]):
         return None
-    if isinstance(first.sketch, HyperLogLog):
-        hlls = [s.sketch for s in sketches]
-        result = HyperLogLog(min(h.p for h in hlls))  # type: ignore[union-attr]
+    # can_merge held for all: either every sketch is an HLL or every one is an FM sketch
+    hlls = [s.sketch for s in sketches if isinstance(s.sketch, HyperLogLog)]
+    if hlls:
+        result = HyperLogLog(min(h.p for h in hlls))
         for h in hlls:
-            result.merge(h)  # type: ignore[arg-type]
+            result.merge(h)
         return NdvSketch(result)
-    fm = first.sketch.copy()
-    for s in sketches[1:]:
-        fm.merge(s.sketch)  # type: ignore[arg-type]
+    fms = [s.sketch for s in sketches if isinstance(s.sketch, FMSketch)]
+    fm = fms[0].copy()
+    for other in fms[1:]:
+        fm.merge(other)
     return NdvSketch(fm)
 
 

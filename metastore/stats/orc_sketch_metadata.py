@@ -35,10 +35,10 @@ from metastore.errors import InvalidInput
 from metastore.orcio.column_input import ColumnData, TimestampValues, Utf8Values, shred
 from metastore.orcio.errors import OrcError
 from metastore.orcio.types import Category, TypeDescription
-from metastore.stats.harvest import SKETCH_P, ColumnSketcher
 from metastore.stats.hll import HyperLogLog
 from metastore.stats.model import StatsKind
 from metastore.stats.orc_convert import hive_kind, storage_kind_fits
+from metastore.stats.sketcher import SKETCH_P, ColumnSketcher
 
 __all__ = [
     "KEY_PREFIX",

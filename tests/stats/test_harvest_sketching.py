@@ -149,7 +149,7 @@ def test_ndv_uses_the_estimate_stored_in_the_sketch_header(count: int):
 
 def test_a_single_file_split_over_workers_by_columns_gives_the_same_result(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(harvest, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(harvest.runner, "SPLIT_MIN_BYTES", 0)
     rng = np.random.default_rng(4)
     n = 50_000
     table = pa.table({"a": rng.integers(0, 1000, n), "b": [f"s{k}" for k in rng.integers(0, 9999, n)],

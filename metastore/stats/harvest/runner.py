@@ -1,0 +1,345 @@
+"""The local harvest runner: files shared out to a process pool, results kept in a file cache, progress reported.
+
+:func:`analyze_files` is what ``ANALYZE TABLE ... COMPUTE STATISTICS FOR COLUMNS`` runs in the shell's process:
+it takes per-file results from the :class:`~metastore.stats.filecache.FileStatsCache` where the file is
+unchanged, runs :func:`~metastore.stats.harvest.scan.analyze_file` for the others (in worker processes; a
+single large file is split by columns between workers), stores the new per-file results and merges them.
+:func:`basic_stats` gives ``numRows``/``numFiles``/``totalSize``/``rawDataSize``.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from dataclasses import replace
+from typing import Any
+
+from metastore.errors import InvalidInput
+from metastore.stats.filecache import FileStatsCache
+from metastore.stats.harvest.partial import (
+    KLL_KINDS,
+    MISSING_HISTOGRAM,
+    MISSING_MAX_LENGTH,
+    MISSING_NDV,
+    MISSING_NULLS,
+    MISSING_RANGE,
+    MISSING_TOTAL_LENGTH,
+    MISSING_TRUES,
+    NDV_KINDS,
+    ColumnPartial,
+    FileAnalysis,
+    merge_partials,
+)
+from metastore.stats.harvest.result import AnalyzeResult, BasicStats, result_of
+from metastore.stats.harvest.scan import (
+    INFO_KEY_VERSION,
+    ColumnSpec,
+    FileOutcome,
+    ScanOptions,
+    absent_partial,
+    analyze_file,
+    cache_entry_key,
+    open_orc,
+    raw_size,
+    resolve_field,
+    stat_file,
+)
+from metastore.stats.model import StatsKind
+from metastore.stats.orc_convert import hive_kind
+
+__all__ = ["SPLIT_MIN_BYTES", "analyze_files", "basic_stats"]
+
+# A file still to analyse: (position, path, size, mtime_ns, columns to compute, partials the cache had).
+_Todo = tuple[int, str, int, int, tuple[ColumnSpec, ...], dict[str, ColumnPartial]]
+
+
+def analyze_files(
+    files: Sequence[str | os.PathLike[str]],
+    columns: Sequence[str],
+    *,
+    hive_types: Mapping[str, str],
+    want_ndv: bool = True,
+    want_histograms: bool = False,
+    cache: FileStatsCache | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    scan: bool = True,
+    table_columns: Sequence[str] | None = None,
+    workers: int | None = None,
+) -> AnalyzeResult:
+    """Column statistics of ``columns`` over ORC ``files`` (one table or partition), merged.
+
+    ``hive_types`` maps column names to Hive types: give every (non-partition) column of the table, in table
+    order, because that order (or ``table_columns``) places columns in files with positional ``_colN`` field
+    names. ``want_ndv`` computes NDV sketches,
+    ``want_histograms`` KLL histograms; ``scan=False`` never reads data (footer facts only; what needs data is
+    reported in ``result.missing``). ``cache`` keeps per-file results between runs. ``progress(done, total)``
+    is called after each file. ``workers`` processes scan in parallel (default: one per CPU; 1 = in this process):
+    files are shared out, and when fewer files than workers need reading their columns are split between
+    workers. Raises :class:`HarvestError` naming the file for unreadable or
+    corrupt files and InvalidInput for unknown columns or types without statistics.
+    """
+    started = time.perf_counter()
+    order = list(table_columns) if table_columns is not None else list(hive_types)
+    specs = _column_specs(columns, hive_types, order)
+    options = ScanOptions(want_ndv=want_ndv, want_histograms=want_histograms, scan=scan)
+    paths = [os.path.abspath(os.fspath(f)) for f in files]
+    total = len(paths)
+    results: list[FileAnalysis | None] = [None] * total
+    todo: list[_Todo] = []
+    done = 0
+    for i, path in enumerate(paths):
+        size, mtime_ns = stat_file(path)
+        reused = _from_cache(cache, path, size, mtime_ns, specs, options) if cache is not None else None
+        if reused is not None and len(reused[1]) == len(specs):
+            info, partials = reused
+            results[i] = FileAnalysis(path, size, mtime_ns, info["rows"], info["raw"], partials, "cache")
+            done += 1
+            if progress is not None:
+                progress(done, total)
+            continue
+        have = reused[1] if reused is not None else {}
+        todo.append((i, path, size, mtime_ns, tuple(s for s in specs if s.name not in have), have))
+
+    def finished(index: int, analysis: FileAnalysis) -> None:
+        nonlocal done
+        results[index] = analysis
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    outcomes: list[FileOutcome] = []
+    tasks = _split_tasks(todo, _worker_count(workers))
+    expected = {index: 0 for index, *_ in todo}
+    for index, _ in tasks:
+        expected[index] += 1
+    pieces: dict[int, list[FileOutcome]] = {index: [] for index in expected}
+    haves = {index: have for index, *_, have in todo}
+
+    def analysed(index: int, outcome: FileOutcome) -> None:
+        pieces[index].append(outcome)
+        if len(pieces[index]) < expected[index]:
+            return
+        joined = _join_outcomes(pieces.pop(index))
+        outcomes.append(joined)
+        analysis = joined.analysis
+        if haves[index]:
+            analysis = replace(analysis, columns={**haves[index], **analysis.columns})
+        finished(index, analysis)
+
+    by_index = {item[0]: item for item in todo}
+    calls = [(index, (by_index[index][1], by_index[index][2], by_index[index][3], wanted, options))
+             for index, wanted in tasks]
+    pool_size = min(_worker_count(workers), len(calls))
+    if pool_size <= 1:
+        for index, call in calls:
+            analysed(index, analyze_file(*call))
+    else:
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        with ProcessPoolExecutor(max_workers=pool_size, mp_context=context) as pool:
+            futures = {pool.submit(analyze_file, *call): index for index, call in calls}
+            pending = set(futures)
+            while pending:
+                completed, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in completed:
+                    error = future.exception()
+                    if error is not None:
+                        for other in pending:
+                            other.cancel()
+                        raise error
+                    analysed(futures[future], future.result())
+    analyses = tuple(r for r in results if r is not None)
+    if cache is not None and outcomes:
+        cache.put_many((o.analysis.path, o.analysis.size, o.analysis.mtime_ns, o.info, o.entries) for o in outcomes)
+    return _combine(analyses, specs, options, started)
+
+
+def basic_stats(
+    files: Sequence[str | os.PathLike[str]], scan: bool = True, *, cache: FileStatsCache | None = None
+) -> BasicStats:
+    """Hive's basic statistics of the data files of a table or partition.
+
+    NOSCAN (``scan=False``) looks only at the file system: ``numFiles`` and ``totalSize``. Otherwise the row
+    count comes from the ORC footers and ``rawDataSize`` is what Hive's ORC reader reports
+    (``Reader.getRawDataSize()``, an estimate of the deserialised Java size from footer statistics; see
+    :func:`metastore.stats.orc_convert.raw_data_size_of`), summed over the files.
+    """
+    sizes = []
+    for f in files:
+        size, _ = stat_file(os.path.abspath(os.fspath(f)))
+        sizes.append(size)
+    if not scan:
+        return BasicStats(num_rows=None, num_files=len(sizes), total_size=sum(sizes), raw_data_size=None)
+    rows = raw = 0
+    for f in files:
+        path = os.path.abspath(os.fspath(f))
+        size, mtime_ns = stat_file(path)
+        cached = cache.get(path, size, mtime_ns) if cache is not None else None
+        if cached is not None:
+            info = json.loads(cached.info)
+            rows += info["rows"]
+            raw += info["raw"]
+            continue
+        with open_orc(path) as (reader, _):
+            rows += reader.num_rows
+            raw += raw_size(reader, path)
+    return BasicStats(num_rows=rows, num_files=len(sizes), total_size=sum(sizes), raw_data_size=raw)
+
+
+# ------------------------------------------------------------------------------------------ planning
+
+
+# ------------------------------------------------------------------------------------------ planning
+
+
+def _column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: Sequence[str]) -> list[ColumnSpec]:
+    if isinstance(columns, str):
+        raise InvalidInput("columns must be a sequence of column names, not one string")
+    lowered = {k.lower(): k for k in hive_types}
+    positions = {name.lower(): i for i, name in enumerate(order)}
+    specs = []
+    seen = set()
+    for name in columns:
+        key = name if name in hive_types else lowered.get(name.lower())
+        if key is None:
+            known = ", ".join(hive_types) or "none"
+            raise InvalidInput(f"column '{name}' has no type in hive_types (columns: {known})")
+        hive_kind(hive_types[key])  # types without statistics fail here, naming the type
+        if name in seen:
+            raise InvalidInput(f"column '{name}' is requested twice")
+        seen.add(name)
+        specs.append(ColumnSpec(name, hive_types[key].strip().lower(), positions.get(name.lower())))
+    return specs
+
+
+def _worker_count(workers: int | None) -> int:
+    if workers is None:
+        workers = os.cpu_count() or 1
+    return max(1, workers)
+
+
+# Files smaller than this are not split by columns between workers: each part re-reads the file's tail, and
+# below a few hundred thousand rows a file's scan takes less than starting and joining worker processes.
+SPLIT_MIN_BYTES = 32 << 20
+# Relative cost of scanning a column of each kind (decimals decode varints and scales, strings hash bytes).
+_SCAN_COST = {StatsKind.DECIMAL: 4, StatsKind.STRING: 2, StatsKind.BINARY: 2, StatsKind.TIMESTAMP: 2}
+
+
+def _split_tasks(todo: list[_Todo], workers: int) -> list[tuple[int, tuple[ColumnSpec, ...]]]:
+    """(file index, columns) tasks: one per file, or, when fewer files than workers need reading, each file's
+    columns split into groups of similar cost so that every worker has a share (a single changed file still
+    uses every core)."""
+    if not todo or len(todo) >= workers:
+        return [(index, wanted) for index, _, _, _, wanted, _ in todo]
+    per_file = -(-workers // len(todo))
+    tasks = []
+    for index, _, size, _, wanted, _ in todo:
+        groups = min(per_file, len(wanted)) if size >= SPLIT_MIN_BYTES else 1
+        if groups <= 1:
+            tasks.append((index, wanted))
+            continue
+        loads = [0] * groups
+        members: list[list[ColumnSpec]] = [[] for _ in range(groups)]
+        for spec in sorted(wanted, key=lambda s: -_SCAN_COST.get(hive_kind(s.hive_type), 1)):
+            target = loads.index(min(loads))
+            members[target].append(spec)
+            loads[target] += _SCAN_COST.get(hive_kind(spec.hive_type), 1)
+        tasks.extend((index, tuple(group)) for group in members if group)
+    return tasks
+
+
+def _join_outcomes(parts: list[FileOutcome]) -> FileOutcome:
+    """One file's outcome from the outcomes of its column groups."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0].analysis
+    columns: dict[str, ColumnPartial] = {}
+    entries: dict[str, bytes] = {}
+    for part in parts:
+        columns.update(part.analysis.columns)
+        entries.update(part.entries)
+    analyses = [p.analysis for p in parts]
+    analysis = replace(
+        first,
+        columns=columns,
+        source="scan" if any(a.source == "scan" for a in analyses) else first.source,
+        bytes_read=sum(a.bytes_read for a in analyses),
+        stripes_scanned=max(a.stripes_scanned for a in analyses),
+        sketch_metadata_columns=tuple(c for a in analyses for c in a.sketch_metadata_columns),
+        seconds=max(a.seconds for a in analyses),
+    )
+    return FileOutcome(analysis, parts[0].info, entries)
+
+
+# -------------------------------------------------------------------------------------------- cache
+
+
+def _from_cache(
+    cache: FileStatsCache, path: str, size: int, mtime_ns: int, specs: list[ColumnSpec], options: ScanOptions
+) -> tuple[dict[str, Any], dict[str, ColumnPartial]] | None:
+    cached = cache.get(path, size, mtime_ns)
+    if cached is None:
+        return None
+    try:
+        info = json.loads(cached.info)
+    except ValueError:
+        return None
+    if info.get("v") != INFO_KEY_VERSION:
+        return None
+    fields = [(name, int(cid), type_text) for name, cid, type_text in info["fields"]]
+    found: dict[str, ColumnPartial] = {}
+    for spec in specs:
+        ref = resolve_field([f[0] for f in fields], spec)
+        field_ref = None if ref is None else (fields[ref][1], fields[ref][2])
+        raw = cached.entries.get(cache_entry_key(spec, field_ref))
+        if raw is None:
+            continue
+        try:
+            partial = ColumnPartial.from_bytes(raw)
+        except ValueError:
+            continue
+        if partial.missing & _required_facts(options):
+            continue
+        found[spec.name] = _trim(partial, options)
+    return info, found
+
+
+def _required_facts(options: ScanOptions) -> frozenset[str]:
+    required = {MISSING_RANGE, MISSING_NULLS, MISSING_TRUES, MISSING_TOTAL_LENGTH}
+    if options.scan:
+        required.add(MISSING_MAX_LENGTH)
+        if options.want_ndv:
+            required.add(MISSING_NDV)
+        if options.want_histograms:
+            required.add(MISSING_HISTOGRAM)
+    return frozenset(required)
+
+
+def _trim(partial: ColumnPartial, options: ScanOptions) -> ColumnPartial:
+    """A partial without what this run did not ask for (a cached sketch is dropped when NDV is not wanted)."""
+    changes: dict[str, Any] = {}
+    missing = set(partial.missing)
+    if not options.want_ndv and partial.kind in NDV_KINDS:
+        changes["sketch"] = None
+        missing.add(MISSING_NDV)
+    if not options.want_histograms and partial.kind in KLL_KINDS:
+        changes["histogram"] = None
+        missing.add(MISSING_HISTOGRAM)
+    if changes:
+        changes["missing"] = frozenset(missing)
+        return replace(partial, **changes)
+    return partial
+
+
+def _combine(
+    analyses: tuple[FileAnalysis, ...], specs: list[ColumnSpec], options: ScanOptions, started: float
+) -> AnalyzeResult:
+    merged: dict[str, ColumnPartial] = {}
+    for spec in specs:
+        pieces = [analysis.columns[spec.name] for analysis in analyses]
+        merged[spec.name] = merge_partials(pieces) if pieces else absent_partial(hive_kind(spec.hive_type), 0, options)
+    return result_of(analyses, merged, options, time.perf_counter() - started)
+
