@@ -20,6 +20,13 @@ MAX_DECIMAL_PRECISION = 38
 DEFAULT_DECIMAL = (10, 0)
 MAX_VARCHAR_LENGTH = 65535
 MAX_CHAR_LENGTH = 255
+# How deeply array/map/struct/uniontype may nest. Hive sets no limit, but every layer that walks a type
+# (spelling, ORC schemas, Thrift) recurses once or more per level, and Python stops at about 1,000 frames;
+# real schemas nest a handful of levels.
+MAX_TYPE_NESTING = 100
+# Type sizes (precision, scale, length) are at most 65535: more digits than this are refused before int()
+# (which refuses strings of over 4,300 digits with its own words).
+MAX_SIZE_DIGITS = 18
 
 
 class HiveTypeError(ValueError):
@@ -94,9 +101,12 @@ class _TypeStringParser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.i = 0
+        self.depth = 0
 
     def fail(self, message: str) -> HiveTypeError:
-        return HiveTypeError(f"type {self.text!r}: {message} at character {self.i + 1}")
+        # A type string can be thousands of characters long (deep nesting, long numbers): quote its start only.
+        shown = self.text if len(self.text) <= 80 else self.text[:77] + "..."
+        return HiveTypeError(f"type {shown!r}: {message} at character {self.i + 1}")
 
     def skip_space(self) -> None:
         while self.i < len(self.text) and self.text[self.i].isspace():
@@ -145,9 +155,22 @@ class _TypeStringParser:
             self.i += 1
         if start == self.i:
             raise self.fail("expected a number")
-        return int(self.text[start : self.i])
+        digits = self.text[start : self.i].lstrip("0") or "0"
+        if len(digits) > MAX_SIZE_DIGITS:
+            length, self.i = self.i - start, start  # the error points at the number's first digit
+            raise self.fail(f"a {length}-digit number is too large (at most {MAX_SIZE_DIGITS} digits)")
+        return int(digits)
 
     def type(self) -> HiveType:
+        if self.depth > MAX_TYPE_NESTING:
+            raise self.fail(f"types nested more than {MAX_TYPE_NESTING} levels deep are not supported")
+        self.depth += 1
+        try:
+            return self._type()
+        finally:
+            self.depth -= 1
+
+    def _type(self) -> HiveType:
         name = self.word().lower()
         name = ALIASES.get(name, name)
         if name == "double" and self.text[self.i :].lstrip().lower().startswith("precision"):

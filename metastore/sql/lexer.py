@@ -43,6 +43,8 @@ class Token:
         if self.kind is TokenKind.EOF:
             return "end of input"
         text = self.text if len(self.text) <= 40 else self.text[:37] + "..."
+        # A string token may hold a newline or other control characters; the message stays one line.
+        text = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
         return f"'{text}'"
 
 

@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from metastore.sql.errors import Position, SqlSyntaxError
 from metastore.sql.hive_types import (
     ALIASES,
+    MAX_CHAR_LENGTH,
+    MAX_DECIMAL_PRECISION,
+    MAX_TYPE_NESTING,
+    MAX_VARCHAR_LENGTH,
     PRIMITIVE_TYPES,
     HiveType,
     HiveTypeError,
@@ -92,6 +96,7 @@ class _Parser:
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens
         self.i = 0
+        self.type_depth = 0  # complex types being parsed around the current token
 
     # ------------------------------------------------------------------ token helpers
 
@@ -164,12 +169,17 @@ class _Parser:
             parts.append(self.advance().value)
         return "".join(parts)
 
-    def integer(self, what: str) -> int:
+    def integer(self, what: str, maximum: int) -> int:
+        """A non-negative integer constant; refused at its position when it is longer than `maximum`."""
         tok = self.tok
         if tok.kind is not TokenKind.NUMBER or tok.suffix or not tok.value.isdigit():
             raise self.expected(what)
+        # int() of more than 4,300 digits fails with Python's words; no accepted value is that long anyway.
+        digits = tok.value.lstrip("0") or "0"
+        if len(digits) > len(str(maximum)):
+            raise self.error(f"{what} must be at most {maximum}, got a {len(tok.value)}-digit number")
         self.advance()
-        return int(tok.value)
+        return int(digits)
 
     def properties(self) -> dict[str, str]:
         self.expect_symbol("(", " to start the properties")
@@ -247,6 +257,16 @@ class _Parser:
     # ------------------------------------------------------------------ types
 
     def hive_type(self) -> HiveType:
+        """A column type; complex types nest at most MAX_TYPE_NESTING levels."""
+        if self.type_depth > MAX_TYPE_NESTING:
+            raise self.error(f"types nested more than {MAX_TYPE_NESTING} levels deep are not supported")
+        self.type_depth += 1
+        try:
+            return self._hive_type()
+        finally:
+            self.type_depth -= 1
+
+    def _hive_type(self) -> HiveType:
         tok = self.tok
         if tok.kind is not TokenKind.WORD:
             raise self.expected("a column type")
@@ -258,16 +278,16 @@ class _Parser:
                 return HiveType("double")
             if name == "decimal":
                 if self.accept_symbol("("):
-                    precision = self.integer("the decimal precision")
+                    precision = self.integer("the decimal precision", MAX_DECIMAL_PRECISION)
                     scale = 0
                     if self.accept_symbol(","):
-                        scale = self.integer("the decimal scale")
+                        scale = self.integer("the decimal scale", MAX_DECIMAL_PRECISION)
                     self.expect_symbol(")", " after the decimal precision and scale")
                     return decimal_type(precision, scale)
                 return decimal_type()
             if name in ("varchar", "char"):
                 self.expect_symbol("(", f" and a length after {name.upper()}")
-                length = self.integer(f"the {name} length")
+                length = self.integer(f"the {name} length", MAX_VARCHAR_LENGTH if name == "varchar" else MAX_CHAR_LENGTH)
                 self.expect_symbol(")", f" after the {name} length")
                 return char_type(name, length)
         except HiveTypeError as exc:

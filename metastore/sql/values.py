@@ -45,20 +45,23 @@ def _too_long(text: str) -> str:
 
 def _integer(text: str, hive_type: HiveType) -> int:
     raw = text.strip()
+    lo, hi = _INT_RANGES[hive_type.name]
     try:
         value = int(raw)
     except ValueError:
-        # 1e3 or 12.0 are integers written as decimals; 1.5 is not.
+        # 1e3 or 12.0 are integers written as decimals; 1.5 is not. So are integers of more than 4,300 digits,
+        # which int() refuses: checked against the range as decimals, never turned into (huge) ints.
         try:
             d = Decimal(raw)
         except InvalidOperation:
             raise ConversionError(f"'{_too_long(text)}' is not a valid {hive_type} value") from None
         if not d.is_finite() or d != d.to_integral_value():
             raise ConversionError(f"'{_too_long(text)}' is not a valid {hive_type} value (not a whole number)") from None
+        if not lo <= d <= hi:
+            raise ConversionError(f"{_too_long(raw)} is outside the range of {hive_type} ({lo}..{hi})") from None
         value = int(d)
-    lo, hi = _INT_RANGES[hive_type.name]
     if not lo <= value <= hi:
-        raise ConversionError(f"{value} is outside the range of {hive_type} ({lo}..{hi})")
+        raise ConversionError(f"{_too_long(str(value))} is outside the range of {hive_type} ({lo}..{hi})")
     return value
 
 
@@ -90,11 +93,16 @@ def _decimal(text: str, hive_type: HiveType) -> Decimal:
         raise ConversionError(f"'{raw}' is not a finite {hive_type} value")
     scale = hive_type.scale or 0
     precision = hive_type.precision or 10
-    quantized = d.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=_WIDE)
+    fits = f"at most {precision - scale} digits before the point"
+    try:
+        quantized = d.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=_WIDE)
+    except InvalidOperation:
+        # More digits than even the wide context holds (e.g. 10,000): far too many for any decimal column.
+        raise ConversionError(f"{_too_long(raw)} does not fit {hive_type} ({fits})") from None
     digits = len(quantized.as_tuple().digits)
     integer_digits = max(digits - scale, 0) if quantized != 0 else 0
     if integer_digits > precision - scale:
-        raise ConversionError(f"{raw} does not fit {hive_type} (at most {precision - scale} digits before the point)")
+        raise ConversionError(f"{_too_long(raw)} does not fit {hive_type} ({fits})")
     return quantized
 
 

@@ -258,13 +258,25 @@ def test_insert_values_writes_orc_with_table_options(session: SqlSession, embedd
         ("(1, 12345.678, true)", "line 1:26: column 'd' (decimal(6,2)): 12345.678 does not fit decimal(6,2)"),
         ("(1, 1, 'maybe')", "line 1:29: column 'b' (boolean): 'maybe' is not a boolean value"),
         ("(1, TRUE, true)", "line 1:26: column 'd' (decimal(6,2)): TRUE is a boolean, not a decimal(6,2) value"),
+        # Numbers past Python's limits (int() of 4,300 digits, a 200-digit decimal context): the same errors.
+        (f"({'9' * 5000}, 1, true)", f"line 1:23: column 'i' (int): {'9' * 57}... is outside the range of int"),
+        (f"(1, {'9' * 10000}.5, true)", f"line 1:26: column 'd' (decimal(6,2)): {'9' * 57}... does not fit"),
     ],
+    ids=lambda v: v[:40],
 )
 def test_insert_conversion_errors_name_column_and_position(session: SqlSession, values: str, message: str) -> None:
     session.run("CREATE TABLE t (i int, d decimal(6,2), b boolean)")
     with pytest.raises(SqlError) as info:
         session.run(f"INSERT INTO t VALUES {values}")
     assert str(info.value).startswith(message), str(info.value)
+
+
+def test_partition_value_of_thousands_of_digits_names_column_and_position(session: SqlSession) -> None:
+    session.run("CREATE TABLE p (a int) PARTITIONED BY (k bigint)")
+    with pytest.raises(SqlError) as info:
+        session.run(f"INSERT INTO p PARTITION (k={'9' * 5000}) VALUES (1)")
+    assert str(info.value).startswith(f"line 1:28: partition column 'k': {'9' * 57}... is outside the range of bigint")
+    assert len(str(info.value)) < 200
 
 
 def test_insert_into_partitions_static_and_dynamic(session: SqlSession, embedded: EmbeddedMetastoreClient) -> None:

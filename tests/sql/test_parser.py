@@ -324,6 +324,11 @@ _FRAGMENTS = st.sampled_from(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(st.text(max_size=80), st.lists(_FRAGMENTS, max_size=25).map(" ".join)))
 @example("²")  # a Unicode digit that is not a decimal digit: once an assertion failure in the tokenizer
+# Found by fuzzing the shell: Python's own RecursionError and int() digit limit instead of a position.
+@example("CREATE TABLE t (c " + "array<" * 2000 + "int" + ">" * 2000 + ")")
+@example("CREATE TABLE t (c decimal(" + "7" * 4400 + "))")
+@example("CREATE TABLE t (c varchar(" + "7" * 4400 + "))")
+@example("'\n'")  # a string token holding a newline, once quoted as is in the message
 def test_fuzz_only_syntax_errors(text: str) -> None:
     """Random text and random token soup either parse or raise SqlSyntaxError with a position inside it."""
     try:
@@ -333,3 +338,54 @@ def test_fuzz_only_syntax_errors(text: str) -> None:
         assert 1 <= exc.position.line <= text.count("\n") + 1
         assert 0 <= exc.position.offset <= len(text)
         assert "\n" not in str(exc)
+
+
+# ------------------------------------------------------------------------------------------ limits
+
+
+def _nested(depth: int, kind: str = "array") -> str:
+    opening = {"array": "array<", "map": "map<string,", "struct": "struct<f:", "uniontype": "uniontype<int,"}[kind]
+    return opening * depth + "int" + ">" * depth
+
+
+@pytest.mark.parametrize("kind", ["array", "map", "struct", "uniontype"])
+@pytest.mark.parametrize("depth", [101, 600, 5000])
+def test_deeply_nested_types_are_refused_at_the_limit(kind: str, depth: int) -> None:
+    text = f"CREATE TABLE t (c {_nested(depth, kind)})"
+    with pytest.raises(SqlSyntaxError) as info:
+        parse_statement(text)
+    rendered = str(info.value)
+    assert "types nested more than 100 levels deep are not supported" in rendered
+    # The position is the type inside the 101st complex type.
+    offset = info.value.position.offset
+    assert text[:offset].count("<") == 101, rendered
+    assert rendered.startswith(f"line 1:{offset + 1}: ")
+
+
+def test_types_nested_to_the_limit_parse() -> None:
+    statement = parse_statement(f"CREATE TABLE t (c {_nested(100)})")
+    assert isinstance(statement, CreateTable)
+    assert str(statement.columns[0].type) == _nested(100)
+
+
+@pytest.mark.parametrize(
+    ("size", "message"),
+    [
+        ("decimal(NUM)", "the decimal precision must be at most 38, got a 5000-digit number"),
+        ("decimal(10, NUM)", "the decimal scale must be at most 38, got a 5000-digit number"),
+        ("varchar(NUM)", "the varchar length must be at most 65535, got a 5000-digit number"),
+        ("char(NUM)", "the char length must be at most 255, got a 5000-digit number"),
+    ],
+)
+def test_type_sizes_of_thousands_of_digits_are_one_line_errors(size: str, message: str) -> None:
+    text = f"CREATE TABLE t (c {size.replace('NUM', '9' * 5000)})"
+    with pytest.raises(SqlSyntaxError) as info:
+        parse_statement(text)
+    column = text.index("9") + 1
+    assert str(info.value) == f"line 1:{column}: {message}"
+
+
+def test_type_sizes_with_leading_zeros_still_parse() -> None:
+    statement = parse_statement(f"CREATE TABLE t (c decimal({'0' * 5000}12, 2))")
+    assert isinstance(statement, CreateTable)
+    assert str(statement.columns[0].type) == "decimal(12,2)"

@@ -106,3 +106,62 @@ def test_type_strings(text: str, canonical: str) -> None:
 def test_bad_type_strings(text: str) -> None:
     with pytest.raises(HiveTypeError):
         parse_hive_type(text)
+
+
+# Python refuses int() of more than 4,300 digits and a 200-digit decimal context overflows: the shell's own
+# message instead, naming the limit (the caller adds the column and the position).
+_HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    ("text", "hive_type", "message"),
+    [
+        (_HUGE, "bigint", f"{'9' * 57}... is outside the range of bigint (-9223372036854775808..9223372036854775807)"),
+        ("-" + _HUGE, "int", f"-{'9' * 56}... is outside the range of int (-2147483648..2147483647)"),
+        (_HUGE + ".0", "tinyint", f"{'9' * 57}... is outside the range of tinyint (-128..127)"),
+        ("1e999999999", "bigint", "1e999999999 is outside the range of bigint"),
+        ("9" * 10000, "decimal(38,4)", f"{'9' * 57}... does not fit decimal(38,4) (at most 34 digits before the point)"),
+        ("9" * 10000 + ".5", "decimal(10,2)", f"{'9' * 57}... does not fit decimal(10,2) (at most 8 digits"),
+        ("1e999999999", "decimal(38,0)", "1e999999999 does not fit decimal(38,0) (at most 38 digits before the point)"),
+    ],
+)
+def test_numbers_of_thousands_of_digits_are_refused_with_the_limit(text: str, hive_type: str, message: str) -> None:
+    with pytest.raises(ConversionError) as info:
+        from_text(text, parse_hive_type(hive_type))
+    assert str(info.value).startswith(message), str(info.value)
+    assert len(str(info.value)) < 200
+
+
+def test_long_but_fitting_numbers_still_convert() -> None:
+    assert from_text("0" * 5000 + "42", parse_hive_type("int")) == 42
+    assert from_text("1." + "0" * 10000, parse_hive_type("decimal(5,2)")) == Decimal("1.00")
+    assert from_text("0." + "0" * 10000 + "1", parse_hive_type("decimal(5,2)")) == Decimal("0.00")
+
+
+def test_partition_value_of_thousands_of_digits() -> None:
+    with pytest.raises(ConversionError, match=r"is outside the range of int \(-2147483648\.\.2147483647\)"):
+        partition_value_text(lit(LiteralKind.INTEGER, _HUGE), parse_hive_type("int"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("array<" * 101 + "int" + ">" * 101, "types nested more than 100 levels deep are not supported at character 607"),
+        ("struct<a:" * 3000 + "int" + ">" * 3000, "types nested more than 100 levels deep are not supported"),
+        ("decimal(" + "9" * 5000 + ")", "a 5000-digit number is too large (at most 18 digits) at character 9"),
+    ],
+)
+def test_stored_type_strings_past_the_limits(text: str, message: str) -> None:
+    with pytest.raises(HiveTypeError) as info:
+        parse_hive_type(text)
+    assert message in str(info.value)
+    assert len(str(info.value)) < 200  # the type string is quoted by its start only
+
+
+def test_stored_type_strings_nested_to_the_limit() -> None:
+    text = "array<" * 100 + "int" + ">" * 100
+    assert str(parse_hive_type(text)) == text
+
+
+def test_stored_type_sizes_with_leading_zeros() -> None:
+    assert str(parse_hive_type(f"decimal({'0' * 5000}12,{'0' * 5000}2)")) == "decimal(12,2)"
