@@ -32,7 +32,10 @@ from metastore.errors import (
 )
 from metastore.partnames import parse_part_name
 from metastore.service import Metastore, StatsWrite
+from metastore.service.meta_conf import ConnectionMetaConf
+from metastore.service.table_filter import table_names_by_filter
 from metastore.wire import catalog as convert
+from metastore.wire import functions as convert_functions
 from metastore.wire.encoded import EncodedResult, encode_struct, partitions_stats_result, table_stats_result
 from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 
@@ -177,6 +180,7 @@ class Handler:
         self.settings = settings
         self._started = int(time.time())
         self._conf = _meta_conf(settings)
+        self._meta_conf = ConnectionMetaConf(self._conf)
         # Statistics as this server answers them (bound once: a large reply converts thousands of entries).
         self._to_thrift = functools.partial(
             entry_to_thrift, bit_vectors=settings.fetch_bitvector, histograms=settings.fetch_kll,
@@ -248,30 +252,59 @@ class Handler:
 
     @_thrift_method
     def getMetaConf(self, key: str) -> str:  # noqa: N802
-        if key not in self._conf:
-            raise MetastoreError(f"Invalid configuration key {key}")
-        return self._conf[key]
+        return self._meta_conf.get(key)
 
     @_thrift_method
     def setMetaConf(self, key: str, value: str) -> None:  # noqa: N802
-        raise MetastoreError(f"setMetaConf is not supported: configure '{key}' with `metastore serve` flags")
+        self._meta_conf.set(key, value)
 
     @_thrift_method
     def get_config_value(self, name: str, defaultValue: str | None) -> str:  # noqa: N803
         return self._conf.get(name, defaultValue)
 
-    @_thrift_method
-    def get_all_functions(self) -> tt.GetAllFunctionsResponse:
-        return tt.GetAllFunctionsResponse(functions=[])
+    # ------------------------------------------------------------------ functions and legacy types
 
     @_thrift_method
-    def get_functions(self, dbName: str, pattern: str | None) -> list[str]:  # noqa: N803
-        self.ms.catalog.get_database(dbName)
-        return []
+    def create_function(self, func: tt.Function) -> None:
+        self.ms.functions.create(convert_functions.function_from_thrift(func))
 
     @_thrift_method
     def get_function(self, dbName: str, funcName: str) -> tt.Function:  # noqa: N803
-        raise NoSuchObject(f"function {dbName}.{funcName} does not exist")
+        return convert_functions.function_to_thrift(self.ms.functions.get(dbName, funcName))
+
+    @_thrift_method
+    def get_functions(self, dbName: str, pattern: str | None) -> list[str]:  # noqa: N803
+        return self.ms.functions.names(dbName, pattern)
+
+    @_thrift_method
+    def get_all_functions(self) -> tt.GetAllFunctionsResponse:
+        return tt.GetAllFunctionsResponse(functions=[convert_functions.function_to_thrift(f) for f in self.ms.functions.all()])
+
+    @_thrift_method
+    def alter_function(self, dbName: str, funcName: str, newFunc: tt.Function) -> None:  # noqa: N803
+        self.ms.functions.alter(dbName, funcName, convert_functions.function_from_thrift(newFunc))
+
+    @_thrift_method
+    def drop_function(self, dbName: str, funcName: str) -> None:  # noqa: N803
+        self.ms.functions.drop(dbName, funcName)
+
+    @_thrift_method
+    def create_type(self, type: tt.Type) -> bool:  # noqa: A002 - Hive's argument name
+        self.ms.types.create(convert_functions.type_from_thrift(type))
+        return True
+
+    @_thrift_method
+    def get_type(self, name: str) -> tt.Type:
+        return convert_functions.type_to_thrift(self.ms.types.get(name))
+
+    @_thrift_method
+    def drop_type(self, type: str) -> bool:  # noqa: A002 - Hive's argument name
+        self.ms.types.drop(type)
+        return True
+
+    @_thrift_method
+    def get_type_all(self, name: str) -> dict[str, tt.Type]:
+        return {k: convert_functions.type_to_thrift(v) for k, v in self.ms.types.all_of(name).items()}
 
     @_thrift_method
     def get_current_notificationEventId(self) -> tt.CurrentNotificationEventId:  # noqa: N802
@@ -344,6 +377,14 @@ class Handler:
     @_thrift_method
     def get_tables(self, db_name: str, pattern: str | None) -> list[str]:
         return self.ms.catalog.list_tables(db_name, pattern)
+
+    @_thrift_method
+    def get_table_names_by_filter(self, dbname: str | None, filter: str | None, max_tables: int | None) -> list[str]:  # noqa: A002
+        if not dbname:
+            raise NoSuchObject("DB name is null or empty")  # UnknownDBException, as Hive
+        if filter is None:
+            raise InvalidOperation("null cannot apply null filter")
+        return table_names_by_filter(self.ms.catalog, dbname, filter, _max(max_tables))
 
     @_thrift_method
     def get_tables_by_type(self, db_name: str, pattern: str | None, tableType: str | None) -> list[str]:  # noqa: N803

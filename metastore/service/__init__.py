@@ -9,12 +9,16 @@ from dataclasses import dataclass
 
 from metastore.config import Settings
 from metastore.service.catalog import CatalogService
+from metastore.service.functions import FunctionService
 from metastore.service.statistics import AggregateResult, StatisticsService, StatsWrite
 from metastore.service.stats_cache import ReplyCache
+from metastore.service.user_types import TypeService
 from metastore.store import Store, migrate
 from metastore.store.worker_engine import create_worker_engine
 
-__all__ = ["AggregateResult", "CatalogService", "Metastore", "StatisticsService", "StatsWrite"]
+__all__ = [
+    "AggregateResult", "CatalogService", "FunctionService", "Metastore", "StatisticsService", "StatsWrite", "TypeService",
+]
 
 
 @dataclass
@@ -24,6 +28,8 @@ class Metastore:
     store: Store
     catalog: CatalogService
     stats: StatisticsService
+    functions: FunctionService
+    types: TypeService
 
     @classmethod
     def open(
@@ -45,6 +51,8 @@ class Metastore:
                 synchronous_commit=settings.stats_synchronous_commit,
                 reply_cache=ReplyCache(settings.stats_cache_mb * 1024 * 1024) if settings.stats_cache_mb > 0 else None,
             ),
+            functions=FunctionService(store),
+            types=TypeService(store),
         )
 
     def close(self) -> None:
