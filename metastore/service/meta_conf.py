@@ -2,9 +2,10 @@
 
 Hive 2.3.10's HiveConf.metaConfVars are the only keys a client may set, each for its own connection (Hive keeps
 them in a thread-local copy of the server's configuration; its server, like ours, serves a connection on one
-thread). Of those, none changes what this server does: direct SQL is how it always works, the socket timeout
-and the capability check are client-side, and the partition-name whitelist is not implemented (a value set is
-kept and read back). A client still gets Hive's answers: the value it set, else the default, and Hive's
+thread). Of those, none changes what this server does, as none changes what Hive 2.3's server does: direct SQL
+is how this server always works, the socket timeout and the capability check are client-side, and Hive's handler
+reads the partition-name whitelist once at start-up, so a value set per connection is kept and read back but
+checks nothing (the reference accepts `append_partition` of a value outside it). A client still gets Hive's answers: the value it set, else the default, and Hive's
 MetaException for an unknown key or an invalid value.
 
 getMetaConf also answers this server's own read-only settings (warehouse, statistics options), which it always

@@ -64,9 +64,10 @@ def _field(key: Key, op: str) -> Callable[[Table], str | int | None]:
 
 def _value(key: Key, lit: Literal) -> str | int:
     if key.name == LAST_ACCESS_KEY:
-        if lit.kind != "int":
-            raise InvalidInput(f"{LAST_ACCESS_KEY} compares with an integer, got {lit.value!r}")
-        return int(lit.value)
+        # Hive converts a quoted number too; anything else cannot be a time in seconds.
+        if lit.kind == "int" or (lit.kind == "string" and str(lit.value).strip().lstrip("+-").isdigit()):
+            return int(str(lit.value).strip())
+        raise InvalidInput(f"{LAST_ACCESS_KEY} compares with an integer, got {lit.value!r}")
     return str(lit.value)
 
 

@@ -45,5 +45,5 @@ class TypeRepository:
         )
 
     def drop(self, name: str) -> bool:
-        """Delete the type and its fields (ON DELETE CASCADE); False when there is none."""
+        """Delete the type and its fields (ON DELETE CASCADE); False when there was none."""
         return self._conn.execute(sa.delete(TYPES).where(TYPES.c.TYPE_NAME == name)).rowcount > 0
