@@ -24,14 +24,17 @@ def _name(value: str | None, what: str) -> str:
 
 
 def field_from_thrift(f: tt.FieldSchema) -> FieldSchema:
+    """A column; a missing name or type is InvalidObject."""
     return FieldSchema(name=_name(f.name, "column name"), type=_name(f.type, f"type of column '{f.name}'"), comment=f.comment)
 
 
 def field_to_thrift(f: FieldSchema) -> tt.FieldSchema:
+    """A column as Thrift."""
     return tt.FieldSchema(name=f.name, type=f.type, comment=f.comment)
 
 
 def sd_from_thrift(sd: tt.StorageDescriptor | None) -> StorageDescriptor:
+    """A storage descriptor (an absent one is the empty default)."""
     if sd is None:
         return StorageDescriptor()
     serde = sd.serdeInfo
@@ -65,6 +68,7 @@ def sd_from_thrift(sd: tt.StorageDescriptor | None) -> StorageDescriptor:
 
 
 def sd_to_thrift(sd: StorageDescriptor) -> tt.StorageDescriptor:
+    """A storage descriptor as Thrift, always with a SkewedInfo as Hive sends it."""
     skewed = sd.skewed_info or SkewedInfo()
     return tt.StorageDescriptor(
         cols=[field_to_thrift(c) for c in sd.cols],
@@ -93,6 +97,7 @@ def sd_to_thrift(sd: StorageDescriptor) -> tt.StorageDescriptor:
 
 
 def database_from_thrift(db: tt.Database) -> Database:
+    """A database, its name and catalog lower-cased as Hive stores them."""
     return Database(
         name=_name(db.name, "database name").lower(),
         description=db.description,
@@ -107,6 +112,7 @@ def database_from_thrift(db: tt.Database) -> Database:
 
 
 def database_to_thrift(db: Database) -> tt.Database:
+    """A database as Thrift."""
     return tt.Database(
         name=db.name,
         description=db.description,
@@ -121,6 +127,7 @@ def database_to_thrift(db: Database) -> tt.Database:
 
 
 def table_from_thrift(t: tt.Table) -> Table:
+    """A table, its names lower-cased as Hive stores them; fields older clients lack get their defaults."""
     return Table(
         db_name=_name(t.dbName, "table's database name").lower(),
         table_name=_name(t.tableName, "table name").lower(),
@@ -143,6 +150,7 @@ def table_from_thrift(t: tt.Table) -> Table:
 
 
 def table_to_thrift(t: Table) -> tt.Table:
+    """A table as Thrift."""
     return tt.Table(
         tableName=t.table_name,
         dbName=t.db_name,
@@ -165,6 +173,7 @@ def table_to_thrift(t: Table) -> tt.Table:
 
 
 def partition_from_thrift(p: tt.Partition, *, db_name: str | None = None, table_name: str | None = None) -> Partition:
+    """A partition; db_name/table_name stand in for names a reply leaves out. No values is InvalidObject."""
     values = p.values
     if values is None:
         raise InvalidObject("a partition has no values")
@@ -182,6 +191,7 @@ def partition_from_thrift(p: tt.Partition, *, db_name: str | None = None, table_
 
 
 def partition_to_thrift(p: Partition) -> tt.Partition:
+    """A partition as Thrift."""
     return tt.Partition(
         values=list(p.values),
         dbName=p.db_name,
