@@ -19,9 +19,10 @@ compares as text, in byte order on both databases.
 LIKE is a regular expression matched against the whole value, case-sensitively, as in Hive 2.3 (whose JDO filter
 calls Java's String.matches): `p1 like "p1.*"`. The pattern is the string literal's text as written (backslashes
 stay, so `"ab\.c"` matches a literal dot), evaluated with Python's `re`, which agrees with Java's regular
-expressions on the usual syntax. SQLite evaluates it through a function registered on the connection
-(`register_sqlite_functions`); on PostgreSQL the values of the key that match are found in Python and the query
-keeps those (PostgreSQL's `~` is a different regex dialect), so both databases answer alike.
+expressions on the usual syntax; `.` matches any character, line breaks included, as the reference answers.
+SQLite evaluates it through a function registered on the connection (`register_sqlite_functions`); on PostgreSQL
+the values of the key that match are found in Python and the query keeps those (PostgreSQL's `~` is a different
+regex dialect), so both databases answer alike.
 Every error is InvalidInput naming the position.
 """
 
@@ -436,7 +437,9 @@ SQLITE_REGEXP_FUNCTION = "metastore_regexp_match"
 
 @functools.lru_cache(maxsize=256)
 def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+    # DOTALL: `.` matches a line break too, as the reference (HMS 2.3, whose database query turns `.` into
+    # SQL's `_`) answers for a value holding one.
+    return re.compile(pattern, re.DOTALL)
 
 
 def _sqlite_regexp_match(pattern: str | None, value: str | None) -> int:
