@@ -17,10 +17,12 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 
 from .errors import OrcError
+from .proto import orc_proto_pb2 as pb
 
 #: Java's default false-positive probability for the writer (``orc.bloom.filter.fpp``).
 DEFAULT_FPP = 0.01
@@ -168,7 +170,7 @@ class BloomFilter:
         return cls.from_words(np.frombuffer(data, dtype="<u8").astype(np.uint64), num_hash_functions)
 
     @classmethod
-    def from_proto(cls, message) -> BloomFilter:
+    def _from_proto(cls, message: pb.BloomFilter) -> BloomFilter:
         """A filter from an ``orc.proto.BloomFilter`` of either stream kind (utf8bitset wins when present)."""
         if not message.HasField("num_hash_functions"):
             raise OrcError("bloom filter entry has no num_hash_functions")
@@ -182,10 +184,8 @@ class BloomFilter:
         """The words as little-endian bytes (the ``utf8bitset`` of BLOOM_FILTER_UTF8)."""
         return self.words.astype("<u8").tobytes()
 
-    def to_proto(self, *, legacy: bool = False):
+    def _to_proto(self, *, legacy: bool = False) -> pb.BloomFilter:
         """An ``orc.proto.BloomFilter``: ``utf8bitset`` form, or the ``bitset`` words form when ``legacy``."""
-        from .proto import orc_proto_pb2 as pb
-
         msg = pb.BloomFilter(num_hash_functions=self.num_hash_functions)
         if legacy:
             msg.bitset.extend(int(w) for w in self.words)
@@ -294,12 +294,14 @@ _LONG_CATEGORIES = {"tinyint", "smallint", "int", "bigint", "date"}
 _BYTES_CATEGORIES = {"string", "varchar", "char", "binary"}
 
 
-def value_hash(type_name: str, value: object) -> int | None:
+def value_hash(type_name: str, value: Any) -> int | None:
     """The 64-bit hash ORC Java feeds its bloom filter for one value of a column (by schema category name:
     ``int``, ``string``, ``decimal``, ``timestamp``...), or None when the type keeps no bloom filter data.
 
     Timestamps are given as UTC epoch milliseconds (int) or a timezone-aware ``datetime``; dates as epoch days
     or ``datetime.date``; decimals as ``Decimal``; char values must already be padded to the column length.
+    ``value`` is Any: probes come from literals of any Python type, converted as ``int()``/``float()``/``bytes()``
+    would (their errors name the value).
     """
     import datetime as dt
 
@@ -307,21 +309,21 @@ def value_hash(type_name: str, value: object) -> int | None:
     if name in _LONG_CATEGORIES:
         if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
             value = (value - dt.date(1970, 1, 1)).days
-        return long_hash(int(value))  # type: ignore[arg-type]
+        return long_hash(int(value))
     if name in ("float", "double"):
-        return long_hash(double_to_long_bits(float(value)))  # type: ignore[arg-type]
+        return long_hash(double_to_long_bits(float(value)))
     if name in _BYTES_CATEGORIES:
-        data = value.encode("utf-8") if isinstance(value, str) else bytes(value)  # type: ignore[arg-type]
+        data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
         return bytes_hash(data)
     if name == "decimal":
-        return bytes_hash(decimal_bloom_text(Decimal(value)).encode("utf-8"))  # type: ignore[arg-type]
+        return bytes_hash(decimal_bloom_text(Decimal(value)).encode("utf-8"))
     if name.startswith("timestamp"):
         if isinstance(value, dt.datetime):
             if value.tzinfo is None:
                 raise OrcError("timestamp bloom filter probes need a timezone-aware datetime or UTC millis")
             delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
             value = delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
-        return long_hash(int(value))  # type: ignore[arg-type]
+        return long_hash(int(value))
     return None
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any
@@ -183,7 +183,7 @@ def _split_nulls(data: Any, path: str) -> tuple[np.ndarray | None, Any, int, set
     return present, values, len(items), kinds - {type(None)}
 
 
-def _first_bad(values: list, predicate) -> int:
+def _first_bad(values: Sequence[Any], predicate: Callable[[Any], bool]) -> int:
     for i, v in enumerate(values):
         if predicate(v):
             return i
@@ -388,7 +388,7 @@ def _decimal_value(v: Any, scale: int, limit: int, path: str, index: int) -> int
     return unscaled
 
 
-def _fast_unscaled(items: list, scale: int, kinds: set[type] | None = None) -> list[int] | None:
+def _fast_unscaled(items: list[Any], scale: int, kinds: set[type] | None = None) -> list[int] | None:
     """Unscaled values of a list of Decimals through the C decimal context (no Python loop), or None when
     some value is not a finite Decimal (the slow path then names it)."""
     if _kinds_of(items, kinds) - {Decimal}:
@@ -450,16 +450,17 @@ def _dates(values: Any, path: str) -> np.ndarray:
         return np.array(values, dtype="datetime64[D]").astype(np.int64)
     return np.array(
         [v.toordinal() - _EPOCH_ORDINAL if isinstance(v, dt.date) else
-         int(np.datetime64(v, "D").astype(np.int64)) if isinstance(v, np.datetime64) else int(v) for v in values],
+         int(v.astype("datetime64[D]").astype(np.int64)) if isinstance(v, np.datetime64) else int(v) for v in values],
         dtype=np.int64,
     )
 
 
 def _timestamps(values: Any, instant: bool, path: str) -> TimestampValues:
     if isinstance(values, TimestampValues):
-        bad = np.flatnonzero((values.nanos < 0) | (values.nanos >= _NANOS))
-        if len(bad):
-            raise _fail(path, f"nanoseconds {int(values.nanos[bad[0]])} are not in 0..999999999", int(bad[0]))
+        out_of_range = np.flatnonzero((values.nanos < 0) | (values.nanos >= _NANOS))
+        if len(out_of_range):
+            first = int(out_of_range[0])
+            raise _fail(path, f"nanoseconds {int(values.nanos[first])} are not in 0..999999999", first)
         return TimestampValues(values.seconds, values.nanos)
     if isinstance(values, np.ndarray):
         if not np.issubdtype(values.dtype, np.datetime64):
@@ -509,7 +510,9 @@ def shred(column: TypeDescription, data: Any, path: str = "") -> ColumnData:
         raise ColumnValueError(path, exc.problem, int(np.flatnonzero(present)[exc.row])) from None
 
 
-def _shred_values(column: TypeDescription, present, values, rows: int, path: str, kinds: set[type] | None) -> ColumnData:
+def _shred_values(
+    column: TypeDescription, present: np.ndarray | None, values: Any, rows: int, path: str, kinds: set[type] | None
+) -> ColumnData:
     c = column.category
     n = len(values)
     if c == Category.BOOLEAN:
@@ -554,7 +557,7 @@ def _child_path(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _shred_list(column, values, rows, present, path) -> ColumnData:
+def _shred_list(column: TypeDescription, values: Any, rows: int, present: np.ndarray | None, path: str) -> ColumnData:
     bad = _first_bad(values, lambda v: isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__len__"))
     if bad >= 0:
         raise _fail(path, f"array column needs lists, got {type(values[bad]).__name__}", bad)
@@ -569,9 +572,9 @@ def _shred_list(column, values, rows, present, path) -> ColumnData:
     return ColumnData(column, rows, present, lengths, [child], raw_bytes=4 * len(values))
 
 
-def _shred_map(column, values, rows, present, path) -> ColumnData:
-    keys: list = []
-    items: list = []
+def _shred_map(column: TypeDescription, values: Any, rows: int, present: np.ndarray | None, path: str) -> ColumnData:
+    keys: list[Any] = []
+    items: list[Any] = []
     lengths = np.zeros(len(values), dtype=np.int64)
     for i, v in enumerate(values):
         if isinstance(v, Mapping):
@@ -593,7 +596,7 @@ def _shred_map(column, values, rows, present, path) -> ColumnData:
     return ColumnData(column, rows, present, lengths, [key_data, value_data], raw_bytes=4 * len(values))
 
 
-def _shred_struct(column, values, rows, present, path) -> ColumnData:
+def _shred_struct(column: TypeDescription, values: Any, rows: int, present: np.ndarray | None, path: str) -> ColumnData:
     names = column.field_names
     children = []
     for f, (name, child_type) in enumerate(zip(names, column.children, strict=True)):
@@ -611,10 +614,10 @@ def _shred_struct(column, values, rows, present, path) -> ColumnData:
     return ColumnData(column, rows, present, None, children)
 
 
-def _shred_union(column, values, rows, present, path) -> ColumnData:
+def _shred_union(column: TypeDescription, values: Any, rows: int, present: np.ndarray | None, path: str) -> ColumnData:
     alternatives = len(column.children)
     tags = np.zeros(len(values), dtype=np.uint8)
-    parts: list[list] = [[] for _ in range(alternatives)]
+    parts: list[list[Any]] = [[] for _ in range(alternatives)]
     for i, v in enumerate(values):
         if not isinstance(v, (tuple, list)) or len(v) != 2:
             raise _fail(path, "union column needs (tag, value) pairs", i)

@@ -173,7 +173,7 @@ def _bool_stream(ctx: ReadContext, column: int, kind: int, count: int, stream: D
     return bits[bit : bit + count].view(bool)
 
 
-def _raw_stream(ctx: ReadContext, column: int, kind: int, needed: bool) -> tuple[bytes, int]:
+def _raw_stream(ctx: ReadContext, column: int, kind: int, needed: bool) -> tuple[bytes | bytearray | memoryview, int]:
     stream = _stream(ctx, column, kind, needed=needed)
     cur = ctx.cursor(column)
     offset = 0
@@ -344,7 +344,7 @@ def _read_decimal(node: TypeDescription, n: int, ctx: ReadContext) -> ColumnVect
     return DecimalVector(node, n, None, rescaled, scale)
 
 
-def _big_varints(ctx: ReadContext, node: TypeDescription, data: bytes, n: int, offset: int) -> np.ndarray:
+def _big_varints(ctx: ReadContext, node: TypeDescription, data: bytes | bytearray | memoryview, n: int, offset: int) -> np.ndarray:
     try:
         return rle.decode_big_varints_array(data, n, offset)[0]
     except OrcError as err:

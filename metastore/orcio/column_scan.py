@@ -34,6 +34,7 @@ from .vectors import ColumnVector
 
 if TYPE_CHECKING:
     from .reader import OrcReader
+    from .streams_in import StripeStreams
 
 ScanMode = Literal["present", "lengths", "values"]
 
@@ -159,7 +160,7 @@ def _scan_one(reader: OrcReader, ctx: cr.ReadContext, stripe: int, rows: int, re
             ctx.streams.drop(node.id, kind)
 
 
-def _stream_kinds(streams, node: TypeDescription, mode: ScanMode, with_ids: bool) -> frozenset[int]:
+def _stream_kinds(streams: StripeStreams, node: TypeDescription, mode: ScanMode, with_ids: bool) -> frozenset[int]:
     if mode == "present":
         return _PRESENT_KINDS
     if mode == "lengths":

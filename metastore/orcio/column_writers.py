@@ -75,6 +75,11 @@ class ColumnStripe:
     children: list[ColumnStripe] = field(default_factory=list)
 
 
+#: what ``ColumnWriter.write_values`` gives back: value streams, the stream kinds whose positions go into the
+#: row index, bloom filter hashes per value (or None), and each child's value bounds per row group
+ValueStreams = tuple[list["StreamPiece"], list[int], "np.ndarray | None", list[np.ndarray]]
+
+
 @dataclass(frozen=True)
 class WriterSettings:
     """The options that shape how columns are encoded."""
@@ -97,7 +102,7 @@ def _value_bounds(data: ColumnData, row_bounds: np.ndarray) -> np.ndarray:
     return running[row_bounds]
 
 
-def _group_minmax(values: np.ndarray, bounds: np.ndarray):
+def _group_minmax(values: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per group (min, max) over ``values[bounds[g]:bounds[g+1]]`` for groups with values; also the mask."""
     counts = np.diff(bounds)
     nonempty = counts > 0
@@ -343,7 +348,7 @@ class ColumnWriter:
     def encoding(self) -> pb.ColumnEncoding:
         return pb.ColumnEncoding(kind=pb.ColumnEncoding.DIRECT)
 
-    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         """Value streams (list), position kinds, bloom hashes or None, child row bounds per child."""
         return [], [], None, []
 
@@ -361,6 +366,7 @@ class ColumnWriter:
         streams, position_kinds, hashes, child_bounds = self.write_values(data, bounds, stats)
         has_nulls = data.present is not None and not bool(data.present.all())
         if has_nulls:
+            assert data.present is not None  # has_nulls says so
             present = encode_bool_rle(data.present, row_bounds[:-1])
             streams.insert(0, StreamPiece(Kind.PRESENT, present.data, present.positions))
             position_kinds = [Kind.PRESENT, *position_kinds]
@@ -380,7 +386,7 @@ class ColumnWriter:
 
 
 class BooleanWriter(ColumnWriter):
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         values = np.asarray(data.values, dtype=bool)
         encoded = encode_bool_rle(values, bounds[:-1])
         trues = segment_sums(values.astype(np.int64), bounds)
@@ -407,12 +413,12 @@ def _fill_integer_stats(stats: list[ColumnStats], values: np.ndarray, bounds: np
 class IntegerWriter(ColumnWriter):
     """smallint, int, bigint: signed RLE v2; tinyint: byte RLE."""
 
-    def encoding(self):
+    def encoding(self) -> pb.ColumnEncoding:
         if self.type.category == Category.BYTE:
             return pb.ColumnEncoding(kind=pb.ColumnEncoding.DIRECT)
         return pb.ColumnEncoding(kind=pb.ColumnEncoding.DIRECT_V2)
 
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         values = np.asarray(data.values, dtype=np.int64)
         if self.type.category == Category.BYTE:
             encoded = encode_byte_rle(values.astype(np.int8).view(np.uint8), bounds[:-1])
@@ -424,10 +430,10 @@ class IntegerWriter(ColumnWriter):
 
 
 class DateWriter(ColumnWriter):
-    def encoding(self):
+    def encoding(self) -> pb.ColumnEncoding:
         return pb.ColumnEncoding(kind=pb.ColumnEncoding.DIRECT_V2)
 
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         values = np.asarray(data.values, dtype=np.int64)
         encoded = encode_int_rle_v2(values, True, bounds[:-1], self.settings.aligned_bitpacking)
         nonempty, mins, maxs = _group_minmax(values, bounds)
@@ -448,7 +454,7 @@ def _first_index_of(values: np.ndarray, target: float, lo: int, hi: int) -> int:
 class FloatingWriter(ColumnWriter):
     """float and double: raw little-endian IEEE values."""
 
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         values = data.values
         itemsize = values.dtype.itemsize
         raw = values.astype("<f4" if itemsize == 4 else "<f8").tobytes()
@@ -483,12 +489,12 @@ class FloatingWriter(ColumnWriter):
 class StringWriter(ColumnWriter):
     """string, char, varchar: DICTIONARY_V2 or DIRECT_V2, decided once from the first row group (Java's rule)."""
 
-    def __init__(self, column, settings, children) -> None:
+    def __init__(self, column: TypeDescription, settings: WriterSettings, children: list[ColumnWriter]) -> None:
         super().__init__(column, settings, children)
         self.use_dictionary: bool | None = None if settings.dictionary_threshold > 0 else False
         self.dictionary_size = 0
 
-    def encoding(self):
+    def encoding(self) -> pb.ColumnEncoding:
         if self.use_dictionary:
             return pb.ColumnEncoding(kind=pb.ColumnEncoding.DICTIONARY_V2, dictionary_size=self.dictionary_size)
         return pb.ColumnEncoding(kind=pb.ColumnEncoding.DIRECT_V2)
@@ -511,7 +517,7 @@ class StringWriter(ColumnWriter):
         ratio = np.float32(distinct) / np.float32(stop)  # Java computes this ratio in float
         self.use_dictionary = bool(float(ratio) <= self.settings.dictionary_threshold) and size <= DICTIONARY_MAX_BYTES
 
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         values: Utf8Values = data.values
         if self.use_dictionary is None:
             self._decide(values, bounds)
@@ -544,10 +550,10 @@ class StringWriter(ColumnWriter):
 
 
 class BinaryWriter(ColumnWriter):
-    def encoding(self):
+    def encoding(self) -> pb.ColumnEncoding:
         return pb.ColumnEncoding(kind=pb.ColumnEncoding.DIRECT_V2)
 
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         values: Utf8Values = data.values
         offsets = values.offsets
         lengths = encode_int_rle_v2(values.lengths, False, bounds[:-1], self.settings.aligned_bitpacking)
@@ -566,10 +572,10 @@ class BinaryWriter(ColumnWriter):
 class DecimalWriter(ColumnWriter):
     """Unbounded zigzag varints of the trimmed unscaled values in DATA, each value's scale in SECONDARY."""
 
-    def encoding(self):
+    def encoding(self) -> pb.ColumnEncoding:
         return pb.ColumnEncoding(kind=pb.ColumnEncoding.DIRECT_V2)
 
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         scale = self.type.scale or 0
         values = data.values
         if values.dtype != object:
@@ -613,7 +619,7 @@ class DecimalWriter(ColumnWriter):
         return streams, [Kind.DATA, Kind.SECONDARY], hashes, []
 
     @staticmethod
-    def _decimal64_stats(stats, values: np.ndarray, bounds: np.ndarray, scale: int) -> None:
+    def _decimal64_stats(stats: list[ColumnStats], values: np.ndarray, bounds: np.ndarray, scale: int) -> None:
         nonempty, mins, maxs = _group_minmax(values, bounds)
         running = np.zeros(len(values) + 1, dtype=np.int64)
         np.cumsum(values, out=running[1:])  # |partial sums| < 2e18 until the first one out of range
@@ -634,7 +640,7 @@ class DecimalWriter(ColumnWriter):
                     st.sum = int(partial[-1])
 
     @staticmethod
-    def _wide_stats(stats, ints: list[int], bounds: np.ndarray, scale: int) -> None:
+    def _wide_stats(stats: list[ColumnStats], ints: list[int], bounds: np.ndarray, scale: int) -> None:
         for g, st in enumerate(stats):
             assert isinstance(st, DecimalStats)
             lo, hi = int(bounds[g]), int(bounds[g + 1])
@@ -645,6 +651,7 @@ class DecimalWriter(ColumnWriter):
             st.maximum = unscaled_decimal(max(group), scale)
             total: Decimal | None = Decimal(0)
             for u in group:
+                assert total is not None  # the loop stops at the first None
                 total = hive_decimal_add(total, unscaled_decimal(u, scale))
                 if total is None:
                     break
@@ -654,10 +661,10 @@ class DecimalWriter(ColumnWriter):
 class TimestampWriter(ColumnWriter):
     """Seconds since 2015-01-01 in DATA (signed), encoded nanoseconds in SECONDARY (unsigned)."""
 
-    def encoding(self):
+    def encoding(self) -> pb.ColumnEncoding:
         return pb.ColumnEncoding(kind=pb.ColumnEncoding.DIRECT_V2)
 
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         ts: TimestampValues = data.values
         java_secs, millis = _java_timestamp_parts(ts)
         seconds = encode_int_rle_v2(java_secs - TIMESTAMP_BASE_SECONDS, True, bounds[:-1], self.settings.aligned_bitpacking)
@@ -686,10 +693,10 @@ class TimestampWriter(ColumnWriter):
 class CollectionWriter(ColumnWriter):
     """array and map: element counts in LENGTH, elements in the child column(s)."""
 
-    def encoding(self):
+    def encoding(self) -> pb.ColumnEncoding:
         return pb.ColumnEncoding(kind=pb.ColumnEncoding.DIRECT_V2)
 
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         lengths = np.asarray(data.values, dtype=np.int64)
         encoded = encode_int_rle_v2(lengths, False, bounds[:-1], self.settings.aligned_bitpacking)
         nonempty, mins, maxs = _group_minmax(lengths, bounds)
@@ -714,12 +721,12 @@ class CollectionWriter(ColumnWriter):
 
 
 class StructWriter(ColumnWriter):
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         return [], [], None, [bounds] * len(self.children)
 
 
 class UnionWriter(ColumnWriter):
-    def write_values(self, data, bounds, stats):
+    def write_values(self, data: ColumnData, bounds: np.ndarray, stats: list[ColumnStats]) -> ValueStreams:
         tags = np.asarray(data.values, dtype=np.uint8)
         encoded = encode_byte_rle(tags, bounds[:-1])
         child_bounds = []

@@ -225,7 +225,7 @@ def decompress_stream_indexed(
         pos += 3 + length
     # pass 2: every chunk straight into one buffer (its size is bounded by the headers and the block size)
     out = np.empty(min(bound, max_output + block), dtype=np.uint8)
-    target = memoryview(out)
+    target = out.data
     comp_starts = np.empty(len(chunks), np.int64)
     decomp_starts = np.empty(len(chunks), np.int64)
     produced = 0

@@ -21,7 +21,7 @@ import csv
 import datetime as dt
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -121,7 +121,7 @@ def _parse_timestamp(text: str, instant: bool) -> tuple[int, int]:
     return seconds, nanos
 
 
-def _parser(column: TypeDescription):
+def _parser(column: TypeDescription) -> Callable[[str], Any]:
     c = column.category
     if c == Category.BOOLEAN:
         return _parse_bool

@@ -5,6 +5,7 @@ stripe/file statistics."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .proto import orc_proto_pb2 as pb
 from .reader import OrcReader
@@ -36,9 +37,10 @@ def format_statistics(stats: ColumnStatistics) -> str:
         parts.append(f"sum: {stats.sum}" if stats.sum is not None else "sum: overflow")
     elif isinstance(stats, StringStatistics):
         if stats.minimum is not None:
-            parts += [f"min: {stats.minimum}", f"max: {stats.maximum}"]
+            # str() on purpose: a value that is not valid UTF-8 comes back as bytes and prints as b'...'
+            parts += [f"min: {stats.minimum!s}", f"max: {stats.maximum!s}"]
         elif stats.lower_bound is not None:
-            parts += [f"lower: {stats.lower_bound}", f"upper: {stats.upper_bound}"]
+            parts += [f"lower: {stats.lower_bound!s}", f"upper: {stats.upper_bound!s}"]
         parts.append(f"sum: {stats.total_length}")
     elif isinstance(stats, BooleanStatistics):
         if stats.true_count is not None:
@@ -109,7 +111,7 @@ def describe_reader(reader: OrcReader) -> str:
         expected_offset = info.offset + info.length
         add(f"  Stripe: offset: {info.offset} data: {info.data_length} rows: {info.number_of_rows} "
             f"tail: {info.footer_length} index: {info.index_length}")
-        footer = reader.stripe_footer(info.index)
+        footer = reader._stripe_footer(info.index)
         pos = info.offset
         for stream in footer.streams:
             section = "ROW_INDEX" if stream.kind == pb.Stream.ROW_INDEX else STREAM_KIND_NAMES.get(stream.kind)
@@ -134,7 +136,7 @@ def describe_reader(reader: OrcReader) -> str:
     return "\n".join(lines) + "\n"
 
 
-def describe(path: str | os.PathLike, **reader_options) -> str:
+def describe(path: str | os.PathLike[str], **reader_options: Any) -> str:
     """Describe the ORC file at ``path`` (see the module docstring)."""
     with OrcReader(path, **reader_options) as reader:
         return describe_reader(reader)

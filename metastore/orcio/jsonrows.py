@@ -14,10 +14,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
+from .reader import OrcReader, OrcSource
 from .types import Category
 from .vectors import (
     BytesVector,
@@ -168,12 +169,10 @@ def format_vector(vec: ColumnVector) -> list[bytes]:
 
 
 def json_lines(
-    source, columns: Sequence[str | int] | None = None, batch_size: int = 8192, **reader_options
+    source: OrcReader | OrcSource, columns: Sequence[str | int] | None = None, batch_size: int = 8192, **reader_options: Any
 ) -> Iterator[bytes]:
     """Each row of an ORC file (a path or an open :class:`~metastore.orcio.reader.OrcReader`) as one JSON line
     (bytes, no newline)."""
-    from .reader import OrcReader
-
     reader = source if isinstance(source, OrcReader) else OrcReader(source, **reader_options)
     try:
         for batch in reader.iter_batches(batch_size, columns):
@@ -183,7 +182,9 @@ def json_lines(
             reader.close()
 
 
-def write_json_lines(source, out: BinaryIO, columns: Sequence[str | int] | None = None, **reader_options) -> int:
+def write_json_lines(
+    source: OrcReader | OrcSource, out: BinaryIO, columns: Sequence[str | int] | None = None, **reader_options: Any
+) -> int:
     """Write every row as a JSON line to ``out``; returns the number of rows."""
     n = 0
     for line in json_lines(source, columns, **reader_options):
@@ -193,6 +194,6 @@ def write_json_lines(source, out: BinaryIO, columns: Sequence[str | int] | None 
     return n
 
 
-def json_text(path: str | os.PathLike, **reader_options) -> str:
+def json_text(path: str | os.PathLike[str], **reader_options: Any) -> str:
     """All rows of a (small) file as one string of JSON lines (invalid UTF-8 replaced)."""
     return "".join(line.decode("utf-8", "replace") + "\n" for line in json_lines(path, **reader_options))

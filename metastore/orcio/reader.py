@@ -24,10 +24,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeVar, cast
 
 import numpy as np
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from . import bloom as bloom_mod
 from .bloom import BloomFilter
@@ -42,7 +42,7 @@ from .vectors import Batch, ColumnVector, StructVector, concat
 
 #: how much of the file end is read at first; enough for the whole tail of most files
 TAIL_GUESS = 16 * 1024
-KNOWN_VERSIONS = {(0, 11): "0.11", (0, 12): "0.12", (1, 9999): "UNSTABLE-PRE-2.0"}
+KNOWN_VERSIONS: dict[tuple[int, ...], str] = {(0, 11): "0.11", (0, 12): "0.12", (1, 9999): "UNSTABLE-PRE-2.0"}
 WRITER_NAMES = {0: "ORC Java", 1: "ORC C++", 2: "Presto", 3: "Scritchley Go", 4: "Trino", 5: "CUDF"}
 WRITER_VERSION_NAMES = {
     0: "ORIGINAL", 1: "HIVE_8732", 2: "HIVE_4243", 3: "HIVE_12055", 4: "HIVE_13083", 5: "ORC_101",
@@ -82,13 +82,23 @@ class RowGroupIndexEntry:
     statistics: ColumnStatistics | None
 
 
-def _parse(message_type, data: bytes, what: str, file: str, **where):
+_Message = TypeVar("_Message", bound=Message)
+
+
+def _parse(
+    message_type: type[_Message], data: bytes | bytearray | memoryview, what: str, file: str, **where: Any
+) -> _Message:
     msg = message_type()
     try:
-        msg.ParseFromString(data)
+        # ParseFromString reads any buffer; the stubs ask for bytes, and a copy would cost a stream's size
+        msg.ParseFromString(cast(bytes, data))
     except (DecodeError, RecursionError, ValueError) as exc:
         raise OrcError(f"cannot parse the {what} (truncated or corrupt): {exc}", file=file, **where) from None
     return msg
+
+
+#: what :class:`OrcReader` reads from: a path, an open binary file, or the file's bytes
+OrcSource = str | os.PathLike[str] | BinaryIO | bytes
 
 
 class OrcReader:
@@ -96,7 +106,7 @@ class OrcReader:
 
     def __init__(
         self,
-        source: str | os.PathLike | BinaryIO | bytes,
+        source: OrcSource,
         *,
         default_timezone: str = "UTC",
         convert_calendar: bool = True,
@@ -117,7 +127,7 @@ class OrcReader:
 
     # ------------------------------------------------------------------------------------------------ tail
 
-    def _error(self, message: str, **where) -> OrcError:
+    def _error(self, message: str, **where: Any) -> OrcError:
         return OrcError(message, file=self.path, **where)
 
     def _read_tail(self) -> None:
@@ -125,8 +135,8 @@ class OrcReader:
         self.file_length = size
         if size == 0:
             # ORC Java treats a 0-byte file as an empty ORC file (Hive creates them)
-            self.postscript = pb.PostScript(compression=pb.NONE)
-            self.footer = pb.Footer()
+            self._postscript = pb.PostScript(compression=pb.NONE)
+            self._footer = pb.Footer()
             self.postscript_length = 0
             self._tail_start = 0
             self._finish_tail()
@@ -139,7 +149,7 @@ class OrcReader:
         if ps_len < 4 or ps_len + 1 > size:
             raise self._error(f"malformed ORC file: invalid PostScript length {ps_len}")
         ps_bytes = tail[-1 - ps_len : -1]
-        self.postscript = ps = _parse(pb.PostScript, ps_bytes, "PostScript", self.path)
+        self._postscript = ps = _parse(pb.PostScript, ps_bytes, "PostScript", self.path)
         self.postscript_length = ps_len
         if not (ps.HasField("magic") and ps.magic == "ORC"):
             # 0.11-era files have no magic in the PostScript; then the header must say ORC
@@ -181,10 +191,10 @@ class OrcReader:
         self._metadata_bytes = bytes(tail_view[:metadata_len])
         footer_bytes = bytes(tail_view[metadata_len : metadata_len + footer_len])
         self._tail_start = size - tail_size
-        self.footer = _parse(
+        self._footer = _parse(
             pb.Footer, self._decompress(footer_bytes, "file footer"), "file footer", self.path
         )
-        if not self.footer.types:
+        if not self._footer.types:
             raise self._error("malformed ORC file: the footer has no schema types")
         self._finish_tail()
 
@@ -196,8 +206,8 @@ class OrcReader:
             raise OrcError(f"{what}: {err.reason}", file=self.path) from None
 
     def _finish_tail(self) -> None:
-        footer = self.footer
-        ps = self.postscript
+        footer = self._footer
+        ps = self._postscript
         try:
             self.compression = CompressionKind(int(ps.compression))
         except ValueError:
@@ -206,7 +216,7 @@ class OrcReader:
             int(ps.compression_block_size) if ps.HasField("compression_block_size") else DEFAULT_BLOCK_SIZE
         )
         try:
-            self.schema: TypeDescription = TypeDescription.from_proto_types(footer.types)
+            self.schema: TypeDescription = TypeDescription._from_proto_types(footer.types)
         except OrcError as err:
             raise err.with_context(file=self.path) from None
         self._columns = self.schema.flatten()
@@ -236,10 +246,10 @@ class OrcReader:
         self._encrypted_columns = self._find_encrypted_columns()
 
     def _find_encrypted_columns(self) -> set[int]:
-        if not self.footer.HasField("encryption"):
+        if not self._footer.HasField("encryption"):
             return set()
         out: set[int] = set()
-        for variant in self.footer.encryption.variants:
+        for variant in self._footer.encryption.variants:
             root = int(variant.root)
             if root < len(self._columns):
                 node = self._columns[root]
@@ -281,11 +291,17 @@ class OrcReader:
         return bloom_mod.has_bad_bloom_filters(self.writer_id, self.software_version)
 
     @property
+    def footer(self) -> pb.Footer:
+        """TEMPORARY (issue 16): the raw footer for the two host modules that still read it; removed once they
+        use :attr:`file_statistics`."""
+        return self._footer
+
+    @property
     def file_statistics(self) -> list[ColumnStatistics]:
         """File-level statistics, one per column id."""
-        return [self._typed_stats(st, i) for i, st in enumerate(self.footer.statistics)]
+        return [self._typed_stats(st, i) for i, st in enumerate(self._footer.statistics)]
 
-    def _typed_stats(self, msg, column: int) -> ColumnStatistics:
+    def _typed_stats(self, msg: pb.ColumnStatistics, column: int) -> ColumnStatistics:
         node = self._columns[column] if column < len(self._columns) else None
         try:
             return statistics_from_proto(msg, node)
@@ -293,7 +309,7 @@ class OrcReader:
             raise err.with_context(file=self.path, column=column) from None
 
     @property
-    def metadata(self) -> pb.Metadata:
+    def _metadata_section(self) -> pb.Metadata:
         """The Metadata section (stripe statistics), parsed on first use."""
         if self._metadata is None:
             raw = self._metadata_bytes if self.file_length else b""
@@ -304,15 +320,15 @@ class OrcReader:
     def stripe_statistics(self) -> list[list[ColumnStatistics]]:
         """Per stripe, the statistics of every column (empty when the file has none)."""
         return [
-            [self._typed_stats(st, i) for i, st in enumerate(ss.col_stats)] for ss in self.metadata.stripe_stats
+            [self._typed_stats(st, i) for i, st in enumerate(ss.col_stats)] for ss in self._metadata_section.stripe_stats
         ]
 
     def column_statistics(self, column: int | str) -> ColumnStatistics:
         """File statistics of one column (by id or dotted name)."""
         cid = self._column_id(column)
-        if cid >= len(self.footer.statistics):
+        if cid >= len(self._footer.statistics):
             raise self._error(f"the file has no statistics for column {cid}")
-        return self._typed_stats(self.footer.statistics[cid], cid)
+        return self._typed_stats(self._footer.statistics[cid], cid)
 
     def _column_id(self, column: int | str) -> int:
         if isinstance(column, int):
@@ -328,7 +344,7 @@ class OrcReader:
     def __enter__(self) -> OrcReader:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -341,7 +357,7 @@ class OrcReader:
             raise self._error(f"stripe {index} does not exist; the file has {len(self.stripes)} stripes")
         return self.stripes[index]
 
-    def stripe_footer(self, index: int) -> pb.StripeFooter:
+    def _stripe_footer(self, index: int) -> pb.StripeFooter:
         """The parsed (and validated) footer of stripe ``index``."""
         cached = self._stripe_footers.get(index)
         if cached is not None:
@@ -374,7 +390,7 @@ class OrcReader:
 
     def _stripe_streams(self, index: int) -> StripeStreams:
         info = self._stripe(index)
-        footer = self.stripe_footer(index)
+        footer = self._stripe_footer(index)
         return StripeStreams(
             self._source, index, info.offset, info.index_length, info.data_length, footer, self.compression,
             self.compression_block_size, len(self._columns), self.max_stream_bytes,
@@ -383,12 +399,12 @@ class OrcReader:
     def column_encoding(self, stripe: int, column: int | str) -> str:
         """The encoding name (``DIRECT_V2``, ``DICTIONARY``...) of a column in a stripe."""
         cid = self._column_id(column)
-        kind = int(self.stripe_footer(stripe).columns[cid].kind)
+        kind = int(self._stripe_footer(stripe).columns[cid].kind)
         return ENCODING_NAMES.get(kind, str(kind))
 
     def writer_timezone(self, stripe: int) -> str | None:
         """The writer time zone recorded in a stripe footer (None when absent)."""
-        footer = self.stripe_footer(stripe)
+        footer = self._stripe_footer(stripe)
         if not footer.HasField("writer_timezone"):
             return None
         tz = footer.writer_timezone
@@ -419,7 +435,7 @@ class OrcReader:
 
     def bloom_filter_columns(self, stripe: int) -> list[int]:
         """Column ids that have a bloom filter stream (of either kind) in the stripe."""
-        footer = self.stripe_footer(stripe)
+        footer = self._stripe_footer(stripe)
         kinds = (pb.Stream.BLOOM_FILTER, pb.Stream.BLOOM_FILTER_UTF8)
         return sorted({int(s.column) for s in footer.streams if s.kind in kinds})
 
@@ -452,7 +468,7 @@ class OrcReader:
             return None
         return self._parse_blooms(legacy.data, stripe, cid)
 
-    def _parse_blooms(self, data: bytes, stripe: int, column: int) -> list[BloomFilter] | None:
+    def _parse_blooms(self, data: bytes | bytearray | memoryview, stripe: int, column: int) -> list[BloomFilter] | None:
         index = _parse(pb.BloomFilterIndex, data, "bloom filter index", self.path, stripe=stripe, column=column)
         out = []
         for entry in index.bloom_filter:
@@ -462,7 +478,7 @@ class OrcReader:
             if words == 0 or k == 0 or k > 64 or k > words * 64:
                 return None
             try:
-                out.append(BloomFilter.from_proto(entry))
+                out.append(BloomFilter._from_proto(entry))
             except OrcError as err:
                 raise err.with_context(file=self.path, stripe=stripe, column=column) from None
         return out
@@ -576,7 +592,7 @@ class OrcReader:
             for start in range(0, whole.num_rows, batch_size):
                 yield whole.slice(start, min(start + batch_size, whole.num_rows))
 
-    def rows(self, columns: Sequence[str | int] | None = None) -> Iterator:
+    def rows(self, columns: Sequence[str | int] | None = None) -> Iterator[Any]:
         """Every row as Python values (a dict per row for a struct schema)."""
         for batch in self.iter_batches(columns=columns):
             yield from batch.to_pylist()
@@ -660,10 +676,10 @@ class OrcReader:
         return Batch(concat([p.root for p in parts]), None, start)
 
     def _has_row_index(self, stripe: int) -> bool:
-        return any(s.kind == pb.Stream.ROW_INDEX for s in self.stripe_footer(stripe).streams)
+        return any(s.kind == pb.Stream.ROW_INDEX for s in self._stripe_footer(stripe).streams)
 
 
-def _walk(node: TypeDescription):
+def _walk(node: TypeDescription) -> Iterator[TypeDescription]:
     yield node
     for child in node.children:
         yield from _walk(child)

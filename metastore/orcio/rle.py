@@ -45,7 +45,7 @@ def _truncated(what: str, pos: int, size: int) -> OrcError:
     return OrcError(f"{what} truncated: needs bytes past offset {pos} of a {size}-byte stream")
 
 
-def _varint(data: bytes, pos: int, n: int) -> tuple[int, int]:
+def _varint(data: bytes | bytearray | memoryview, pos: int, n: int) -> tuple[int, int]:
     result = 0
     shift = 0
     while True:
@@ -74,7 +74,7 @@ def _within(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return run_of, np.arange(int(lengths.sum()), dtype=np.int64) - starts[run_of]
 
 
-def _padded(data: bytes) -> np.ndarray:
+def _padded(data: bytes | bytearray | memoryview) -> np.ndarray:
     return np.frombuffer(bytes(data) + bytes(8), dtype=np.uint8)
 
 
@@ -108,7 +108,7 @@ def unzigzag_array(values: np.ndarray, *, inplace: bool = False) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ byte RLE
 
 
-def decode_byte_rle(data: bytes, count: int, pos: int = 0) -> tuple[np.ndarray, int]:
+def decode_byte_rle(data: bytes | bytearray | memoryview, count: int, pos: int = 0) -> tuple[np.ndarray, int]:
     """Decode ``count`` bytes of byte RLE starting at ``pos``; returns (uint8 array, end offset)."""
     n = len(data)
     starts: list[int] = []
@@ -188,7 +188,7 @@ def _byte_run_columns(starts: list[int], lengths: list[int], literal: list[bool]
     return np.asarray(starts, np.int64), np.asarray(lengths, np.int64), np.asarray(literal, bool)
 
 
-def decode_boolean_rle(data: bytes, count: int, pos: int = 0, bit_offset: int = 0) -> tuple[np.ndarray, int]:
+def decode_boolean_rle(data: bytes | bytearray | memoryview, count: int, pos: int = 0, bit_offset: int = 0) -> tuple[np.ndarray, int]:
     """Decode ``count`` booleans (bits MSB-first over byte RLE), skipping ``bit_offset`` bits of the first byte."""
     nbytes = (count + bit_offset + 7) >> 3
     raw, end = decode_byte_rle(data, nbytes, pos)
@@ -199,7 +199,7 @@ def decode_boolean_rle(data: bytes, count: int, pos: int = 0, bit_offset: int = 
 # ------------------------------------------------------------------------------------------------ varints
 
 
-def decode_varints(data: bytes, count: int, signed: bool, pos: int = 0) -> tuple[np.ndarray, int]:
+def decode_varints(data: bytes | bytearray | memoryview, count: int, signed: bool, pos: int = 0) -> tuple[np.ndarray, int]:
     """Decode ``count`` consecutive varints of at most 64 bits (zigzag when ``signed``); returns (int64, end)."""
     if count == 0:
         return np.zeros(0, np.int64), pos
@@ -213,7 +213,7 @@ def decode_varints(data: bytes, count: int, signed: bool, pos: int = 0) -> tuple
     return values.view(np.int64), pos + stop
 
 
-def _varint_layout(data: bytes, count: int, pos: int, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _varint_layout(data: bytes | bytearray | memoryview, count: int, pos: int, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The bytes from ``pos`` through the ``count``-th varint, each varint's start in them, its length, and the
     number of bytes they take."""
     buf = np.frombuffer(data, dtype=np.uint8)[pos:]
@@ -256,6 +256,7 @@ def _words_at(buf: np.ndarray, at: np.ndarray, itemsize: int) -> np.ndarray:
 
 def _join_groups(x: np.ndarray) -> np.ndarray:
     """Squeeze the low 7 bits of every byte of each word together (byte 0's bits lowest), in place."""
+    stages: tuple[tuple[int, int, int], ...]
     if x.dtype == np.uint32:
         stages = ((0x007F007F, 0x7F007F00, 1), (0x00003FFF, 0x3FFF0000, 2))
     else:
@@ -295,7 +296,7 @@ def _varint_values(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     return values
 
 
-def decode_big_varints(data: bytes, count: int, pos: int = 0, max_bytes: int = 24) -> tuple[list[int], int]:
+def decode_big_varints(data: bytes | bytearray | memoryview, count: int, pos: int = 0, max_bytes: int = 24) -> tuple[list[int], int]:
     """Decode ``count`` zigzag varints of any size (decimal DATA) into Python ints; returns (list, end)."""
     if count == 0:
         return [], pos
@@ -303,7 +304,7 @@ def decode_big_varints(data: bytes, count: int, pos: int = 0, max_bytes: int = 2
     return values.tolist(), stop
 
 
-def decode_big_varints_array(data: bytes, count: int, pos: int = 0, max_bytes: int = 24
+def decode_big_varints_array(data: bytes | bytearray | memoryview, count: int, pos: int = 0, max_bytes: int = 24
                              ) -> tuple[np.ndarray, int]:
     """:func:`decode_big_varints` as an array: int64 when every value fits (below 2**63 in magnitude, i.e. at
     most 9 bytes), else an object array of Python ints; returns (array, end)."""
@@ -443,7 +444,7 @@ def unpack_contiguous(packed: bytes | np.ndarray, total: int, width: int) -> np.
     return out.ravel()[:total]
 
 
-def _contiguous_packed(data, bit_start: np.ndarray, lens: np.ndarray, width: int) -> np.ndarray | None:
+def _contiguous_packed(data: bytes | bytearray | memoryview, bit_start: np.ndarray, lens: np.ndarray, width: int) -> np.ndarray | None:
     """Values of packed runs of one width whose payloads, joined, form one continuous bit string (every run but
     the last fills whole bytes, as full 512-value runs always do): decoded without per-value offsets."""
     if ((lens[:-1] * width) & 7).any() or (bit_start & 7).any():
@@ -453,7 +454,7 @@ def _contiguous_packed(data, bit_start: np.ndarray, lens: np.ndarray, width: int
     first = bit_start >> 3
     if len(lens) <= 64 or int(nbytes.sum()) >= 64 * len(lens):
         view = memoryview(data)
-        pieces = [view[b : b + k] for b, k in zip(first.tolist(), nbytes.tolist(), strict=True)]
+        pieces: list[bytes | memoryview] = [view[b : b + k] for b, k in zip(first.tolist(), nbytes.tolist(), strict=True)]
         pieces.append(bytes(width + 8))  # room for unpack_contiguous to read in place
         raw = np.frombuffer(b"".join(pieces), np.uint8)
     else:
@@ -463,7 +464,7 @@ def _contiguous_packed(data, bit_start: np.ndarray, lens: np.ndarray, width: int
     return unpack_contiguous(raw, total, width)
 
 
-def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool) -> np.ndarray:
+def _assemble(runs: _Runs, total: int, data: bytes | bytearray | memoryview, signed_packed: bool) -> np.ndarray:
     """Values of all runs in stream order (uint64)."""
     table = runs.table()
     lens = table[1].view(np.int64)
@@ -551,7 +552,7 @@ def _assemble(runs: _Runs, total: int, data: bytes, signed_packed: bool) -> np.n
     return out
 
 
-def decode_int_rle_v2(data: bytes, count: int, signed: bool, pos: int = 0) -> tuple[np.ndarray, int]:
+def decode_int_rle_v2(data: bytes | bytearray | memoryview, count: int, signed: bool, pos: int = 0) -> tuple[np.ndarray, int]:
     """Decode ``count`` integers of RLE v2 starting at ``pos``; returns (int64 array, end offset)."""
     n = len(data)
     runs = _Runs()
@@ -585,7 +586,7 @@ def decode_int_rle_v2(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
 _V2_KINDS = np.asarray([ARITH, PACKED, READY, DELTA], dtype=_U64)
 
 
-def _add_v2_runs(runs: _Runs, found: run_headers.V2Window, start: int, produced: int, data: bytes,
+def _add_v2_runs(runs: _Runs, found: run_headers.V2Window, start: int, produced: int, data: bytes | bytearray | memoryview,
                  signed: bool) -> int:
     """Record the runs of a vectorised window; returns the new count of values produced."""
     lens = found.runs.lengths
@@ -611,7 +612,7 @@ def _add_v2_runs(runs: _Runs, found: run_headers.V2Window, start: int, produced:
     return produced + int(ends[-1])
 
 
-def _scan_v2(data: bytes, pos: int, produced: int, count: int, signed: bool, runs: _Runs, max_runs: int
+def _scan_v2(data: bytes | bytearray | memoryview, pos: int, produced: int, count: int, signed: bool, runs: _Runs, max_runs: int
              ) -> tuple[int, int, int]:
     """Scan up to ``max_runs`` RLE v2 runs one by one; returns (offset, values produced, runs scanned)."""
     n = len(data)
@@ -677,7 +678,7 @@ def _scan_v2(data: bytes, pos: int, produced: int, count: int, signed: bool, run
     return pos, produced, scanned
 
 
-def _patched_base(data: bytes, pos: int, length: int, width: int, signed: bool) -> tuple[np.ndarray, int]:
+def _patched_base(data: bytes | bytearray | memoryview, pos: int, length: int, width: int, signed: bool) -> tuple[np.ndarray, int]:
     n = len(data)
     if pos + 4 > n:
         raise _truncated("RLE v2 patched base header", pos, n)
@@ -733,7 +734,7 @@ def _patched_base(data: bytes, pos: int, length: int, width: int, signed: bool) 
     return values + _U64(base & _MASK64), end
 
 
-def decode_int_rle_v1(data: bytes, count: int, signed: bool, pos: int = 0) -> tuple[np.ndarray, int]:
+def decode_int_rle_v1(data: bytes | bytearray | memoryview, count: int, signed: bool, pos: int = 0) -> tuple[np.ndarray, int]:
     """Decode ``count`` integers of RLE v1 starting at ``pos``; returns (int64 array, end offset)."""
     n = len(data)
     runs = _Runs()
@@ -791,7 +792,7 @@ def decode_int_rle_v1(data: bytes, count: int, signed: bool, pos: int = 0) -> tu
     return out[:count].view(np.int64), pos
 
 
-def decode_int_rle(data: bytes, count: int, signed: bool, version: int, pos: int = 0) -> tuple[np.ndarray, int]:
+def decode_int_rle(data: bytes | bytearray | memoryview, count: int, signed: bool, version: int, pos: int = 0) -> tuple[np.ndarray, int]:
     """Integer RLE of either version (1 for DIRECT/DICTIONARY encodings, 2 for the _V2 ones)."""
     if version == 2:
         return decode_int_rle_v2(data, count, signed, pos)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -473,7 +474,9 @@ class _V2Runs:
     minimum: np.ndarray
 
 
-def _classify_variable(values: np.ndarray, lengths: np.ndarray, signed: bool, aligned: bool):
+def _classify_variable(
+    values: np.ndarray, lengths: np.ndarray, signed: bool, aligned: bool
+) -> tuple[np.ndarray, ...]:
     """RunLengthIntegerWriterV2.determineEncoding for every variable buffer at once.
 
     The DELTA tests (min/max, deltas, monotony) come first; zigzag widths and percentiles are only computed for
@@ -566,7 +569,7 @@ def _patch_lists(
     br95: np.ndarray,
     br100: np.ndarray,
     patched_runs: np.ndarray,
-):
+) -> tuple[np.ndarray, ...]:
     """preparePatchedBlob for each PATCHED_BASE buffer: reduced values, widths and the gap/patch entries."""
     out_values = []
     value_width = np.zeros(len(patched_runs), dtype=np.int64)
@@ -627,7 +630,9 @@ def encode_int_rle_v2(
     extra = np.zeros(nseg, dtype=np.int64)
     payload = np.zeros(nseg, dtype=np.int64)
     patches = np.zeros(nseg, dtype=np.int64)
-    writes = []  # deferred writes once the layout is known: (part, segs, flat, lengths) or columns
+    # deferred writes once the layout is known: ("col", part, segs, column index, values) or
+    # ("flat", part, segs, flat bytes, lengths); the fourth item is an int or an array by the first
+    writes: list[tuple[str, int, np.ndarray, Any, np.ndarray]] = []
 
     encode = encode_signed_varints if signed else encode_varints
 

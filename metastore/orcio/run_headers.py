@@ -212,9 +212,9 @@ def v2_window(buf: np.ndarray, start: int, stop: int, need: int) -> V2Window:
     if len(de):
         # the base varint ends at the first terminator from de + 2, the delta varint at the next one
         terms_padded = np.concatenate((terms, [size, size]))
-        k = np.searchsorted(terms, de + 2)
-        base_end = terms_padded[k]
-        delta_end = terms_padded[k + 1]
+        term = np.searchsorted(terms, de + 2)
+        base_end = terms_padded[term]
+        delta_end = terms_padded[term + 1]
         code = (padded[de].astype(np.int64) >> 1) & 31
         count = _V2_LENGTH[pairs[de]]
         payload = np.where(count > 2, count - 2, 0) * np.where(code == 0, 0, WIDTHS[code])

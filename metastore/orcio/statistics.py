@@ -1,7 +1,7 @@
 """Typed ORC column statistics (file, stripe and row-group level) and their proto form.
 
 :func:`statistics_from_proto` turns an ``orc.proto.ColumnStatistics`` into one of the frozen classes below, picked
-by the column's type when it is known (else by whichever sub-message is present); ``to_proto()`` on every class
+by the column's type when it is known (else by whichever sub-message is present); ``_to_proto()`` on every class
 gives the message back, so the writer can build the typed value and serialise it.
 
 Conventions, all as ORC Java reads them:
@@ -17,10 +17,12 @@ Conventions, all as ORC Java reads them:
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from .errors import OrcError
+from .proto import orc_proto_pb2 as pb
 from .types import Category, TypeDescription
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -34,19 +36,21 @@ class ColumnStatistics:
     number_of_values: int = 0
     has_null: bool = True
     bytes_on_disk: int | None = None
+    #: False when the writer left ``numberOfValues`` out (``number_of_values`` is then 0 and means unknown).
+    #: Keyword-only and left out of equality so it neither shifts the subclasses' positional fields nor makes
+    #: two readings of the same counts differ.
+    values_counted: bool = field(default=True, compare=False, kw_only=True)
 
     kind = "generic"
 
-    def _base_proto(self):
-        from .proto import orc_proto_pb2 as pb
-
+    def _base_proto(self) -> pb.ColumnStatistics:
         msg = pb.ColumnStatistics(number_of_values=self.number_of_values, has_null=self.has_null)
         if self.bytes_on_disk is not None:
             msg.bytes_on_disk = self.bytes_on_disk
         return msg
 
-    def to_proto(self):
-        """The ``orc.proto.ColumnStatistics`` message."""
+    def _to_proto(self) -> pb.ColumnStatistics:
+        """The ``orc.proto.ColumnStatistics`` message (orcio-internal: proto types stay out of the public API)."""
         return self._base_proto()
 
 
@@ -60,7 +64,7 @@ class IntegerStatistics(ColumnStatistics):
 
     kind = "integer"
 
-    def to_proto(self):
+    def _to_proto(self) -> pb.ColumnStatistics:
         msg = self._base_proto()
         sub = msg.int_statistics
         sub.SetInParent()
@@ -83,7 +87,7 @@ class DoubleStatistics(ColumnStatistics):
 
     kind = "double"
 
-    def to_proto(self):
+    def _to_proto(self) -> pb.ColumnStatistics:
         msg = self._base_proto()
         sub = msg.double_statistics
         sub.SetInParent()
@@ -118,7 +122,7 @@ class StringStatistics(ColumnStatistics):
         """The exact maximum when known, else the upper bound."""
         return self.maximum if self.maximum is not None else self.upper_bound
 
-    def to_proto(self):
+    def _to_proto(self) -> pb.ColumnStatistics:
         msg = self._base_proto()
         sub = msg.string_statistics
         sub.SetInParent()
@@ -144,7 +148,7 @@ class BooleanStatistics(ColumnStatistics):
         """Non-null values that are false."""
         return None if self.true_count is None else self.number_of_values - self.true_count
 
-    def to_proto(self):
+    def _to_proto(self) -> pb.ColumnStatistics:
         msg = self._base_proto()
         sub = msg.bucket_statistics
         sub.SetInParent()
@@ -163,7 +167,7 @@ class DecimalStatistics(ColumnStatistics):
 
     kind = "decimal"
 
-    def to_proto(self):
+    def _to_proto(self) -> pb.ColumnStatistics:
         msg = self._base_proto()
         sub = msg.decimal_statistics
         sub.SetInParent()
@@ -193,7 +197,7 @@ class DateStatistics(ColumnStatistics):
         """The maximum as a (proleptic Gregorian) ``datetime.date``."""
         return None if self.maximum is None else _EPOCH_DATE + dt.timedelta(days=self.maximum)
 
-    def to_proto(self):
+    def _to_proto(self) -> pb.ColumnStatistics:
         msg = self._base_proto()
         sub = msg.date_statistics
         sub.SetInParent()
@@ -244,7 +248,7 @@ class TimestampStatistics(ColumnStatistics):
         n = self.maximum_epoch_nanos
         return None if n is None else _EPOCH + dt.timedelta(microseconds=n // 1000)
 
-    def to_proto(self):
+    def _to_proto(self) -> pb.ColumnStatistics:
         msg = self._base_proto()
         sub = msg.timestamp_statistics
         sub.SetInParent()
@@ -272,7 +276,7 @@ class BinaryStatistics(ColumnStatistics):
 
     kind = "binary"
 
-    def to_proto(self):
+    def _to_proto(self) -> pb.ColumnStatistics:
         msg = self._base_proto()
         sub = msg.binary_statistics
         sub.SetInParent()
@@ -291,7 +295,7 @@ class CollectionStatistics(ColumnStatistics):
 
     kind = "collection"
 
-    def to_proto(self):
+    def _to_proto(self) -> pb.ColumnStatistics:
         msg = self._base_proto()
         sub = msg.collection_statistics
         sub.SetInParent()
@@ -329,7 +333,7 @@ def _decimal(text: str | bytes, what: str) -> Decimal:
     return value
 
 
-def _opt(sub, name: str):
+def _opt(sub: Any, name: str) -> Any:  # Any: one helper reads fields of every statistics sub-message
     return getattr(sub, name) if sub.HasField(name) else None
 
 
@@ -375,14 +379,17 @@ def statistics_kind(column_type: TypeDescription | Category) -> str:
     return _CATEGORY_KIND[category]
 
 
-def statistics_from_proto(msg, column_type: TypeDescription | Category | None = None) -> ColumnStatistics:
+def statistics_from_proto(
+    msg: pb.ColumnStatistics, column_type: TypeDescription | Category | None = None
+) -> ColumnStatistics:
     """Typed statistics from an ``orc.proto.ColumnStatistics`` (by column type if given, else by content)."""
     if column_type is not None:
         kind = statistics_kind(column_type)
     else:
         kind = next((k for name, k in _FIELD_KIND if msg.HasField(name)), "generic")
-    base = {
+    base: dict[str, Any] = {
         "number_of_values": int(msg.number_of_values),
+        "values_counted": msg.HasField("number_of_values"),
         "has_null": bool(msg.has_null) if msg.HasField("has_null") else True,
         "bytes_on_disk": int(msg.bytes_on_disk) if msg.HasField("bytes_on_disk") else None,
     }
@@ -392,7 +399,7 @@ def statistics_from_proto(msg, column_type: TypeDescription | Category | None = 
     if not msg.HasField(field_name):
         # a type-specific part the writer left out: nothing but counts is known
         return _EMPTY_CLASS[kind](**base)
-    sub = getattr(msg, field_name)
+    sub: Any = getattr(msg, field_name)  # Any: the sub-message type depends on the kind
     if kind == "integer":
         return IntegerStatistics(**base, minimum=_opt(sub, "minimum"), maximum=_opt(sub, "maximum"), sum=_opt(sub, "sum"))
     if kind == "double":
@@ -409,11 +416,8 @@ def statistics_from_proto(msg, column_type: TypeDescription | Category | None = 
     if kind == "boolean":
         return BooleanStatistics(**base, true_count=int(sub.count[0]) if len(sub.count) else None)
     if kind == "decimal":
-        values = {
-            name: (_decimal(getattr(sub, name), name) if sub.HasField(name) else None)
-            for name in ("minimum", "maximum", "sum")
-        }
-        return DecimalStatistics(**base, **values)
+        values = [_decimal(getattr(sub, name), name) if sub.HasField(name) else None for name in ("minimum", "maximum", "sum")]
+        return DecimalStatistics(**base, minimum=values[0], maximum=values[1], sum=values[2])
     if kind == "date":
         return DateStatistics(**base, minimum=_opt(sub, "minimum"), maximum=_opt(sub, "maximum"))
     if kind == "timestamp":

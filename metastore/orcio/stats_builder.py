@@ -17,6 +17,7 @@ statistics the stripes merged in order, exactly as ``ColumnStatisticsImpl.merge`
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
+from typing import Self
 
 from .proto import orc_proto_pb2 as pb
 from .statistics import decimal_to_text
@@ -39,7 +40,7 @@ class ColumnStats:
         self.has_null = False
         self.bytes_on_disk = 0
 
-    def merge(self, other: ColumnStats) -> None:
+    def merge(self, other: Self) -> None:
         """Fold ``other`` into this one (Java ``ColumnStatisticsImpl.merge``)."""
         self.count += other.count
         self.has_null |= other.has_null
@@ -62,7 +63,7 @@ class BooleanStats(ColumnStats):
         super().__init__()
         self.true_count = 0
 
-    def merge(self, other: BooleanStats) -> None:  # type: ignore[override]
+    def merge(self, other: Self) -> None:
         self.true_count += other.true_count
         super().merge(other)
 
@@ -85,7 +86,7 @@ class IntegerStats(ColumnStats):
         self.sum = 0
         self.overflow = False
 
-    def merge(self, other: IntegerStats) -> None:  # type: ignore[override]
+    def merge(self, other: Self) -> None:
         if not self.has_minimum:
             self.has_minimum = other.has_minimum
             self.minimum = other.minimum
@@ -126,7 +127,7 @@ class DoubleStats(ColumnStats):
         self.maximum = 5e-324
         self.sum = 0.0
 
-    def merge(self, other: DoubleStats) -> None:  # type: ignore[override]
+    def merge(self, other: Self) -> None:
         if not self.has_minimum:
             self.has_minimum = other.has_minimum
             self.minimum = other.minimum
@@ -217,7 +218,7 @@ class StringStats(ColumnStats):
         else:
             self.maximum, self.upper_is_bound = maximum, False
 
-    def merge(self, other: StringStats) -> None:  # type: ignore[override]
+    def merge(self, other: Self) -> None:
         if self.count == 0:
             if other.count != 0:
                 self.minimum, self.lower_is_bound = other.minimum, other.lower_is_bound
@@ -261,7 +262,7 @@ class BinaryStats(ColumnStats):
         super().__init__()
         self.sum = 0
 
-    def merge(self, other: BinaryStats) -> None:  # type: ignore[override]
+    def merge(self, other: Self) -> None:
         self.sum += other.sum
         super().merge(other)
 
@@ -297,7 +298,7 @@ class Decimal64Stats(ColumnStats):
         self.has_sum = True
         self.sum = 0
 
-    def merge(self, other: Decimal64Stats) -> None:  # type: ignore[override]
+    def merge(self, other: Self) -> None:
         if self.count == 0:
             # Java copies min, max and sum but leaves has_sum as it was
             self.minimum, self.maximum, self.sum = other.minimum, other.maximum, other.sum
@@ -333,7 +334,9 @@ def hive_decimal_add(total: Decimal, value: Decimal) -> Decimal | None:
         int_digits = max(0, exact.adjusted() + 1)
         if int_digits > 38:
             return None
-        frac_digits = max(0, -exact.as_tuple().exponent)  # type: ignore[operator]
+        exponent = exact.as_tuple().exponent
+        assert isinstance(exponent, int)  # "n"/"N"/"F" only for NaN and infinity; a sum of finite decimals is finite
+        frac_digits = max(0, -exponent)
         if int_digits + frac_digits > 38:
             exact = exact.quantize(Decimal(1).scaleb(-(38 - int_digits)), rounding=ROUND_HALF_UP)
             if max(0, exact.adjusted() + 1) > 38:
@@ -352,7 +355,7 @@ class DecimalStats(ColumnStats):
         self.maximum: Decimal | None = None
         self.sum: Decimal | None = Decimal(0)
 
-    def merge(self, other: DecimalStats) -> None:  # type: ignore[override]
+    def merge(self, other: Self) -> None:
         if self.minimum is None:
             self.minimum, self.maximum, self.sum = other.minimum, other.maximum, other.sum
         elif other.minimum is not None:
@@ -387,7 +390,7 @@ class DateStats(ColumnStats):
         self.minimum = 2**31 - 1
         self.maximum = -(2**31)
 
-    def merge(self, other: DateStats) -> None:  # type: ignore[override]
+    def merge(self, other: Self) -> None:
         self.minimum = min(self.minimum, other.minimum)
         self.maximum = max(self.maximum, other.maximum)
         super().merge(other)
@@ -414,7 +417,7 @@ class TimestampStats(ColumnStats):
         self.min_nanos = 0
         self.max_nanos = 999_999
 
-    def merge(self, other: TimestampStats) -> None:  # type: ignore[override]
+    def merge(self, other: Self) -> None:
         if self.count == 0:
             if other.count != 0:
                 self.minimum, self.maximum = other.minimum, other.maximum
@@ -455,7 +458,7 @@ class CollectionStats(ColumnStats):
         self.maximum = 0
         self.sum = 0
 
-    def merge(self, other: CollectionStats) -> None:  # type: ignore[override]
+    def merge(self, other: Self) -> None:
         if self.count == 0:
             self.minimum, self.maximum = other.minimum, other.maximum
         else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -29,9 +30,10 @@ SHARED_READ_LIMIT = 1 << 16
 class FileSource:
     """Random access to the bytes of an ORC file (a path, an open binary file or a bytes object)."""
 
-    def __init__(self, source: str | os.PathLike | BinaryIO | bytes | bytearray | memoryview) -> None:
+    def __init__(self, source: str | os.PathLike[str] | BinaryIO | bytes | bytearray | memoryview) -> None:
         self._owned: BinaryIO | None = None
         self._buffer: bytes | None = None
+        self._file: BinaryIO | None
         if isinstance(source, bytes | bytearray | memoryview):
             self._buffer = bytes(source)
             self.name = "<bytes>"
@@ -84,7 +86,8 @@ class FileSource:
         self._check_range(offset, length, what)
         if self._buffer is not None:
             return memoryview(self._buffer)[offset : offset + length]
-        out = memoryview(np.empty(length, dtype=np.uint8))
+        out = np.empty(length, dtype=np.uint8).data
+        assert self._owned is not None  # neither a buffer nor a borrowed file (handled above)
         got = 0
         while got < length:
             n = os.preadv(self._owned.fileno(), [out[got:]], offset + got)
@@ -181,9 +184,11 @@ class StripeStreams:
             if group and (loc is None or alone or loc.offset != group[-1].offset + group[-1].length):
                 self._read_group(group)
                 group = []
+            if loc is None:
+                break
             if alone:
                 self._read_group([loc])
-            elif loc is not None:
+            else:
                 group.append(loc)
 
     def _read_group(self, group: list[StreamLocation]) -> None:
@@ -258,6 +263,6 @@ class PositionCursor:
         return offset
 
 
-def as_int_array(values) -> np.ndarray:
+def as_int_array(values: Sequence[int]) -> np.ndarray:
     """A repeated proto integer field as an int64 array."""
     return np.fromiter(values, dtype=np.int64, count=len(values))

@@ -11,8 +11,10 @@ import enum
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, NoReturn, cast
 
 from .errors import OrcError
+from .proto import orc_proto_pb2 as pb
 
 DEFAULT_DECIMAL_PRECISION = 38
 DEFAULT_DECIMAL_SCALE = 10
@@ -321,14 +323,13 @@ class TypeDescription:
 
     # -------------------------------------------------------------- proto
 
-    def to_proto_types(self) -> list:
+    def _to_proto_types(self) -> list[pb.Type]:
         """The flat ``orc.proto.Type`` list of this tree (the Footer's ``types``), in column-id order."""
-        from .proto import orc_proto_pb2 as pb
-
         numbered = self if self.id == 0 else self.with_ids()
-        out = []
+        out: list[pb.Type] = []
         for node in numbered.walk():
-            t = pb.Type(kind=node.category.kind)
+            # proto enum fields take plain ints at run time; the stubs model the enum as an int subclass
+            t = pb.Type(kind=cast("pb.Type.Kind", node.category.kind))
             t.subtypes.extend(child.id for child in node.children)
             if node.category == Category.STRUCT:
                 t.field_names.extend(node.field_names)
@@ -343,7 +344,7 @@ class TypeDescription:
         return out
 
     @staticmethod
-    def from_proto_types(types: Sequence) -> TypeDescription:
+    def _from_proto_types(types: Sequence[pb.Type]) -> TypeDescription:
         """Rebuild the schema tree from the Footer's ``types`` (validated: ids in range, a tree, no cycles)."""
         n = len(types)
         if n == 0:
@@ -372,7 +373,7 @@ class TypeDescription:
                     # pre-HIVE-4243 writers stored no names; ORC Java names such fields _col<i>
                     names = names + tuple(f"_col{j}" for j in range(len(names), len(kids)))
                 names = names[: len(kids)]
-            kwargs: dict = {}
+            kwargs: dict[str, Any] = {}
             if category in (Category.CHAR, Category.VARCHAR):
                 kwargs["max_length"] = int(t.maximum_length) if t.HasField("maximum_length") else DEFAULT_CHAR_LENGTH
             if category == Category.DECIMAL:
@@ -449,7 +450,7 @@ class _SchemaParser:
         self.text = text
         self.pos = 0
 
-    def fail(self, what: str) -> None:
+    def fail(self, what: str) -> NoReturn:
         raise OrcError(f"bad ORC schema {self.text!r} at position {self.pos}: {what}")
 
     def skip_space(self) -> None:
@@ -570,7 +571,7 @@ class _SchemaParser:
             return TypeDescription(_BY_NAME[name], max_length=length)
         aliases = {"byte": "tinyint", "short": "smallint", "integer": "int", "long": "bigint"}
         name = aliases.get(name, name)
-        cat = _BY_NAME.get(name)
-        if cat is None or not cat.is_primitive:
+        primitive = _BY_NAME.get(name)
+        if primitive is None or not primitive.is_primitive:
             self.fail(f"unknown type {name!r}")
-        return TypeDescription(cat)
+        return TypeDescription(primitive)

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -33,7 +35,7 @@ _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
 
-def _spread(values: np.ndarray, mask: np.ndarray, fill=0) -> np.ndarray:
+def _spread(values: np.ndarray, mask: np.ndarray, fill: object = 0) -> np.ndarray:
     """Place ``values`` (one per True in ``mask``) into a full-length array."""
     if values.dtype == object:
         out = np.empty(len(mask), dtype=object)
@@ -89,14 +91,14 @@ class ColumnVector:
             return np.zeros(self.length, dtype=bool)
         return ~self.present
 
-    def to_pylist(self) -> list:
+    def to_pylist(self) -> list[Any]:
         """Python values of every slot (None for nulls)."""
         values = self._py_values()
         if self.present is None:
             return values
         return [v if p else None for v, p in zip(values, self.present.tolist(), strict=True)]
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         raise NotImplementedError
 
     def to_numpy(self) -> np.ndarray:
@@ -124,10 +126,10 @@ class LongVector(ColumnVector):
 
     values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         if self.type.category == Category.DATE:
             days = self.values.tolist()
-            out = []
+            out: list[dt.date | None] = []
             for d, p in zip(days, self._present_list(), strict=True):
                 if not p:
                     out.append(None)
@@ -161,7 +163,7 @@ class DoubleVector(ColumnVector):
 
     values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         return self.values.tolist()
 
     def to_numpy(self) -> np.ndarray:
@@ -181,14 +183,14 @@ class BytesVector(ColumnVector):
 
     offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     #: the stream's bytes: ``bytes``, or a memoryview of a decompression buffer
-    data: bytes | memoryview = b""
+    data: bytes | bytearray | memoryview = b""
 
     @property
     def is_text(self) -> bool:
         """True for string/char/varchar (values decode as UTF-8), False for binary."""
         return self.type.category != Category.BINARY
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # a memoryview does not pickle: ship the bytes
         state = self.__dict__.copy()
         if isinstance(state["data"], memoryview):
@@ -205,7 +207,7 @@ class BytesVector(ColumnVector):
         offs = self.offsets.tolist()
         return [data[a:b] for a, b in zip(offs[:-1], offs[1:], strict=True)]
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         if self.is_text and self.length:
             start, stop = int(self.offsets[0]), int(self.offsets[-1])
             try:
@@ -265,7 +267,7 @@ class DictionaryBytesVector(ColumnVector):
         idx = self.indices if self.present is None else np.where(self.present, self.indices, -1)
         return entries[idx].tolist()
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         assert self.dictionary is not None
         entries = np.empty(self.dictionary.length + 1, dtype=object)
         entries[:-1] = [b.decode("utf-8", "surrogateescape") for b in self.dictionary.raw_values()]
@@ -307,14 +309,14 @@ class DecimalVector(ColumnVector):
     scale: int = 0
     scales: np.ndarray | None = None
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         ints = self.unscaled.tolist()
         if self.scales is None:
             exp = -self.scale
             return [Decimal(v).scaleb(exp, _EXACT) for v in ints]
         return [Decimal(v).scaleb(-s, _EXACT) for v, s in zip(ints, self.scales.tolist(), strict=True)]
 
-    def to_pylist(self) -> list:
+    def to_pylist(self) -> list[Any]:
         if self.present is None:
             return self._py_values()
         ints = self.unscaled.tolist()
@@ -356,9 +358,9 @@ class TimestampVector(ColumnVector):
     def to_numpy(self) -> np.ndarray:
         return self.epoch_nanos().view("datetime64[ns]")
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         base = _EPOCH_UTC if self.type.category == Category.TIMESTAMP_INSTANT else _EPOCH_NAIVE
-        out = []
+        out: list[dt.datetime | None] = []
         for s, n, p in zip(self.seconds.tolist(), self.nanos.tolist(), self._present_list(), strict=True):
             if not p:
                 out.append(None)
@@ -390,7 +392,7 @@ class ListVector(ColumnVector):
     offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     child: ColumnVector | None = None
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         assert self.child is not None
         items = self.child.to_pylist()
         base = int(self.offsets[0]) if len(self.offsets) else 0
@@ -418,12 +420,12 @@ class MapVector(ColumnVector):
     keys: ColumnVector | None = None
     items: ColumnVector | None = None
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         assert self.keys is not None and self.items is not None
         keys = self.keys.to_pylist()
         vals = self.items.to_pylist()
         offs = self.offsets.tolist()
-        out = []
+        out: list[dict[Any, Any] | list[tuple[Any, Any]]] = []
         for a, b in zip(offs[:-1], offs[1:], strict=True):
             pairs = list(zip(keys[a:b], vals[a:b], strict=True))
             try:
@@ -460,7 +462,7 @@ class StructVector(ColumnVector):
                 return child
         raise KeyError(name)
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         columns = [c.to_pylist() for c in self.children]
         names = self.type.field_names
         if not columns:
@@ -485,7 +487,7 @@ class UnionVector(ColumnVector):
     offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     children: list[ColumnVector] = field(default_factory=list)
 
-    def _py_values(self) -> list:
+    def _py_values(self) -> list[Any]:
         columns = [c.to_pylist() for c in self.children]
         out = []
         for t, o, p in zip(self.tags.tolist(), self.offsets.tolist(), self._present_list(), strict=True):
@@ -541,7 +543,7 @@ class Batch:
             return dict(zip(self.root.type.field_names, self.root.children, strict=True))
         return {}
 
-    def to_pylist(self) -> list:
+    def to_pylist(self) -> list[Any]:
         """Rows as Python values (dicts for a struct root)."""
         return self.root.to_pylist()
 
@@ -580,6 +582,27 @@ def _rebased_offsets(parts_offsets: list[np.ndarray]) -> tuple[np.ndarray, list[
     return np.concatenate(out), windows
 
 
+_Vector = TypeVar("_Vector", bound=ColumnVector)
+
+
+def _all_of(parts: Sequence[ColumnVector], cls: type[_Vector]) -> list[_Vector]:
+    """``parts`` as vectors of ``cls``; a part of another class cannot join them."""
+    same = [p for p in parts if isinstance(p, cls)]
+    if len(same) != len(parts):
+        others = sorted({type(p).__name__ for p in parts if not isinstance(p, cls)})
+        raise TypeError(f"cannot concatenate {cls.__name__} with {', '.join(others)}")
+    return same
+
+
+_Part = TypeVar("_Part")
+
+
+def _required(value: _Part | None, what: str) -> _Part:
+    if value is None:
+        raise TypeError(f"cannot concatenate vectors when one lacks its {what}")
+    return value
+
+
 def concat(parts: list[ColumnVector]) -> ColumnVector:
     """One vector holding the slots of ``parts`` (all of the same column type) in order."""
     if not parts:
@@ -591,52 +614,60 @@ def concat(parts: list[ColumnVector]) -> ColumnVector:
     n = sum(p.length for p in parts)
     present = _concat_present(parts)
     if isinstance(first, LongVector | DoubleVector):
-        cls = type(first)
-        return cls(t, n, present, np.concatenate([p.values for p in parts]))  # type: ignore[attr-defined]
+        numbers = _all_of(parts, type(first))
+        return type(first)(t, n, present, np.concatenate([p.values for p in numbers]))
     if isinstance(first, BytesVector | DictionaryBytesVector):
         if all(isinstance(p, DictionaryBytesVector) for p in parts):
-            dicts = [p.dictionary for p in parts]  # type: ignore[attr-defined]
+            coded = _all_of(parts, DictionaryBytesVector)
+            dicts = [_required(p.dictionary, "dictionary") for p in coded]
             if all(d is dicts[0] for d in dicts):
-                return DictionaryBytesVector(t, n, present, np.concatenate([p.indices for p in parts]), dicts[0])  # type: ignore[attr-defined]
-            merged = concat(dicts)  # type: ignore[arg-type]
-            bases = np.cumsum([0] + [d.length for d in dicts[:-1]])  # type: ignore[union-attr]
-            indices = np.concatenate([p.indices + b for p, b in zip(parts, bases, strict=True)])  # type: ignore[attr-defined]
-            return DictionaryBytesVector(t, n, present, indices, merged)  # type: ignore[arg-type]
-        direct = [p.decoded() if isinstance(p, DictionaryBytesVector) else p for p in parts]
-        offsets, windows = _rebased_offsets([p.offsets for p in direct])  # type: ignore[attr-defined]
+                return DictionaryBytesVector(t, n, present, np.concatenate([p.indices for p in coded]), dicts[0])
+            merged = concat(list[ColumnVector](dicts))
+            assert isinstance(merged, BytesVector)  # concatenated dictionaries stay direct bytes
+            bases = np.cumsum([0] + [d.length for d in dicts[:-1]])
+            indices = np.concatenate([p.indices + b for p, b in zip(coded, bases, strict=True)])
+            return DictionaryBytesVector(t, n, present, indices, merged)
+        direct = _all_of([p.decoded() if isinstance(p, DictionaryBytesVector) else p for p in parts], BytesVector)
+        offsets, windows = _rebased_offsets([p.offsets for p in direct])
         # memoryview slices: the bytes are copied once, into the joined buffer
-        data = b"".join(memoryview(p.data)[a:b] for p, (a, b) in zip(direct, windows, strict=True))  # type: ignore[attr-defined]
+        data = b"".join(memoryview(p.data)[a:b] for p, (a, b) in zip(direct, windows, strict=True))
         return BytesVector(t, n, present, offsets, data)
     if isinstance(first, DecimalVector):
+        decimals = _all_of(parts, DecimalVector)
         scales = None
         if first.scales is not None:
-            scales = np.concatenate([p.scales for p in parts])  # type: ignore[attr-defined]
-        unscaled = _concat_arrays([p.unscaled for p in parts])  # type: ignore[attr-defined]
+            scales = np.concatenate([_required(p.scales, "per-value scales") for p in decimals])
+        unscaled = _concat_arrays([p.unscaled for p in decimals])
         return DecimalVector(t, n, present, unscaled, first.scale, scales)
     if isinstance(first, TimestampVector):
+        stamps = _all_of(parts, TimestampVector)
         return TimestampVector(
-            t, n, present, np.concatenate([p.seconds for p in parts]), np.concatenate([p.nanos for p in parts])  # type: ignore[attr-defined]
+            t, n, present, np.concatenate([p.seconds for p in stamps]), np.concatenate([p.nanos for p in stamps])
         )
     if isinstance(first, ListVector):
-        offsets, windows = _rebased_offsets([p.offsets for p in parts])  # type: ignore[attr-defined]
-        child = concat([p.child.slice(a, b) for p, (a, b) in zip(parts, windows, strict=True)])  # type: ignore[attr-defined]
+        lists = _all_of(parts, ListVector)
+        offsets, windows = _rebased_offsets([p.offsets for p in lists])
+        child = concat([_required(p.child, "child vector").slice(a, b) for p, (a, b) in zip(lists, windows, strict=True)])
         return ListVector(t, n, present, offsets, child)
     if isinstance(first, MapVector):
-        offsets, windows = _rebased_offsets([p.offsets for p in parts])  # type: ignore[attr-defined]
-        keys = concat([p.keys.slice(a, b) for p, (a, b) in zip(parts, windows, strict=True)])  # type: ignore[attr-defined]
-        items = concat([p.items.slice(a, b) for p, (a, b) in zip(parts, windows, strict=True)])  # type: ignore[attr-defined]
+        maps = _all_of(parts, MapVector)
+        offsets, windows = _rebased_offsets([p.offsets for p in maps])
+        keys = concat([_required(p.keys, "key vector").slice(a, b) for p, (a, b) in zip(maps, windows, strict=True)])
+        items = concat([_required(p.items, "value vector").slice(a, b) for p, (a, b) in zip(maps, windows, strict=True)])
         return MapVector(t, n, present, offsets, keys, items)
     if isinstance(first, StructVector):
-        children = [concat([p.children[i] for p in parts]) for i in range(len(first.children))]  # type: ignore[attr-defined]
+        structs = _all_of(parts, StructVector)
+        children = [concat([p.children[i] for p in structs]) for i in range(len(first.children))]
         return StructVector(t, n, present, children)
     if isinstance(first, UnionVector):
+        unions = _all_of(parts, UnionVector)
         k = len(first.children)
-        tags = np.concatenate([p.tags for p in parts])  # type: ignore[attr-defined]
+        tags = np.concatenate([p.tags for p in unions])
         offsets_parts = []
         bases = np.zeros(k, dtype=np.int64)
-        for p in parts:
-            offsets_parts.append(p.offsets + bases[p.tags.astype(np.int64)])  # type: ignore[attr-defined]
-            bases += [c.length for c in p.children]  # type: ignore[attr-defined]
-        children = [concat([p.children[i] for p in parts]) for i in range(k)]  # type: ignore[attr-defined]
+        for p in unions:
+            offsets_parts.append(p.offsets + bases[p.tags.astype(np.int64)])
+            bases += [c.length for c in p.children]
+        children = [concat([p.children[i] for p in unions]) for i in range(k)]
         return UnionVector(t, n, present, tags, np.concatenate(offsets_parts), children)
     raise TypeError(f"cannot concatenate {type(first).__name__}")

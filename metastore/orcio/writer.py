@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
@@ -334,7 +334,7 @@ class OrcWriter:
     def __enter__(self) -> OrcWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         if exc_type is None:
             self.close()
         else:
@@ -478,7 +478,7 @@ class OrcWriter:
             if col.bloom_filters is not None:
                 blooms = pb.BloomFilterIndex()
                 for bf in col.bloom_filters:
-                    blooms.bloom_filter.append(bf.to_proto())
+                    blooms.bloom_filter.append(bf._to_proto())
                 index_streams.append((pb.Stream.BLOOM_FILTER_UTF8, blooms.SerializeToString()))
         return _ColumnOut(col, data_streams, index_streams, stats)
 
@@ -538,7 +538,7 @@ class OrcWriter:
             software_version=self.software_version,
         )
         footer.stripes.extend(self._stripes)
-        footer.types.extend(self.schema.to_proto_types())
+        footer.types.extend(self.schema._to_proto_types())
         for key in sorted(self._user_metadata):
             footer.metadata.add(name=key, value=self._user_metadata[key])
         for column_id, column in enumerate(self._columns):
@@ -547,7 +547,7 @@ class OrcWriter:
         footer_bytes = compress(codec, footer.SerializeToString()).data
         postscript = pb.PostScript(
             footer_length=len(footer_bytes),
-            compression=int(codec.kind),
+            compression=cast("pb.CompressionKind", int(codec.kind)),  # an int at run time, see types.py
             compression_block_size=codec.block_size,
             metadata_length=len(metadata_bytes),
             writer_version=WRITER_VERSION,

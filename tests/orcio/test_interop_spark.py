@@ -128,11 +128,11 @@ def _spark_schema():
 
 
 def _streams(reader: OrcReader, stripe: int) -> dict[tuple, bytes]:
-    info = reader.footer.stripes[stripe]
+    info = reader._footer.stripes[stripe]
     raw = open(reader.path, "rb").read()
     out = {}
     offset = info.offset
-    for s in reader.stripe_footer(stripe).streams:
+    for s in reader._stripe_footer(stripe).streams:
         stored = raw[offset : offset + s.length]
         offset += s.length
         name = pb.Stream.Kind.Name(s.kind)
@@ -189,18 +189,18 @@ def test_same_bytes_as_orc_java(spark, tmp_path, spark_options, our_options) -> 
                 assert data == our_streams[key]
             continue
         assert data == our_streams[key], (key, ours.schema.column_path(column))
-    assert list(java.stripe_footer(0).columns) == list(ours.stripe_footer(0).columns)
+    assert list(java._stripe_footer(0).columns) == list(ours._stripe_footer(0).columns)
     encodings = {name: ours.column_encoding(0, name) for name in ("r80", "r79")}
     assert encodings == {"r80": "DIRECT_V2", "r79": "DICTIONARY_V2"}
     # Java's decimal64 quirk, reproduced: row groups and the stripe drop the overflowing sum, but the file-level
     # merge copies the stripe's last partial sum without its "dropped" flag
     d18 = ours.schema.find("d18").id
     assert all(e.statistics.sum is None for e in ours.row_index(0, d18))
-    assert not ours.metadata.stripe_stats[0].col_stats[d18].decimal_statistics.HasField("sum")
-    assert ours.footer.statistics[d18].decimal_statistics.HasField("sum")
-    for a, b in zip(java.metadata.stripe_stats[0].col_stats, ours.metadata.stripe_stats[0].col_stats, strict=True):
+    assert not ours._metadata_section.stripe_stats[0].col_stats[d18].decimal_statistics.HasField("sum")
+    assert ours._footer.statistics[d18].decimal_statistics.HasField("sum")
+    for a, b in zip(java._metadata_section.stripe_stats[0].col_stats, ours._metadata_section.stripe_stats[0].col_stats, strict=True):
         assert _without_collection_stats(a) == _without_collection_stats(b)
-    for a, b in zip(java.footer.statistics, ours.footer.statistics, strict=True):
+    for a, b in zip(java._footer.statistics, ours._footer.statistics, strict=True):
         assert _without_collection_stats(a) == _without_collection_stats(b)
     # and the values themselves
     with localcontext() as ctx:

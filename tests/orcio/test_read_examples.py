@@ -114,14 +114,14 @@ def test_missing_optional_fields(orc_examples: Path) -> None:
     r = OrcReader(orc_examples / "TestOrcFile.testWithoutCompressionBlockSize.orc")
     assert r.compression == CompressionKind.SNAPPY
     assert r.compression_block_size == 262144
-    assert not r.postscript.HasField("writer_version") and r.writer_version == 0
+    assert not r._postscript.HasField("writer_version") and r.writer_version == 0
     # the footer has no numberOfRows: the count comes from the stripes
-    assert not r.footer.HasField("number_of_rows")
+    assert not r._footer.HasField("number_of_rows")
     assert r.num_rows == 100
     assert str(r.schema) == "bigint"
     assert r.read().to_pylist() == list(range(1, 101)) or len(r.read().to_pylist()) == 100
     no_format = OrcReader(orc_examples / "orc_no_format.orc")
-    assert not no_format.postscript.HasField("magic") and no_format.file_version == ()
+    assert not no_format._postscript.HasField("magic") and no_format.file_version == ()
     assert no_format.num_rows == 5
 
 
@@ -272,7 +272,7 @@ def test_projection_reads_only_the_selected_streams(orc_examples: Path) -> None:
     f = RecordingFile(data)
     reader = OrcReader(f)
     int_id = reader.schema.find("int1").id
-    footer = reader.stripe_footer(0)
+    footer = reader._stripe_footer(0)
     f.ranges.clear()
     reader.read(["int1"], stripe=0)
     start = reader.stripes[0].offset

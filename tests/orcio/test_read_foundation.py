@@ -45,7 +45,7 @@ def test_schema_text_round_trip(text: str) -> None:
     schema = TypeDescription.parse(text)
     assert str(schema) == text
     assert TypeDescription.parse(str(schema)) == schema
-    again = TypeDescription.from_proto_types(schema.to_proto_types())
+    again = TypeDescription._from_proto_types(schema._to_proto_types())
     assert again == schema and str(again) == text
     assert [n.id for n in again.walk()] == list(range(again.column_count))
 
@@ -90,16 +90,16 @@ def test_proto_types_are_validated() -> None:
 
     cyclic = [pb.Type(kind=pb.Type.STRUCT, subtypes=[0], field_names=["a"])]
     with pytest.raises(OrcError, match="not after it"):
-        TypeDescription.from_proto_types(cyclic)
+        TypeDescription._from_proto_types(cyclic)
     shared = [pb.Type(kind=pb.Type.STRUCT, subtypes=[1, 1], field_names=["a", "b"]), pb.Type(kind=pb.Type.INT)]
     with pytest.raises(OrcError, match="more than one"):
-        TypeDescription.from_proto_types(shared)
+        TypeDescription._from_proto_types(shared)
     unknown = [pb.Type(kind=19)]
     with pytest.raises(OrcError, match="unsupported ORC type kind 19"):
-        TypeDescription.from_proto_types(unknown)
+        TypeDescription._from_proto_types(unknown)
     nameless = [pb.Type(kind=pb.Type.STRUCT, subtypes=[1]), pb.Type(kind=pb.Type.INT)]
-    assert str(TypeDescription.from_proto_types(nameless)) == "struct<_col0:int>"
-    assert str(TypeDescription.from_proto_types([])) == "struct<>"
+    assert str(TypeDescription._from_proto_types(nameless)) == "struct<_col0:int>"
+    assert str(TypeDescription._from_proto_types([])) == "struct<>"
 
 
 # ------------------------------------------------------------------------------------------------ compression
@@ -201,9 +201,9 @@ def test_bloom_sizing_and_serialisation() -> None:
         == (62400, 4)
     words = BloomFilter.from_words([0x8040201008040201, 0x7FBFDFEFF7FBFDFE], 3)
     assert words.to_utf8_bytes() == bytes.fromhex("0102040810204080fefdfbf7efdfbf7f")
-    again = BloomFilter.from_proto(words.to_proto())
+    again = BloomFilter._from_proto(words._to_proto())
     assert (again.words == words.words).all() and again.num_hash_functions == 3
-    legacy = BloomFilter.from_proto(words.to_proto(legacy=True))
+    legacy = BloomFilter._from_proto(words._to_proto(legacy=True))
     assert (legacy.words == words.words).all()
     with pytest.raises(OrcError, match="whole number"):
         BloomFilter.from_utf8_bytes(b"\x00" * 7, 3)

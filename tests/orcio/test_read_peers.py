@@ -104,7 +104,7 @@ def test_pyarrow_file_statistics_match_the_footer_pyarrow_serialises(tmp_path: P
     po.write_table(table, path, compression="zstd")
     tail = pb.FileTail.FromString(po.ORCFile(path).reader.serialized_file_tail())
     reader = OrcReader(path)
-    assert [s.SerializeToString() for s in reader.footer.statistics] == [
+    assert [s.SerializeToString() for s in reader._footer.statistics] == [
         s.SerializeToString() for s in tail.footer.statistics
     ]
     assert reader.num_rows == tail.footer.number_of_rows == 500

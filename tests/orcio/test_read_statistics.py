@@ -185,9 +185,9 @@ def test_typed_statistics_of_many_kinds(orc_examples: Path) -> None:
 
 def test_statistics_round_trip_through_proto(orc_examples: Path) -> None:
     r = OrcReader(orc_examples / "TestOrcFile.testSeek.orc")
-    for cid, msg in enumerate(r.footer.statistics):
+    for cid, msg in enumerate(r._footer.statistics):
         typed = statistics_from_proto(msg, r.schema.find_column(cid))
-        again = statistics_from_proto(typed.to_proto(), r.schema.find_column(cid))
+        again = statistics_from_proto(typed._to_proto(), r.schema.find_column(cid))
         assert again == typed
 
 
@@ -201,11 +201,21 @@ def test_timestamp_nanos_statistics() -> None:
     typed = statistics_from_proto(msg, TypeDescription.parse("timestamp"))
     assert (typed.minimum_nanos, typed.maximum_nanos) == (123, 999_999)
     assert typed.minimum_epoch_nanos == 1000 * 1_000_000 + 123
-    assert statistics_from_proto(typed.to_proto(), TypeDescription.parse("timestamp")) == typed
+    assert statistics_from_proto(typed._to_proto(), TypeDescription.parse("timestamp")) == typed
     bad = pb.ColumnStatistics(number_of_values=1)
     bad.decimal_statistics.minimum = "not a number"
     with pytest.raises(OrcError, match="not a number"):
         statistics_from_proto(bad, TypeDescription.parse("decimal(10,2)"))
+
+
+def test_statistics_say_whether_the_writer_counted_values() -> None:
+    from metastore.orcio.proto import orc_proto_pb2 as pb
+
+    counted = statistics_from_proto(pb.ColumnStatistics(number_of_values=0, has_null=True), TypeDescription.parse("int"))
+    uncounted = statistics_from_proto(pb.ColumnStatistics(has_null=True), TypeDescription.parse("int"))
+    assert counted.values_counted and not uncounted.values_counted
+    assert uncounted.number_of_values == 0
+    assert counted == uncounted  # the flag is not part of the statistics' value
 
 
 # ------------------------------------------------------------------------------------------------ row index

@@ -52,7 +52,7 @@ def _has_empty_string_data(reader: OrcReader) -> bool:
     text_kinds = {Category.STRING, Category.CHAR, Category.VARCHAR, Category.BINARY}
     columns = reader.schema.flatten()
     for i in range(len(reader.stripes)):
-        for s in reader.stripe_footer(i).streams:
+        for s in reader._stripe_footer(i).streams:
             if s.kind == 1 and s.length == 0 and columns[s.column].category in text_kinds:
                 return True
     return False

@@ -162,7 +162,7 @@ def test_file_and_stripe_statistics_match_the_data(seed: int, tmp_path) -> None:
                 assert got == want, (stripe, name)
                 if name == "wide" and stripe is None and "sum" in want:
                     exact = _expected_stats(name, data[name])["sum"]
-                    assert ours.footer.statistics[ids[name]].decimal_statistics.sum == decimal_to_text(exact)
+                    assert ours._footer.statistics[ids[name]].decimal_statistics.sum == decimal_to_text(exact)
 
 
 def test_list_children_statistics(tmp_path) -> None:
@@ -170,7 +170,7 @@ def test_list_children_statistics(tmp_path) -> None:
     values = [[1, 2, 3], None, [], [4]] * 300
     with OrcWriter(path, "struct<li:array<int>>", {"orc.row.index.stride": "1000"}) as writer:
         writer.write_batch({"li": values})
-    stats = OrcReader(path).footer.statistics[1].collection_statistics
+    stats = OrcReader(path)._footer.statistics[1].collection_statistics
     assert (stats.min_children, stats.max_children, stats.total_children) == (0, 3, 1200)
     entries = OrcReader(path).row_index(0, 1)
     first = entries[0].statistics
@@ -227,7 +227,7 @@ def test_bloom_filters_are_sized_and_marked_as_java(tmp_path) -> None:
     assert filters is not None and len(filters) == 3
     expected = BloomFilter.for_entries(2000, 0.05)
     assert all(f.num_bits == expected.num_bits and f.num_hash_functions == expected.num_hash_functions for f in filters)
-    assert reader.stripe_footer(0).columns[1].bloom_encoding == 1
+    assert reader._stripe_footer(0).columns[1].bloom_encoding == 1
     assert filters[0].test_long(1999) and filters[1].test_long(2000)
     assert sum(filters[0].test_long(v) for v in range(2000, 5000)) < 3000 * 0.1
 
