@@ -1,5 +1,10 @@
 """metastore.orcio: a standalone, numpy-vectorised ORC engine (imports nothing from the rest of metastore).
 
+The public surface is the names in ``__all__`` below, imported from ``metastore.orcio`` itself; the modules
+inside the package are internal (their names start with an underscore) and may change without notice.
+tests/orcio/test_public_api.py keeps it so: no other part of the project imports an internal module, orcio
+imports nothing from its host, and no public name takes or returns a protobuf message.
+
 Reading::
 
     from metastore.orcio import OrcReader
@@ -16,11 +21,16 @@ implementations differ.
 """
 
 from .bloom import BloomFilter
+from .column_input import ColumnData, ColumnValueError, TimestampValues, Utf8Values, shred
+from .column_scan import ColumnRequest, ScanMode, StripeColumn, column_request, scan_stripe_columns
 from .compression import CompressionKind, compress_stream, decompress_stream
+from .csv_write import write_csv
 from .describe import describe
 from .errors import OrcError, UnsupportedOrcFeature
 from .jsonrows import json_lines, write_json_lines
-from .reader import OrcReader, RowGroupIndexEntry, StripeInformation
+from .murmur3 import DEFAULT_SEED, hash64, hash64_array_bytes, hash64_array_long, hash64_long, hash64_many
+from .murmur3_packed import hash64_packed
+from .reader import OrcReader, OrcSource, RowGroupIndexEntry, StripeInformation
 from .statistics import (
     BinaryStatistics,
     BooleanStatistics,
@@ -32,8 +42,8 @@ from .statistics import (
     IntegerStatistics,
     StringStatistics,
     TimestampStatistics,
-    statistics_from_proto,
 )
+from .temporal import GREGORIAN_CUTOVER_DAYS, hybrid_to_proleptic_days, is_utc
 from .types import Category, TypeDescription
 from .vectors import (
     Batch,
@@ -48,48 +58,81 @@ from .vectors import (
     StructVector,
     TimestampVector,
     UnionVector,
+    concat,
 )
-from .writer import OrcWriter, WriterOptions, write_orc
+from .writer import DEFAULT_SOFTWARE_VERSION, OrcWriter, WriterOptions, write_orc
 
 __all__ = [
-    "Batch",
-    "BinaryStatistics",
-    "BloomFilter",
-    "BooleanStatistics",
-    "BytesVector",
+    # reading
+    "OrcReader",
+    "OrcSource",
+    "RowGroupIndexEntry",
+    "StripeInformation",
+    "describe",
+    "json_lines",
+    "write_json_lines",
+    # writing
+    "DEFAULT_SOFTWARE_VERSION",
+    "OrcWriter",
+    "WriterOptions",
+    "write_csv",
+    "write_orc",
+    # schemas
     "Category",
-    "CollectionStatistics",
-    "ColumnStatistics",
+    "TypeDescription",
+    # columnar values read (vectors) and written (shredded input)
+    "Batch",
+    "BytesVector",
+    "ColumnData",
+    "ColumnValueError",
     "ColumnVector",
-    "CompressionKind",
-    "DateStatistics",
-    "DecimalStatistics",
     "DecimalVector",
     "DictionaryBytesVector",
-    "DoubleStatistics",
     "DoubleVector",
-    "IntegerStatistics",
     "ListVector",
     "LongVector",
     "MapVector",
-    "OrcError",
-    "OrcReader",
-    "OrcWriter",
-    "RowGroupIndexEntry",
-    "StringStatistics",
-    "StripeInformation",
     "StructVector",
-    "TimestampStatistics",
+    "TimestampValues",
     "TimestampVector",
-    "TypeDescription",
     "UnionVector",
+    "Utf8Values",
+    "concat",
+    "shred",
+    # scanning chosen streams of chosen columns, stripe by stripe
+    "ColumnRequest",
+    "ScanMode",
+    "StripeColumn",
+    "column_request",
+    "scan_stripe_columns",
+    # statistics and bloom filters
+    "BinaryStatistics",
+    "BloomFilter",
+    "BooleanStatistics",
+    "CollectionStatistics",
+    "ColumnStatistics",
+    "DateStatistics",
+    "DecimalStatistics",
+    "DoubleStatistics",
+    "IntegerStatistics",
+    "StringStatistics",
+    "TimestampStatistics",
+    # hashing as ORC Java and Hive do it (Murmur3 x64 64-bit)
+    "DEFAULT_SEED",
+    "hash64",
+    "hash64_array_bytes",
+    "hash64_array_long",
+    "hash64_long",
+    "hash64_many",
+    "hash64_packed",
+    # calendars
+    "GREGORIAN_CUTOVER_DAYS",
+    "hybrid_to_proleptic_days",
+    "is_utc",
+    # compression and errors
+    "CompressionKind",
+    "OrcError",
     "UnsupportedOrcFeature",
-    "WriterOptions",
     "compress_stream",
     "decompress_stream",
-    "describe",
-    "json_lines",
-    "statistics_from_proto",
-    "write_json_lines",
-    "write_orc",
 ]
