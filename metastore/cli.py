@@ -1,20 +1,38 @@
-"""The `metastore` command: serve, db, sql, orc."""
+"""The `metastore` command: serve, db, sql, orc.
+
+Each subcommand lives in its own module, imported only when that subcommand runs (or shows its --help): the
+server, the SQL store, SQLAlchemy, numpy and the ORC engine cost up to a second to import, and `metastore --help`,
+`metastore sql --connect ...` or `metastore orc meta f.orc` should not wait for what they do not use.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from collections.abc import Sequence
 
 from metastore import __version__
-from metastore.config import Settings
+
+#: name -> (the one-line help `metastore --help` lists, "module:function" adding the full subcommand).
+#: The function is called as function(subparsers, help_text).
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("run the Hive-Metastore-compatible Thrift server", "metastore.cli:add_serve_command"),
+    "db": ("manage the metastore database schema", "metastore.store.cli:add_db_commands"),
+    "sql": (
+        "Hive-syntax SQL shell: DDL, LOAD DATA/INSERT as ORC, ANALYZE ... COMPUTE STATISTICS, DESCRIBE",
+        "metastore.sql.cli:add_sql_commands",
+    ),
+    "orc": ("inspect and write ORC files", "metastore.orc_tools:add_orc_commands"),
+}
 
 
-def _add_serve(sub: argparse._SubParsersAction) -> None:
+def add_serve_command(sub: argparse._SubParsersAction, help_text: str) -> None:
+    """Add `metastore serve` (its options need argparse only; the server is imported when it runs)."""
     p = sub.add_parser(
         "serve",
-        help="run the Hive-Metastore-compatible Thrift server",
+        help=help_text,
         description=(
             "Serve ThriftHiveMetastore (TBinaryProtocol) on HOST:PORT. Every flag can also be set as a "
             "METASTORE_<FLAG> environment variable (e.g. METASTORE_PORT=9083); flags win."
@@ -59,6 +77,8 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
+    # Deliberately here, not at the top: the server, the store and SQLAlchemy load only when serving.
+    from metastore.config import Settings
     from metastore.server.main import serve
 
     settings = Settings.from_env(
@@ -79,7 +99,18 @@ def _run_serve(args: argparse.Namespace) -> int:
     return serve(settings)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line: the first argument that is not an option (the top-level
+    options, --help and --version, take no value)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `metastore` parser. Only the subcommand `argv` names gets its full parser (its module is imported);
+    the others are listed with their one-line help. Without argv every subcommand is built in full."""
     parser = argparse.ArgumentParser(
         prog="metastore",
         description="A Hive-Metastore-compatible column statistics metastore with an embedded ORC engine.",
@@ -87,21 +118,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"metastore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    _add_serve(sub)
-    from metastore.orc_tools import add_orc_commands
-    from metastore.sql.cli import add_sql_commands
-    from metastore.store.cli import add_db_commands
-
-    add_db_commands(sub)
-    add_sql_commands(sub)
-    add_orc_commands(sub)
+    chosen = _chosen_command(argv) if argv is not None else None
+    for name, (help_text, target) in SUBCOMMANDS.items():
+        if argv is None or name == chosen:
+            # The lazy load per subcommand: only the module of the command being run is imported.
+            module_name, function_name = target.split(":")
+            getattr(importlib.import_module(module_name), function_name)(sub, help_text)
+        else:
+            sub.add_parser(name, help=help_text)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `metastore` console script; errors are one clear line on stderr."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(arguments)
+    args = parser.parse_args(arguments)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

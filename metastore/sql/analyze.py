@@ -27,13 +27,13 @@ from metastore.errors import NoSuchObject
 from metastore.sql.basic_stats import with_basic_stats
 from metastore.sql.errors import SqlError
 from metastore.sql.output import Result
-from metastore.sql.partition_specs import partial_values, partition_name, qualified, resolve_spec, spec_text
+from metastore.sql.partition_specs import partial_values, partition_name, resolve_spec, spec_text
 from metastore.sql.statements import Analyze, AnalyzeMode
-from metastore.sql.table_files import data_files, local_dir, require_orc
+from metastore.sql.table_files import data_files, local_dir, qualified, require_orc
 from metastore.stats.model import ColumnStats, ColumnStatsEntry, kind_for_type
 
 if TYPE_CHECKING:
-    from metastore.sql.executor import Executor
+    from metastore.sql.session import Session
 
 #: Partitions whose parameters are replaced per alter_partitions call.
 ALTER_BATCH = 500
@@ -87,7 +87,7 @@ def _columns(table: Table, st: Analyze) -> list[FieldSchema]:
     return out
 
 
-def _targets(ex: Executor, table: Table, st: Analyze) -> tuple[list[_Target], int]:
+def _targets(ex: Session, table: Table, st: Analyze) -> tuple[list[_Target], int]:
     """The targets to analyse and how many partitions the table has in all (0 when unpartitioned)."""
     if not table.partition_keys:
         if st.spec is not None:
@@ -131,7 +131,7 @@ def _open_cache(option: str | None) -> Any:
 class _Progress:
     """One tqdm bar over all files of the statement (on stderr, only when asked)."""
 
-    def __init__(self, ex: Executor, total: int, description: str) -> None:
+    def __init__(self, ex: Session, total: int, description: str) -> None:
         self.bar = None
         if ex.options.progress and total:
             from tqdm import tqdm
@@ -175,7 +175,7 @@ def _basic(target: _Target, scan: bool, cache: Any) -> tuple[int | None, int, in
     return stats.num_rows, stats.num_files, stats.total_size, stats.raw_data_size
 
 
-def _persist_parameters(ex: Executor, table: Table, outcomes: Sequence[_Outcome]) -> None:
+def _persist_parameters(ex: Session, table: Table, outcomes: Sequence[_Outcome]) -> None:
     """Basic statistics into the table's or the partitions' parameters (alter_partitions in batches)."""
     def params_of(current: dict[str, str], o: _Outcome) -> dict[str, str]:
         return with_basic_stats(
@@ -198,7 +198,7 @@ def _persist_parameters(ex: Executor, table: Table, outcomes: Sequence[_Outcome]
 
 
 def _table_level(
-    ex: Executor, table: Table, columns: list[FieldSchema], outcomes: Sequence[_Outcome], partitions_total: int
+    ex: Session, table: Table, columns: list[FieldSchema], outcomes: Sequence[_Outcome], partitions_total: int
 ) -> list[ColumnStatsEntry]:
     """Table-level statistics of a partitioned table, merged through the partitions' sketches."""
     if len(outcomes) == partitions_total:
@@ -214,7 +214,7 @@ def _table_level(
     return list(result.entries)
 
 
-def analyze(ex: Executor, st: Analyze) -> Result:
+def analyze(ex: Session, st: Analyze) -> Result:
     started = time.monotonic()
     table = ex.table(st.table)
     columns: list[FieldSchema] = []

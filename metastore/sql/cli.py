@@ -48,11 +48,11 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     cache.add_argument("--no-stats-cache", action="store_true", help="analyze every file afresh, keep no cache")
 
 
-def add_sql_commands(subparsers: argparse._SubParsersAction) -> None:
+def add_sql_commands(subparsers: argparse._SubParsersAction, help_text: str) -> None:
     """Add the `sql` command to the main parser's subparsers."""
     p = subparsers.add_parser(
         "sql",
-        help="Hive-syntax SQL shell: DDL, LOAD DATA/INSERT as ORC, ANALYZE ... COMPUTE STATISTICS, DESCRIBE",
+        help=help_text,
         description="A SQL shell over the metastore, embedded or against a server. Statements end with ';'. "
         "Errors name the line:column; in batch mode (-e, -f) the first error ends the run with exit code 1.",
     )
@@ -62,6 +62,9 @@ def add_sql_commands(subparsers: argparse._SubParsersAction) -> None:
 
 def run_sql(args: argparse.Namespace) -> int:
     """Run `metastore sql` with parsed arguments; returns the exit code."""
+    # Imported here, once the options are known to be valid, so that `--help` and bad options answer at once.
+    # Nothing of the store, SQLAlchemy or the server is imported for --connect: `connect` loads the embedded
+    # client only for a database URL.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
     # thrift logs a failed connect itself; the shell reports it once, as its own one-line error

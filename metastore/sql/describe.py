@@ -15,8 +15,9 @@ from metastore.catalog import FieldSchema, Partition, Table
 from metastore.errors import NoSuchObject
 from metastore.sql.errors import SqlError
 from metastore.sql.output import Result
-from metastore.sql.partition_specs import full_values, partition_name, qualified
+from metastore.sql.partition_specs import full_values, partition_name
 from metastore.sql.statements import Describe
+from metastore.sql.table_files import qualified
 from metastore.stats.model import (
     BinaryStats,
     BooleanStats,
@@ -28,7 +29,7 @@ from metastore.stats.model import (
 from metastore.stats.ndv import sketch_format
 
 if TYPE_CHECKING:
-    from metastore.sql.executor import Executor
+    from metastore.sql.session import Session
 
 COLUMN_STATS_HEADER = [
     "col_name", "data_type", "min", "max", "num_nulls", "distinct_count", "avg_col_len", "max_col_len",
@@ -155,7 +156,7 @@ def _extended_row(table: Table, partition: Partition | None) -> list[Any]:
     return ["Detailed Table Information", text, ""]
 
 
-def _column_entry(ex: Executor, table: Table, partition: Partition | None, column: FieldSchema) -> ColumnStatsEntry | None:
+def _column_entry(ex: Session, table: Table, partition: Partition | None, column: FieldSchema) -> ColumnStatsEntry | None:
     client = ex.client
     if partition is not None:
         name = partition_name(table, partition.values)
@@ -174,7 +175,7 @@ def _column_entry(ex: Executor, table: Table, partition: Partition | None, colum
     return None
 
 
-def describe(ex: Executor, st: Describe) -> Result:
+def describe(ex: Session, st: Describe) -> Result:
     table = ex.table(st.table)
     partition = None
     if st.spec is not None:

@@ -1,17 +1,17 @@
 """Runs parsed statements against a metastore client; each statement gives one Result.
 
-DDL, SHOW and DESCRIBE live here; INSERT/LOAD DATA (loading.py), MSCK (repair.py) and ANALYZE (analyze.py)
-have modules of their own. Everything goes through the MetastoreClient, so the same statement works embedded
-and against a remote server.
+Database and table DDL and SHOW live here; DESCRIBE (describe.py), partitions (partitions.py), INSERT/LOAD DATA
+(loading.py), MSCK (repair.py) and ANALYZE (analyze.py) have modules of their own, which see the executor as a
+`Session` (session.py) and never import it. Everything goes through the MetastoreClient, so the same statement
+works embedded and against a remote server.
 """
 
 from __future__ import annotations
 
-import getpass
-import sys
+import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, TextIO
+from dataclasses import replace
+from typing import Any
 
 from metastore.catalog import (
     DEFAULT_DATABASE,
@@ -23,10 +23,9 @@ from metastore.catalog import (
 )
 from metastore.client import MetastoreClient
 from metastore.errors import AlreadyExists, MetastoreError, NoSuchObject
-from metastore.sql import describe
 from metastore.sql.errors import SqlError
 from metastore.sql.output import Result
-from metastore.sql.partition_specs import partial_values, partition_name, qualified, resolve_spec
+from metastore.sql.session import ExecutorOptions
 from metastore.sql.statements import (
     AddPartitions,
     AlterTableProperties,
@@ -50,33 +49,11 @@ from metastore.sql.statements import (
     TableName,
     UseDatabase,
 )
-from metastore.sql.table_files import STORAGE_FORMATS, absolute_location
+from metastore.sql.table_files import STORAGE_FORMATS, absolute_location, qualified
 
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
 MANAGED_TABLE = "MANAGED_TABLE"
 USER_PRINCIPAL = 1  # Hive's PrincipalType.USER
-
-
-@dataclass
-class ExecutorOptions:
-    """How statements that touch data behave."""
-
-    #: Show progress bars on `progress_stream` (the shell turns this on for terminals or --progress).
-    progress: bool = False
-    progress_stream: TextIO = field(default_factory=lambda: sys.stderr)
-    #: KLL histograms for numeric, date and timestamp columns in ANALYZE ... FOR COLUMNS (Hive 4's field).
-    histograms: bool = False
-    #: Per-file statistics cache for incremental ANALYZE: "default" (the user's data dir), a path, or None.
-    stats_cache: str | None = "default"
-    #: Owner recorded for new databases and tables.
-    user: str = field(default_factory=lambda: _user_name())
-
-
-def _user_name() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name in some containers; the owner is informational
-        return "metastore"
 
 
 class Executor:
@@ -113,6 +90,7 @@ class Executor:
             raise SqlError(f"database '{name.value}' does not exist", name.position) from None
 
     def changed(self) -> None:
+        """Called by statements that changed the catalog."""
         if self.on_catalog_change is not None:
             self.on_catalog_change()
 
@@ -191,6 +169,7 @@ class Executor:
         return Result(["tab_name"], [[n] for n in sorted(names)])
 
     def create_table(self, st: CreateTable) -> Result:
+        # The ORC writer's option checks come with the ORC engine: loaded when a table is made, not at start-up.
         from metastore.sql.loading import check_orc_properties
 
         db = self.db_of(st.table)
@@ -250,6 +229,7 @@ class Executor:
         return Result(message="OK")
 
     def alter_properties(self, st: AlterTableProperties) -> Result:
+        # The ORC engine, on first use (see create_table).
         from metastore.sql.loading import check_orc_properties
 
         table = self.table(st.table)
@@ -266,86 +246,27 @@ class Executor:
             return Result(["prpt_name", "prpt_value"], [[st.key, table.parameters[st.key]]])
         return Result(["prpt_name", "prpt_value"], [[k, v] for k, v in sorted(table.parameters.items())])
 
-    # ------------------------------------------------------------------ partitions
+    # ------------------------------------------------------------------ the helper modules' statements
 
-    def show_partitions(self, st: ShowPartitions) -> Result:
-        table = self.table(st.table)
-        if not table.partition_keys:
-            raise SqlError(f"{qualified(table)} is not a partitioned table", st.table.position)
-        if st.spec is None:
-            names = self.client.list_partition_names(table.db_name, table.table_name)
-        else:
-            values = resolve_spec(table, st.spec, full=False, what="SHOW PARTITIONS")
-            names = self.client.list_partition_names(table.db_name, table.table_name, partial_values(values))
-        return Result(["partition"], [[n] for n in sorted(names)])
+    def _run_in_helper(self, statement: Statement) -> Result:
+        module_name, function_name = _HELPER_STATEMENTS[type(statement)]
+        # Loaded on first use, deliberately: the helpers bring numpy, the ORC engine and the statistics code,
+        # which `metastore sql -e "SHOW DATABASES;"` should not pay for at start-up.
+        module = importlib.import_module(module_name)
+        return getattr(module, function_name)(self, statement)
 
-    def add_partitions(self, st: AddPartitions) -> Result:
-        from metastore.catalog import Partition
-        from metastore.sql.partition_specs import full_values
 
-        table = self.table(st.table)
-        parts = []
-        seen: set[str] = set()
-        for spec, location in st.partitions:
-            values = full_values(table, spec, "ADD PARTITION")
-            name = partition_name(table, values)
-            if name in seen:
-                raise SqlError(f"partition {name} is listed twice", spec.position)
-            seen.add(name)
-            sd = StorageDescriptor()
-            if location:
-                sd = replace(table.sd, location=absolute_location(location))
-            parts.append(Partition(db_name=table.db_name, table_name=table.table_name, values=values, sd=sd))
-        try:
-            added = self.client.add_partitions(table.db_name, table.table_name, parts, if_not_exists=st.if_not_exists)
-        except AlreadyExists as exc:
-            raise SqlError(str(exc), st.position) from None
-        skipped = len(parts) - len(added)
-        message = f"added {len(added)} partition(s)" + (f", {skipped} existed already" if skipped else "")
-        return Result(message=message)
-
-    def drop_partitions(self, st: DropPartitions) -> Result:
-        table = self.table(st.table)
-        names: list[str] = []
-        for spec in st.specs:
-            values = resolve_spec(table, spec, full=False, what="DROP PARTITION")
-            matching = self.client.list_partition_names(table.db_name, table.table_name, partial_values(values))
-            if not matching and not st.if_exists:
-                from metastore.sql.partition_specs import spec_text
-
-                raise SqlError(
-                    f"no partition of {qualified(table)} matches ({spec_text(table, values)})", spec.position
-                )
-            names.extend(n for n in matching if n not in names)
-        dropped = self.client.drop_partitions(table.db_name, table.table_name, names, delete_data=True, if_exists=True)
-        return Result(["partition"], [[partition_name(table, p.values)] for p in dropped],
-                      message=f"dropped {len(dropped)} partition(s)")
-
-    # ------------------------------------------------------------------ data and statistics
-
-    def insert(self, st: InsertValues) -> Result:
-        from metastore.sql.loading import insert_values
-
-        return insert_values(self, st)
-
-    def load(self, st: LoadData) -> Result:
-        from metastore.sql.loading import load_data
-
-        return load_data(self, st)
-
-    def msck(self, st: MsckRepair) -> Result:
-        from metastore.sql.repair import repair_table
-
-        return repair_table(self, st)
-
-    def analyze(self, st: Analyze) -> Result:
-        from metastore.sql.analyze import analyze
-
-        return analyze(self, st)
-
-    def describe(self, st: Describe) -> Result:
-        return describe.describe(self, st)
-
+#: Statements run by the helper modules: (module, function taking the session and the statement).
+_HELPER_STATEMENTS: dict[type, tuple[str, str]] = {
+    ShowPartitions: ("metastore.sql.partitions", "show_partitions"),
+    AddPartitions: ("metastore.sql.partitions", "add_partitions"),
+    DropPartitions: ("metastore.sql.partitions", "drop_partitions"),
+    InsertValues: ("metastore.sql.loading", "insert_values"),
+    LoadData: ("metastore.sql.loading", "load_data"),
+    MsckRepair: ("metastore.sql.repair", "repair_table"),
+    Analyze: ("metastore.sql.analyze", "analyze"),
+    Describe: ("metastore.sql.describe", "describe"),
+}
 
 _HANDLERS: dict[type, Callable[[Executor, Any], Result]] = {
     CreateDatabase: Executor.create_database,
@@ -358,12 +279,5 @@ _HANDLERS: dict[type, Callable[[Executor, Any], Result]] = {
     DropTable: Executor.drop_table,
     AlterTableProperties: Executor.alter_properties,
     ShowTblProperties: Executor.show_tblproperties,
-    ShowPartitions: Executor.show_partitions,
-    AddPartitions: Executor.add_partitions,
-    DropPartitions: Executor.drop_partitions,
-    InsertValues: Executor.insert,
-    LoadData: Executor.load,
-    MsckRepair: Executor.msck,
-    Analyze: Executor.analyze,
-    Describe: Executor.describe,
+    **{kind: Executor._run_in_helper for kind in _HELPER_STATEMENTS},
 }

@@ -31,13 +31,13 @@ from metastore.sql.basic_stats import after_data_change
 from metastore.sql.errors import Position, SqlError
 from metastore.sql.hive_types import HiveType, HiveTypeError, parse_hive_type
 from metastore.sql.output import Result
-from metastore.sql.partition_specs import partition_name, qualified, resolve_spec
+from metastore.sql.partition_specs import partition_name, resolve_spec
 from metastore.sql.statements import InsertValues, Literal, LiteralKind, LoadData, PartitionSpec
-from metastore.sql.table_files import data_files, local_dir, require_orc
+from metastore.sql.table_files import data_files, local_dir, qualified, require_orc
 from metastore.sql.values import ConversionError, column_array, from_literal, from_text, partition_value_text
 
 if TYPE_CHECKING:
-    from metastore.sql.executor import Executor
+    from metastore.sql.session import Session
 
 CSV_NULL = "\\N"
 _BATCH_ROWS = 65536
@@ -252,7 +252,7 @@ class _Target:
         return f"{qualified(self.table)} partition {partition_name(self.table, self.partition.values)}"
 
 
-def _target(ex: Executor, table: Table, key: tuple[str, ...]) -> _Target:
+def _target(ex: Session, table: Table, key: tuple[str, ...]) -> _Target:
     if not table.partition_keys:
         return _Target(table, None, False)
     values = list(key)
@@ -267,7 +267,7 @@ def _target(ex: Executor, table: Table, key: tuple[str, ...]) -> _Target:
     return _Target(table, ex.client.get_partition(table.db_name, table.table_name, values), False)
 
 
-def _commit(ex: Executor, target: _Target, new_files: list[Path], overwrite: bool, position: Position) -> None:
+def _commit(ex: Session, target: _Target, new_files: list[Path], overwrite: bool, position: Position) -> None:
     """Make new files the target's data (dropping the old files on overwrite) and update its parameters."""
     directory = local_dir(target.location, target.owner, position)
     new_set = {p.resolve() for p in new_files}
@@ -298,7 +298,7 @@ def _commit(ex: Executor, target: _Target, new_files: list[Path], overwrite: boo
         ex.client.alter_table(current.db_name, current.table_name, replace(current, parameters=params))
 
 
-def _write_groups(ex: Executor, layout: _Layout, grouper: _RowGrouper, overwrite: bool, position: Position) -> Result:
+def _write_groups(ex: Session, layout: _Layout, grouper: _RowGrouper, overwrite: bool, position: Position) -> Result:
     table = layout.table
     written = 0
     created = 0
@@ -326,7 +326,7 @@ def _convert_literal(literal: Literal, hive_type: HiveType, name: str) -> Any:
         raise SqlError(f"column '{name}' ({hive_type}): {exc}", literal.position) from None
 
 
-def insert_values(ex: Executor, st: InsertValues) -> Result:
+def insert_values(ex: Session, st: InsertValues) -> Result:
     """INSERT INTO/OVERWRITE TABLE t [PARTITION (...)] [(columns)] VALUES (...), (...)."""
     table = ex.table(st.table)
     require_orc(table, "INSERT", st.table.position)
@@ -407,7 +407,7 @@ def _csv_value(text: str, hive_type: HiveType) -> Any:
     return from_text(text, hive_type)
 
 
-def _load_csv(ex: Executor, layout: _Layout, path: Path, position: Position, grouper: _RowGrouper) -> int:
+def _load_csv(ex: Session, layout: _Layout, path: Path, position: Position, grouper: _RowGrouper) -> int:
     table = layout.table
     count = 0
     for number, row in _csv_rows(path, position):
@@ -440,7 +440,7 @@ def _load_csv(ex: Executor, layout: _Layout, path: Path, position: Position, gro
     return count
 
 
-def load_data(ex: Executor, st: LoadData) -> Result:
+def load_data(ex: Session, st: LoadData) -> Result:
     """LOAD DATA [LOCAL] INPATH 'file-or-dir' [OVERWRITE] INTO TABLE t [PARTITION (...)]."""
     table = ex.table(st.table)
     require_orc(table, "LOAD DATA", st.table.position)

@@ -7,11 +7,8 @@ from metastore.partnames import make_part_name
 from metastore.sql.errors import SqlError
 from metastore.sql.hive_types import HiveTypeError, parse_hive_type
 from metastore.sql.statements import PartitionSpec
+from metastore.sql.table_files import qualified
 from metastore.sql.values import ConversionError, partition_value_text
-
-
-def qualified(table: Table) -> str:
-    return f"{table.db_name}.{table.table_name}"
 
 
 def resolve_spec(table: Table, spec: PartitionSpec, *, full: bool, what: str) -> list[str | None]:

@@ -14,16 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from metastore.catalog import Partition, StorageDescriptor
-from metastore.partnames import make_part_name, unescape_path_name
 from metastore.locations import local_path
+from metastore.partnames import make_part_name, unescape_path_name
 from metastore.sql.errors import SqlError
 from metastore.sql.output import Result
-from metastore.sql.partition_specs import qualified
 from metastore.sql.statements import MsckRepair
-from metastore.sql.table_files import is_hidden, local_dir
+from metastore.sql.table_files import is_hidden, local_dir, qualified
 
 if TYPE_CHECKING:
-    from metastore.sql.executor import Executor
+    from metastore.sql.session import Session
 
 #: Partitions added per add_partitions call.
 ADD_BATCH = 500
@@ -54,7 +53,7 @@ def partition_folders(root: Path, keys: list[str]) -> dict[tuple[str, ...], Path
     return found
 
 
-def repair_table(ex: Executor, st: MsckRepair) -> Result:
+def repair_table(ex: Session, st: MsckRepair) -> Result:
     table = ex.table(st.table)
     if not table.partition_keys:
         raise SqlError(f"{qualified(table)} is not partitioned; MSCK has nothing to repair", st.table.position)

@@ -64,6 +64,11 @@ def local_dir(location: str | None, owner: str, position: Position | None = None
     return path
 
 
+def qualified(table: Table) -> str:
+    """The table's name as messages spell it: db.table."""
+    return f"{table.db_name}.{table.table_name}"
+
+
 def absolute_location(text: str) -> str:
     """A LOCATION as stored: URIs as given, local paths made absolute (the shell resolves them from its cwd)."""
     if "://" in text or text.startswith("file:"):

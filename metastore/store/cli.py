@@ -13,11 +13,11 @@ _DB_HELP = (
 )
 
 
-def add_db_commands(subparsers: argparse._SubParsersAction) -> None:
+def add_db_commands(subparsers: argparse._SubParsersAction, help_text: str) -> None:
     """Add the `db` command and its subcommands to the main parser's subparsers."""
     db = subparsers.add_parser(
         "db",
-        help="manage the metastore database schema",
+        help=help_text,
         description="Create or upgrade the metastore's database schema, or show its revision.",
     )
     commands = db.add_subparsers(dest="db_command", metavar="SUBCOMMAND")

@@ -216,7 +216,7 @@ def test_interactive_session_through_a_pseudo_terminal(tmp_path: Path) -> None:
 def test_completion_of_keywords_and_names(session, tmp_path: Path) -> None:  # noqa: ANN001 - conftest fixture
     from prompt_toolkit.document import Document
 
-    from metastore.sql.shell import SqlCompleter
+    from metastore.sql.completion import SqlCompleter
 
     session.run("CREATE DATABASE shop; CREATE TABLE shop.items (item_id int, item_name string); "
                 "CREATE TABLE orders (order_id int)")

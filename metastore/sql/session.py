@@ -1,0 +1,57 @@
+"""What statement helpers need of the shell's session: a small interface, so they never import the executor.
+
+The executor (`sql/executor.py`) runs statements and hands itself to the helper modules (`describe`,
+`partitions`, `loading`, `repair`, `analyze`) as a `Session`; the helpers depend on this module only, so imports
+go one way: executor -> helpers -> session.
+"""
+
+from __future__ import annotations
+
+import getpass
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, TextIO
+
+if TYPE_CHECKING:
+    from metastore.catalog import Table
+    from metastore.client import MetastoreClient
+    from metastore.sql.statements import TableName
+
+
+def _user_name() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user name in some containers; the owner is informational
+        return "metastore"
+
+
+@dataclass
+class ExecutorOptions:
+    """How statements that touch data behave."""
+
+    #: Show progress bars on `progress_stream` (the shell turns this on for terminals or --progress).
+    progress: bool = False
+    progress_stream: TextIO = field(default_factory=lambda: sys.stderr)
+    #: KLL histograms for numeric, date and timestamp columns in ANALYZE ... FOR COLUMNS (Hive 4's field).
+    histograms: bool = False
+    #: Per-file statistics cache for incremental ANALYZE: "default" (the user's data dir), a path, or None.
+    stats_cache: str | None = "default"
+    #: Owner recorded for new databases and tables.
+    user: str = field(default_factory=lambda: _user_name())
+
+
+class Session(Protocol):
+    """The state a statement runs in: the client, the current database and the options."""
+
+    client: MetastoreClient
+    #: The current database (USE), lower case.
+    database: str
+    options: ExecutorOptions
+
+    def table(self, name: TableName) -> Table:
+        """The table a statement names; SqlError at the name when it (or its database) does not exist."""
+        ...
+
+    def changed(self) -> None:
+        """Tell the session the catalog changed (the interactive shell refreshes its completions)."""
+        ...
