@@ -339,17 +339,24 @@ def raw_data_size_of(reader: OrcReader) -> int:
     """
     columns = reader.schema.flatten()
     total = 0
-    for cid, msg in enumerate(reader.footer.statistics):
+    for cid, stats in enumerate(reader.file_statistics):
         if cid >= len(columns):
             break
         category = columns[cid].category
-        values = int(msg.number_of_values)
+        values = stats.number_of_values
         if category == Category.BINARY:
-            total += int(msg.binary_statistics.sum)
+            total += _total_length(stats)
         elif category in _TEXT:
             values = values or 1
-            average = int(msg.string_statistics.sum) // values
+            average = _total_length(stats) // values
             total += values * (_JAVA_OBJECT + 3 * _JAVA_PRIMITIVE1 + _JAVA_ARRAY + average)
         else:
             total += values * _RAW_SIZE_PER_VALUE.get(category, 0)
     return total
+
+
+def _total_length(stats: orc_stats_mod.ColumnStatistics) -> int:
+    """A string or binary column's total length; 0 when the footer has none (as ORC Java reads a missing sum)."""
+    if isinstance(stats, orc_stats_mod.StringStatistics | orc_stats_mod.BinaryStatistics):
+        return stats.total_length or 0
+    return 0

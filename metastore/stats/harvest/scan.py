@@ -255,7 +255,7 @@ def _analyze_open_file(
     rows = reader.num_rows
     raw = raw_size(reader, path)
     writer = OrcWriterFacts.from_reader(reader)
-    stats_entries = reader.footer.statistics
+    file_stats = reader.file_statistics
     field_names = list(schema.field_names)
     plans: list[_Plan] = []
     for spec in wanted:
@@ -271,9 +271,10 @@ def _analyze_open_file(
                 f"field '{field_names[index]}' as {node}"
             )
         facts = None
-        if node.id < len(stats_entries):
-            facts = orc_column_facts(reader.column_statistics(node.id), node, spec.hive_type, num_rows=rows,
-                                     writer=writer, has_value_count=stats_entries[node.id].HasField("number_of_values"))
+        if node.id < len(file_stats):
+            column_stats = file_stats[node.id]
+            facts = orc_column_facts(column_stats, node, spec.hive_type, num_rows=rows, writer=writer,
+                                     has_value_count=column_stats.values_counted)
         plan = _Plan(spec, kind, node, facts)
         record = read_sketch_metadata(reader.user_metadata, field_names[index])
         if record is not None and record.fits(kind, rows, facts.non_null if facts else None):
