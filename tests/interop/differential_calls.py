@@ -17,6 +17,7 @@ from typing import Any
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
+from interop.differential_catalog_semantics import catalog_semantics_calls
 from interop.scenarios.scenario_common import (
     PARTITION_NAMES,
     TABLE_STATS,
@@ -95,6 +96,7 @@ def run_differential_calls(host: str, port: int, prefix: str = "diff") -> list[d
         sc.deletes()
         hive4_calls(rec, c, T, names)
         catalog_calls(rec, c, T, names, lambda: connect(host, port))
+        catalog_semantics_calls(rec, c, T, names)
         sc.cleanup()
     return rec.steps
 

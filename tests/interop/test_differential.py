@@ -93,3 +93,11 @@ def test_intentional_differences_render_for_the_readme() -> None:
     table = as_markdown()
     assert table.count("\n") == len(INTENTIONAL_DIFFERENCES) + 1
     assert all(d.reason and d.steps for d in INTENTIONAL_DIFFERENCES)
+
+
+def test_catalog_semantics_differences_are_listed_with_their_reasons() -> None:
+    """Every step differential_catalog_semantics.py expects to differ has its own whole-answer entry, same reason."""
+    from interop.differential_catalog_semantics import EXPECTED_DIFFERENCES
+
+    listed = {d.steps[0]: d.reason for d in INTENTIONAL_DIFFERENCES if d.path is None and len(d.steps) == 1}
+    assert {step: listed.get(step) for step in EXPECTED_DIFFERENCES} == EXPECTED_DIFFERENCES
