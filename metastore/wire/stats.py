@@ -15,6 +15,7 @@ from typing import Any
 
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.errors import InvalidInput
+from metastore.stats.decimals import decimal_from_unscaled
 from metastore.stats.kinds import KIND_SPECS, KindSpec
 from metastore.stats.model import (
     BinaryStats,
@@ -34,16 +35,14 @@ from metastore.wire.encoded import encode_obj
 # ---------------------------------------------------------------------------------------------- decimals
 
 
-def decimal_from_thrift(d: tt.Decimal | None) -> Decimal | None:
-    """Hive's Decimal struct (big-endian two's complement unscaled bytes + scale) as a Python Decimal."""
+def decimal_from_thrift(d: tt.Decimal | None, *, where: str = "a Decimal", name: str = "value") -> Decimal | None:
+    """Hive's Decimal struct (big-endian two's complement unscaled bytes + scale) as a Python Decimal.
+
+    An empty unscaled value or a negative scale is InvalidInput naming ``where`` and ``name`` (the stats
+    side's :func:`metastore.stats.decimals.decimal_from_unscaled` holds the rule)."""
     if d is None:
         return None
-    if d.unscaled is None or d.scale is None:
-        raise InvalidInput("a Decimal value needs both 'unscaled' and 'scale'")
-    unscaled = int.from_bytes(d.unscaled, "big", signed=True) if d.unscaled else 0
-    # Built from its digits: Decimal.scaleb would round to the context's 28 digits (Hive allows 38). The digits
-    # come from Decimal(int), which is exact and, unlike str(int), has no limit on their number.
-    return Decimal((int(unscaled < 0), Decimal(abs(unscaled)).as_tuple().digits, -d.scale))
+    return decimal_from_unscaled(d.unscaled, d.scale, where=where, name=name)
 
 
 def decimal_to_thrift(value: Decimal | None) -> tt.Decimal | None:
@@ -154,8 +153,8 @@ def _binary_from(bn: tt.BinaryColumnStatsData, column: str) -> ColumnStats:
 
 def _decimal_from(dc: tt.DecimalColumnStatsData, column: str) -> ColumnStats:
     return DecimalStats(
-        low=decimal_from_thrift(dc.lowValue),
-        high=decimal_from_thrift(dc.highValue),
+        low=decimal_from_thrift(dc.lowValue, where=f"column '{column}'", name="lowValue"),
+        high=decimal_from_thrift(dc.highValue, where=f"column '{column}'", name="highValue"),
         num_nulls=_req(dc.numNulls, "numNulls", column),
         num_dvs=_req(dc.numDVs, "numDVs", column),
         bit_vector=_bytes(dc.bitVectors),
