@@ -76,7 +76,7 @@ def test_sql_connect_loads_no_store_service_server_or_sqlalchemy(tmp_path: Path,
     )
     assert "metastore.client.remote" in modules  # the command did run against the server
     forbidden = (*SERVER_SIDE, *HEAVY, "numpy", "prompt_toolkit", "metastore.orcio", "metastore.client.embedded",
-                 "metastore.sql.loading", "metastore.sql.analyze", "metastore.stats.harvest")
+                 "metastore.sql.loading", "metastore.sql.analyze", "metastore.stats.harvest", "platformdirs")
     assert present(modules, forbidden) == []
 
 

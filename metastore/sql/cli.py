@@ -70,7 +70,6 @@ def run_sql(args: argparse.Namespace) -> int:
     # thrift logs a failed connect itself; the shell reports it once, as its own one-line error
     logging.getLogger("thrift").setLevel(logging.CRITICAL)
     from metastore.client import ThriftMetastoreClient, connect
-    from metastore.config import Settings, default_data_dir
     from metastore.errors import MetastoreError
     from metastore.sql.executor import Executor, ExecutorOptions
     from metastore.sql.shell import Shell, one_line
@@ -92,6 +91,8 @@ def run_sql(args: argparse.Namespace) -> int:
         if args.connect:
             client = ThriftMetastoreClient(args.connect)
         else:
+            from metastore.config import Settings  # platformdirs: only where a default path is needed
+
             settings = Settings.from_env(db=args.db, warehouse=args.warehouse)
             client = connect(settings.db, warehouse=settings.warehouse)
     except MetastoreError as exc:
@@ -111,6 +112,8 @@ def run_sql(args: argparse.Namespace) -> int:
                 return 1
             executor.database = args.database.lower()
         if interactive:
+            from metastore.config import default_data_dir
+
             return shell.interactive(default_data_dir() / HISTORY_FILE)
         assert script is not None
         return shell.run_script(script)
