@@ -35,6 +35,15 @@ def _bad_long(**fields):
     return b.obj("l", "bigint", tt.ColumnStatisticsData(longStats=data))
 
 
+def _decimal_obj(low: tt.Decimal | None, high: tt.Decimal | None):
+    data = tt.DecimalColumnStatsData(lowValue=low, highValue=high, numNulls=0, numDVs=1)
+    return b.obj("dec", "decimal(20,4)", tt.ColumnStatisticsData(decimalStats=data))
+
+
+# 5,000 nines: built from bytes, as int(str) refuses numbers of more than 4,300 digits
+_HUGE = 10**5000 - 1
+_HUGE_DECIMAL = tt.Decimal(unscaled=_HUGE.to_bytes(_HUGE.bit_length() // 8 + 1, "big", signed=True), scale=0)
+
 # Each case: a bad statistics object and words the error must contain (column and rule).
 BAD_ENTRIES = {
     "unknown column": (b.obj("nosuch", "bigint", b.data_long(1, 2, 0, 2)), ["nosuch", "does not exist"]),
@@ -59,6 +68,27 @@ BAD_ENTRIES = {
     "bad histogram": (b.obj("l", "bigint", b.data_long(1, 2, 0, 2, hist=b"\x05\x01\x0f\x00junk")), ["'l'", "histogram"]),
     "missing numNulls": (_bad_long(numNulls=None), ["'l'", "numNulls"]),
     "empty union": (b.obj("l", "bigint", tt.ColumnStatisticsData()), ["'l'", "statsData"]),
+    # decimal statistics must be values of the column's decimal(20,4) type (issue 16 §6)
+    "5000-digit decimal": (
+        _decimal_obj(b.dec("1"), _HUGE_DECIMAL),
+        ["'dec'", "highValue 9999", "(5000 digits) has 5000 digits before the decimal point", "decimal(20,4) allows 16"],
+    ),
+    "decimal integer digits": (
+        b.obj("dec", "decimal(20,4)", b.data_decimal("-12345678901234567", "1", 0, 2)),
+        ["'dec'", "lowValue -12345678901234567 has 17 digits before the decimal point", "decimal(20,4) allows 16"],
+    ),
+    "decimal scale above the column's": (
+        b.obj("dec", "decimal(20,4)", b.data_decimal("1.23456", "2", 0, 2)),
+        ["'dec'", "lowValue 1.23456 has 5 digits after the decimal point", "decimal(20,4) allows 4"],
+    ),
+    "decimal negative scale": (
+        _decimal_obj(tt.Decimal(unscaled=b"\x01", scale=-2), b.dec("200")),
+        ["'dec'", "lowValue has a negative scale -2"],
+    ),
+    "decimal empty unscaled": (
+        _decimal_obj(b.dec("1"), tt.Decimal(unscaled=b"", scale=0)),
+        ["'dec'", "highValue has an empty unscaled value"],
+    ),
 }
 
 
@@ -72,7 +102,11 @@ def test_bad_table_statistics_are_refused_and_nothing_is_written(client, server,
     assert table_stats_rows(server.db_url, db, "t") == []
 
 
-@pytest.mark.parametrize("case", ["unknown column", "kind vs type", "negative nulls", "long low > high", "bad bitVector"])
+@pytest.mark.parametrize(
+    "case",
+    ["unknown column", "kind vs type", "negative nulls", "long low > high", "bad bitVector", "5000-digit decimal",
+     "decimal scale above the column's"],
+)
 def test_bad_partition_statistics_in_a_batch_write_nothing(client, server, db, case):
     bad, words = BAD_ENTRIES[case]
     mixed = tt.SetPartitionsStatsRequest(
@@ -90,6 +124,18 @@ def test_bad_partition_statistics_in_a_batch_write_nothing(client, server, db, c
         assert PART2 in info.value.message and all(w in info.value.message for w in words)
         assert partition_stats_rows(server.db_url, db, "t") == []
         assert table_stats_rows(server.db_url, db, "t") == []
+
+
+def test_decimals_that_fit_the_column_are_stored_at_its_scale(client, server, db):
+    """Extra trailing zeros beyond the column's scale are fine (Hive's HiveDecimal drops them); the largest
+    value of decimal(20,4) fits; what is read back has the column's scale."""
+    stats = b.data_decimal("-9999999999999999.9999", "1.5000000000", 0, 2)
+    client.update_table_column_statistics(b.table_stats(db, "t", [b.obj("dec", "decimal(20,4)", stats)]))
+    (got,) = client.get_table_statistics_req(tt.TableStatsRequest(dbName=db, tblName="t", colNames=["dec"])).tableStats
+    low, high = got.statsData.decimalStats.lowValue, got.statsData.decimalStats.highValue
+    assert (int.from_bytes(low.unscaled, "big", signed=True), low.scale) == (-99999999999999999999, 4)
+    assert (int.from_bytes(high.unscaled, "big", signed=True), high.scale) == (15000, 4)
+    assert table_stats_rows(server.db_url, db, "t") == [("dec", "hive")]
 
 
 def test_need_merge_request_with_a_bad_entry_changes_nothing(client, server, db):
