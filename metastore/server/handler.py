@@ -412,8 +412,17 @@ class Handler:
         return out
 
     @_thrift_method
-    def get_table_objects_by_name(self, dbname: str, tbl_names: Sequence[str] | None) -> list[tt.Table]:
-        return [convert.table_to_thrift(t) for t in self.ms.catalog.get_tables(dbname, list(tbl_names or []))]
+    def get_table_objects_by_name(self, dbname: str | None, tbl_names: Sequence[str] | None) -> list[tt.Table]:
+        # Hive 2.3's checks and messages (its own TestHiveMetaStore asserts them).
+        if not dbname:
+            raise NoSuchObject("DB name is null or empty")  # UnknownDBException
+        if tbl_names is None:
+            raise InvalidOperation(f"{dbname} cannot find null tables")
+        try:
+            self.ms.catalog.get_database(dbname)
+        except NoSuchObject:
+            raise NoSuchObject(f"Could not find database {dbname}") from None
+        return [convert.table_to_thrift(t) for t in self.ms.catalog.get_tables(dbname, list(tbl_names))]
 
     @_thrift_method
     def get_table_objects_by_name_req(self, req: tt.GetTablesRequest) -> tt.GetTablesResult:

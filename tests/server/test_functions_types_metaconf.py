@@ -183,3 +183,18 @@ def test_meta_conf_errors(client):
     assert client.getMetaConf("hive.metastore.warehouse.dir").endswith("warehouse")
     assert client.getMetaConf("hive.metastore.client.socket.timeout") == "600s"
 
+
+
+# ---------------------------------------------------------------- get_table_objects_by_name's checks (Hive's tests)
+
+
+def test_table_objects_by_name_refuses_as_hive(client, dbname):
+    client.create_database(b.database(dbname))
+    client.create_table(b.table(dbname, "t", cols=[("c", "int")]))
+    assert [t.tableName for t in client.get_table_objects_by_name(dbname, ["t", "missing"])] == ["t"]
+    with pytest.raises(tt.InvalidOperationException, match=f"{dbname} cannot find null tables"):
+        client.get_table_objects_by_name(dbname, None)
+    with pytest.raises(tt.UnknownDBException, match="Could not find database no_such_db_here"):
+        client.get_table_objects_by_name("no_such_db_here", ["t"])
+    with pytest.raises(tt.UnknownDBException, match="DB name is null or empty"):
+        client.get_table_objects_by_name("", ["t"])
