@@ -79,7 +79,7 @@ def _double(text: str, hive_type: HiveType) -> float:
     except ValueError:
         raise ConversionError(f"'{_too_long(text)}' is not a valid {hive_type} value") from None
     if hive_type.name == "float" and math.isfinite(value) and abs(value) > 3.4028234663852886e38:
-        raise ConversionError(f"{raw} is outside the range of float")
+        raise ConversionError(f"{_too_long(raw)} is outside the range of float")
     return value
 
 
@@ -90,7 +90,7 @@ def _decimal(text: str, hive_type: HiveType) -> Decimal:
     except InvalidOperation:
         raise ConversionError(f"'{_too_long(text)}' is not a valid {hive_type} value") from None
     if not d.is_finite():
-        raise ConversionError(f"'{raw}' is not a finite {hive_type} value")
+        raise ConversionError(f"'{_too_long(raw)}' is not a finite {hive_type} value")
     scale = hive_type.scale or 0
     precision = hive_type.precision or 10
     fits = f"at most {precision - scale} digits before the point"
@@ -183,18 +183,18 @@ def from_literal(literal: Literal, hive_type: HiveType) -> Any:
         raise ConversionError(f"{text.upper()} is a boolean, not a {hive_type} value")
     if kind in (LiteralKind.INTEGER, LiteralKind.DECIMAL):
         if name in ("boolean", "date", "timestamp", "binary"):
-            raise ConversionError(f"{text} is a number, not a {hive_type} value")
+            raise ConversionError(f"{_too_long(text)} is a number, not a {hive_type} value")
         return from_text(text, hive_type)
     if kind is LiteralKind.DATE:
         if name in ("date", "timestamp", "string", "varchar", "char"):
             parse_date(text)  # a DATE literal must be a valid date whatever the column
             return from_text(text, hive_type)
-        raise ConversionError(f"DATE '{text}' is not a valid {hive_type} value")
+        raise ConversionError(f"DATE '{_too_long(text)}' is not a valid {hive_type} value")
     if kind is LiteralKind.TIMESTAMP:
         if name in ("date", "timestamp", "string", "varchar", "char"):
             parse_timestamp(text)
             return from_text(text, hive_type)
-        raise ConversionError(f"TIMESTAMP '{text}' is not a valid {hive_type} value")
+        raise ConversionError(f"TIMESTAMP '{_too_long(text)}' is not a valid {hive_type} value")
     return from_text(text, hive_type)
 
 

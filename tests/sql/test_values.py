@@ -7,6 +7,8 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metastore.sql.errors import Position
 from metastore.sql.hive_types import HiveTypeError, parse_hive_type
@@ -165,3 +167,28 @@ def test_stored_type_strings_nested_to_the_limit() -> None:
 
 def test_stored_type_sizes_with_leading_zeros() -> None:
     assert str(parse_hive_type(f"decimal({'0' * 5000}12,{'0' * 5000}2)")) == "decimal(12,2)"
+
+
+_DIGITS = st.integers(min_value=1, max_value=12_000).map(lambda n: "9" * n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sign=st.sampled_from(["", "-", "+"]),
+    whole=_DIGITS,
+    fraction=st.one_of(st.just(""), _DIGITS.map(lambda d: "." + d)),
+    exponent=st.sampled_from(["", "e5", "e-5", "E999999999", "e-999999999"]),
+    hive_type=st.sampled_from(["tinyint", "int", "bigint", "decimal(38,4)", "decimal(5,0)", "double", "float",
+                               "date", "boolean"]),
+)
+def test_fuzz_numbers_of_any_length_convert_or_fail_in_one_short_line(
+    sign: str, whole: str, fraction: str, exponent: str, hive_type: str
+) -> None:
+    """Numbers up to 12,000 digits with any exponent: a value, or a ConversionError of one short line."""
+    text = sign + whole + fraction + exponent
+    kind = LiteralKind.INTEGER if not fraction and not exponent else LiteralKind.DECIMAL
+    try:
+        from_text(text, parse_hive_type(hive_type))
+        from_literal(lit(kind, text), parse_hive_type(hive_type))
+    except ConversionError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 200, str(exc)
