@@ -10,6 +10,7 @@ serialization as the Java library.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import datasketches
 import numpy as np
@@ -46,7 +47,7 @@ def kll_of(values: Sequence[float] | np.ndarray, k: int = DEFAULT_K) -> datasket
     return sketch
 
 
-def histogram_for(kind: StatsKind, values: Sequence | np.ndarray, k: int = DEFAULT_K) -> bytes:
+def histogram_for(kind: StatsKind, values: Sequence[Any] | np.ndarray, k: int = DEFAULT_K) -> bytes:
     """The serialized KLL histogram Hive would store for non-null ``values`` of a column ``kind``.
 
     ``values`` are numbers for long/double/decimal kinds, days since the epoch (or datetime64) for dates and
@@ -59,7 +60,7 @@ def histogram_for(kind: StatsKind, values: Sequence | np.ndarray, k: int = DEFAU
         arr = arr.astype("datetime64[s]").astype(np.int64)
     elif kind is StatsKind.DATE:
         arr = arr.astype(np.int64) * 86_400
-    return kll_of(arr.astype(np.float64), k).serialize()
+    return bytes(kll_of(arr.astype(np.float64), k).serialize())
 
 
 def kll_from_bytes(data: bytes | bytearray | memoryview) -> datasketches.kll_floats_sketch:

@@ -43,19 +43,8 @@ from metastore.errors import InvalidInput
 from metastore.orcio import statistics as orc_stats_mod
 from metastore.orcio import temporal
 from metastore.orcio.types import Category, TypeDescription
-from metastore.stats.model import (
-    BinaryStats,
-    BooleanStats,
-    ColumnStats,
-    DateStats,
-    DecimalStats,
-    DoubleStats,
-    LongStats,
-    StatsKind,
-    StringStats,
-    TimestampStats,
-    kind_for_type,
-)
+from metastore.stats.kinds import KIND_SPECS
+from metastore.stats.model import ColumnStats, StatsKind, kind_for_type
 
 if TYPE_CHECKING:
     from metastore.orcio.reader import OrcReader
@@ -279,24 +268,19 @@ def stats_from_facts(facts: OrcColumnFacts) -> ColumnStats:
     """A :class:`ColumnStats` of the kind of ``facts`` (unknown counts become 0, see column_stats_from_orc)."""
     nulls = facts.num_nulls or 0
     non_null = facts.non_null or 0
-    kind = facts.kind
-    if kind is StatsKind.BOOLEAN:
-        trues = facts.num_trues or 0
-        return BooleanStats(num_nulls=nulls, num_trues=trues, num_falses=max(non_null - trues, 0))
-    if kind in (StatsKind.STRING, StatsKind.BINARY):
-        avg = (facts.total_length or 0) / non_null if non_null else 0.0
-        max_len = math.ceil(avg)
-        if kind is StatsKind.STRING:
-            return StringStats(num_nulls=nulls, max_col_len=max_len, avg_col_len=avg, num_dvs=0)
-        return BinaryStats(num_nulls=nulls, max_col_len=max_len, avg_col_len=avg)
-    cls = {
-        StatsKind.LONG: LongStats,
-        StatsKind.DOUBLE: DoubleStats,
-        StatsKind.DECIMAL: DecimalStats,
-        StatsKind.DATE: DateStats,
-        StatsKind.TIMESTAMP: TimestampStats,
-    }[kind]
-    return cls(num_nulls=nulls, num_dvs=0, low=facts.low, high=facts.high)
+    trues = facts.num_trues or 0
+    avg = (facts.total_length or 0) / non_null if non_null else 0.0
+    # the kinds table picks what the kind has: counts of trues/falses, lengths, or a range with numDVs 0
+    return KIND_SPECS[facts.kind].build(
+        num_nulls=nulls,
+        num_dvs=0,
+        low=facts.low,
+        high=facts.high,
+        num_trues=trues,
+        num_falses=max(non_null - trues, 0),
+        max_col_len=math.ceil(avg),
+        avg_col_len=avg,
+    )
 
 
 # Hive's JavaDataModel for a 64-bit JVM: what ORC's Reader.getRawDataSize() multiplies value counts by.

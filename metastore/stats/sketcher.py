@@ -164,9 +164,8 @@ class ColumnSketcher:
         """
         offsets = np.asarray(offsets, dtype=np.int64)
         n = len(offsets) - 1
-        if n <= 0:
-            if not distinct:
-                return
+        if n <= 0 and not distinct:
+            return
         lengths = np.diff(offsets)
         if not distinct:
             self.non_null += n

@@ -287,8 +287,8 @@ def _analyze_open_file(
             _choose_scan(plan, options)
         scanning = [p for p in plans if p.mode is not None and p.node is not None]
         if scanning:
-            requests = [column_request(reader, node.id, mode, with_ids=p.with_ids)
-                        for p in scanning if (node := p.node) is not None and (mode := p.mode) is not None]
+            requests = [column_request(reader, n.id, m, with_ids=p.with_ids)
+                        for p in scanning if (n := p.node) is not None and (m := p.mode) is not None]
             for stripe in range(len(reader.stripes)):
                 stripes_scanned += 1
                 for plan, chunk in zip(scanning, scan_stripe_columns(reader, stripe, requests), strict=True):
