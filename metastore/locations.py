@@ -16,16 +16,22 @@ import logging
 import os
 import posixpath
 import shutil
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from metastore.errors import InvalidObject
+from metastore.errors import InvalidObject, MetastoreError
 
 log = logging.getLogger(__name__)
 
 LOCAL_SCHEME = "file"
+
+
+class LocationError(MetastoreError):
+    """A data location cannot serve as a directory (it is a file, or it cannot be created); Hive answers
+    MetaException, as the server does for this error."""
 
 
 @dataclass(frozen=True)
@@ -181,8 +187,32 @@ class LocalFileSystem:
         return self._path(location).exists()
 
     def make_dir(self, location: str) -> None:
-        """Create the directory with its parents."""
-        self._path(location).mkdir(parents=True, exist_ok=True)
+        """Create the directory with its parents. New directories take the permission bits of the nearest
+        existing ancestor, as Hive 2.3 does (hive.warehouse.subdir.inherit.perms, on by default), unless that
+        ancestor is world-writable (a shared folder such as /tmp, whose mode no data directory should take)."""
+        path = self._path(location)
+        if path.is_dir():
+            return
+        ancestor = path.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            parent = ancestor.stat()
+        except OSError:
+            return
+        mode = stat.S_IMODE(parent.st_mode) & 0o777
+        if mode & stat.S_IWOTH:
+            return
+        created, p = [], path
+        while p != ancestor and p != p.parent:
+            created.append(p)
+            p = p.parent
+        for directory in created:
+            try:
+                os.chmod(directory, mode)
+            except OSError as exc:  # the directory exists; its mode is a nicety
+                log.warning("cannot set the permission of %s: %s", directory, exc)
 
     def delete(self, location: str) -> None:
         """Delete a file or directory tree; nothing if it is missing."""
@@ -228,9 +258,27 @@ def _filesystem_key(location: str) -> tuple[str, str]:
     return scheme, "" if scheme == LOCAL_SCHEME else (parts.authority or "").lower()
 
 
+def ensure_dir(location: str | None) -> bool:
+    """Make sure a data directory exists, as Hive does before it records a database, table or partition; True
+    when this call created it (so a failed catalog change can remove it again). Nothing for an unreachable
+    filesystem. LocationError when the location is a file or the directory cannot be created."""
+    fs = filesystem_for(location)
+    if fs is None or location is None:
+        return False
+    path = local_path(location) if isinstance(fs, LocalFileSystem) else None
+    if path is not None and path.is_dir():
+        return False
+    if path is not None and path.exists():
+        raise LocationError(f"{location} is not a directory")
+    try:
+        fs.make_dir(location)
+    except OSError as exc:
+        raise LocationError(f"{location} is not a directory or unable to create one: {exc.strerror or exc}") from None
+    return True
+
+
 def make_dir(location: str | None) -> None:
-    """Create a data directory if its filesystem is reachable; a failure is logged, not raised (Hive's
-    metastore also creates directories on a best-effort basis once the catalog change is committed)."""
+    """Create a data directory if its filesystem is reachable; a failure is logged, not raised."""
     fs = filesystem_for(location)
     if fs is None or location is None:
         return

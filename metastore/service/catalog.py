@@ -4,7 +4,8 @@ and the `transient_lastDdlTime` parameter Hive keeps on tables and partitions.""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 from metastore import locations
@@ -22,6 +23,23 @@ DDL_TIME = "transient_lastDdlTime"
 
 def _is_external(table: Table) -> bool:
     return table.table_type == EXTERNAL_TABLE or table.parameters.get("EXTERNAL", "").upper() == "TRUE"
+
+
+@contextmanager
+def _directories(wanted: Sequence[str | None]) -> Iterator[list[str]]:
+    """Create the data directories a catalog change needs before it is recorded, as Hive does (a location that
+    is a file, or cannot be created, fails the call with LocationError); yields those this call created and
+    removes them again when the change fails."""
+    made: list[str] = []
+    try:
+        for location in wanted:
+            if location and locations.ensure_dir(location):
+                made.append(location)
+        yield made
+    except BaseException:
+        for location in made:
+            locations.delete_dir(location)
+        raise
 
 
 def _with_ddl_time(parameters: Mapping[str, str], now: int, *, renew_zero: bool = False) -> dict[str, str]:
@@ -53,9 +71,8 @@ class CatalogService:
         as Hive's."""
         location = self._database_location(db)
         db = replace(db, location_uri=location, create_time=db.create_time or int(time.time()))
-        with self.store.transaction() as uow:
+        with _directories([location]), self.store.transaction() as uow:
             uow.databases.create(db)
-        locations.make_dir(location)
 
     def get_database(self, name: str, catalog: str = DEFAULT_CATALOG) -> Database:
         with self.store.read() as uow:
@@ -91,19 +108,19 @@ class CatalogService:
         """Create a table; a table without a location gets <database location>/<table name>, a given one is
         qualified (`/x` -> `file:/x`), views get none; `transient_lastDdlTime` is set unless given, as Hive's."""
         now = int(time.time())
-        with self.store.transaction() as uow:
-            if table.table_type != VIRTUAL_VIEW:
-                location = locations.qualify(table.sd.location)
-                if not location:
-                    db = uow.databases.get(table.db_name, catalog=table.catalog_name)
-                    location = locations.child(self._database_location(db), table.table_name.lower())
-                table = replace(table, sd=replace(table.sd, location=location))
-            table = replace(
-                table, create_time=table.create_time or now, parameters=_with_ddl_time(table.parameters, now)
-            )
-            uow.tables.create(table)
         if table.table_type != VIRTUAL_VIEW:
-            locations.make_dir(table.sd.location)
+            location = locations.qualify(table.sd.location)
+            if not location:
+                with self.store.read() as uow:
+                    db = uow.databases.get(table.db_name, catalog=table.catalog_name)
+                location = locations.child(self._database_location(db), table.table_name.lower())
+            table = replace(table, sd=replace(table.sd, location=location))
+        table = replace(
+            table, create_time=table.create_time or now, parameters=_with_ddl_time(table.parameters, now)
+        )
+        directory = table.sd.location if table.table_type != VIRTUAL_VIEW else None
+        with _directories([directory]), self.store.transaction() as uow:
+            uow.tables.create(table)
         return table
 
     def get_table(self, db_name: str, table_name: str, catalog: str = DEFAULT_CATALOG) -> Table:
@@ -201,13 +218,18 @@ class CatalogService:
         """Add partitions of one table in one transaction; returns those added."""
         if not partitions:
             return []
-        with self.store.transaction() as uow:
+        with self.store.read() as uow:
             table = uow.tables.get(db_name, table_name, catalog=catalog)
-            now = int(time.time())
-            filled = [self._with_defaults(table, p, now) for p in partitions]
-            added = uow.partitions.add(filled, if_not_exists=if_not_exists)
-        for p in added:
-            locations.make_dir(p.sd.location)
+        now = int(time.time())
+        filled = [self._with_defaults(table, p, now) for p in partitions]
+        with _directories([p.sd.location for p in filled]) as made:
+            with self.store.transaction() as uow:
+                added = uow.partitions.add(filled, if_not_exists=if_not_exists)
+            # Directories made for partitions that already existed (if_not_exists skipped them) go again.
+            kept = {p.sd.location for p in added}
+            for location in made:
+                if location not in kept:
+                    locations.delete_dir(location)
         return added
 
     def append_partition(

@@ -408,9 +408,11 @@ def _describe(tok: _Token) -> str:
     return repr(shown)
 
 
-def _fail(text: str, message: str, pos: int) -> InvalidInput:
+def _fail(text: str, message: str, pos: int, *, syntax: bool = False) -> InvalidInput:
     shown = text if len(text) <= 200 else text[:197] + "..."
-    return InvalidInput(f"invalid partition filter {shown!r}: {message} at position {pos}")
+    # A syntax error starts with Hive's own words, which clients (and Hive's tests) look for.
+    lead = "Error parsing partition filter; " if syntax else ""
+    return InvalidInput(f"{lead}invalid partition filter {shown!r}: {message} at position {pos}")
 
 
 def parse_filter(text: str) -> Node:
@@ -426,7 +428,7 @@ def parse_filter(text: str) -> Node:
     try:
         return _Parser(text).parse()
     except _Error as err:
-        raise _fail(text, err.message, err.pos) from None
+        raise _fail(text, err.message, err.pos, syntax=True) from None
 
 
 # ---------------------------------------------------------------- compiler
@@ -517,7 +519,11 @@ class _Compiler:
         idx = self.index.get(key.name.lower())
         if idx is None:
             known = ", ".join(k.name for k in self.keys) or "none"
-            raise _fail(self.text, f"{key.name!r} is not a partition key (partition keys: {known})", key.pos)
+            raise _fail(
+                self.text,
+                f"<{key.name}> is not a partitioning key for the table (partition keys: {known})",
+                key.pos,
+            )
         head = self.keys[idx].type.strip().lower().split("(")[0].strip()
         return self.key_value(idx), head in INTEGRAL_TYPES
 
@@ -586,7 +592,8 @@ class _Compiler:
         if not isinstance(value, int) or lit.kind in ("date", "timestamp"):
             raise _fail(
                 self.text,
-                f"partition key {key.name!r} is an integer; {str(lit.value)!r} is not an integer",
+                f"partition key {key.name!r} is an integer; {str(lit.value)!r} is not an integer (Filtering "
+                "is supported only on partition keys of type string, or on integer keys with integer values)",
                 lit.pos,
             )
         if not _INT64[0] <= value <= _INT64[1]:

@@ -98,6 +98,37 @@ def test_a_relative_location_is_refused_with_a_clear_error(client, dbname):
         client.create_table(_table(dbname, "t", location="relative/dir"))
 
 
+def test_a_location_that_is_a_file_fails_the_create_and_leaves_nothing(client, dbname, tmp_path):
+    # Hive 2.3 creates the directory before recording the object and fails with MetaException when it cannot.
+    (tmp_path / "a_file").write_text("x")
+    db = b.database(dbname, location=str(tmp_path / "a_file"))
+    with pytest.raises(tt.MetaException, match="is not a directory"):
+        client.create_database(db)
+    with pytest.raises(tt.NoSuchObjectException):
+        client.get_database(dbname)
+    client.create_database(b.database(dbname, location=str(tmp_path / "db")))
+    with pytest.raises(tt.MetaException, match="is not a directory"):
+        client.create_table(_table(dbname, "t", location=str(tmp_path / "a_file" / "t")))
+    assert client.get_tables(dbname, "*") == []
+    client.create_table(_table(dbname, "t"))
+    with pytest.raises(tt.MetaException, match="is not a directory"):
+        client.add_partitions([_part(dbname, "t", ["ok"]), _part(dbname, "t", ["bad"], location=str(tmp_path / "a_file"))])
+    assert client.get_partition_names(dbname, "t", -1) == []
+    assert not (tmp_path / "db" / "t" / "p=ok").exists(), "the directory made for the failed call is removed"
+
+
+def test_new_directories_inherit_the_permission_of_their_parent(client, dbname, tmp_path):
+    # hive.warehouse.subdir.inherit.perms (on in Hive 2.3): Hive's testPartition checks rwxr-x---.
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db").chmod(0o750)
+    client.create_database(b.database(dbname, location=str(tmp_path / "db")))
+    client.create_table(_table(dbname, "t"))
+    client.add_partition(_part(dbname, "t", ["a"]))
+    client.add_partition(_part(dbname, "t", ["b"], location=str(tmp_path / "db" / "deep" / "er")))
+    for path in ("t", "t/p=a", "deep", "deep/er"):
+        assert (tmp_path / "db" / path).stat().st_mode & 0o777 == 0o750, path
+
+
 # ---------------------------------------------------------------- 2. transient_lastDdlTime
 
 

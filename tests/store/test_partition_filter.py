@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metastore.catalog import FieldSchema
-from metastore.errors import InvalidInput
+from metastore.errors import InvalidInput, NoSuchObject
 from metastore.store import Store
 from metastore.store.partition_filter import And, Between, Compare, In, Not, Or, compile_filter, parse_filter
 from store.builders import partition
@@ -58,6 +58,21 @@ def test_good_filters_parse(text: str) -> None:
     compile_filter(text, KEYS, lambda i: sa.column(f"k{i}"), "sqlite")
 
 
+def test_errors_carry_the_words_hive_clients_look_for() -> None:
+    # Hive 2.3's TestHiveMetaStore.testPartitionFilter matches these phrases in the messages.
+    with pytest.raises(InvalidInput, match="^Error parsing partition filter; .*expected a value"):
+        compile_filter("ds >= ", KEYS, lambda i: sa.column(f"k{i}"), "sqlite")
+    with pytest.raises(InvalidInput, match="<c1> is not a partitioning key for the table"):
+        compile_filter('c1 >= "p12"', KEYS, lambda i: sa.column(f"k{i}"), "sqlite")
+    with pytest.raises(InvalidInput, match="Filtering is supported only on partition keys of type string"):
+        compile_filter('hr >= "p12"', KEYS, lambda i: sa.column(f"k{i}"), "sqlite")
+
+
+def test_filter_on_a_missing_table_says_table_not_found(filtered: Store) -> None:
+    with filtered.read() as uow, pytest.raises(NoSuchObject, match="^invDB.invTable table not found$"):
+        uow.partitions.list_by_filter("invDB", "invTable", "ds = 'x'")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -69,7 +84,7 @@ def test_good_filters_parse(text: str) -> None:
         ("ds = 'x')", "expected AND, OR or the end.*position 8"),
         ("ds 'x'", "expected a comparison operator after key 'ds'"),
         ("ds = 'x' ds = 'y'", "position 9"),
-        ("nokey = 1", "'nokey' is not a partition key.*ds, hr"),
+        ("nokey = 1", "<nokey> is not a partitioning key for the table.*ds, hr"),
         ("hr = 'abc'", "is an integer; 'abc' is not an integer"),
         ("hr = 2024-01-01", "not an integer"),
         ("hr = 99999999999999999999", "out of range"),
