@@ -29,3 +29,8 @@ class InvalidOperation(MetastoreError):
 
 class SchemaOutOfDate(MetastoreError):
     """The database schema is older than this code; `metastore db upgrade` fixes it."""
+
+
+class StoreUnavailable(MetastoreError):
+    """The database behind the metastore cannot be reached (down, restarting, connection lost); the message
+    is for clients and names no database details."""

@@ -6,7 +6,7 @@ Create Date: 2026-11-21
 
 Batched statistics reads (get_partitions_statistics_req returns thousands of objects per call) send these bytes
 instead of rebuilding every object. Existing rows are filled in here, in batches, from their stored values with
-the same function every later write uses (metastore.stats.sql_rows.entry_to_row).
+the same function every later write uses (metastore.store.column_stats.rows.entry_to_row).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _BATCH = 2000
 
 
 def upgrade() -> None:
-    from metastore.stats.sql_rows import row_to_entry  # noqa: PLC0415 - the application's one encoder
+    from metastore.store.column_stats.rows import row_to_entry  # noqa: PLC0415 - the application's one encoder
     from metastore.wire.stats import encode_served  # noqa: PLC0415
 
     for table in _TABLES:

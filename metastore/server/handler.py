@@ -29,6 +29,7 @@ from metastore.errors import (
     InvalidOperation,
     MetastoreError,
     NoSuchObject,
+    StoreUnavailable,
 )
 from metastore.partnames import parse_part_name
 from metastore.service import Metastore, StatsWrite
@@ -124,6 +125,10 @@ def _thrift_method(fn: Callable) -> Callable:
         try:
             _check_arguments(name, required, args)
             return fn(self, *args)
+        except StoreUnavailable as exc:
+            # The client learns only that the database is unavailable; host, port, driver text and SQL go here.
+            log.warning("%s: %s (%s)", name, exc, exc.__cause__)
+            raise _declared_exception(name, exc) from None
         except MetastoreError as exc:
             raise _declared_exception(name, exc) from None
         except ValueError as exc:  # a malformed value inside an otherwise well-formed request

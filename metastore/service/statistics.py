@@ -1,10 +1,11 @@
 """Column statistics: validated writes (with optional merge), reads, aggregation and deletes.
 
-Every call is one transaction: a request with one bad entry writes nothing. The hot paths use the direct-SQL
-statements of metastore.store.stats_direct: a write of table statistics is a locking lookup of the table (columns
-and parameters in one statement), one upsert and, only if it changes, the COLUMN_STATS_ACCURATE parameter; on
-PostgreSQL, once this process has written to the table, it is one call of metastore_put_table_stats instead
-(see _write_known_table).
+Every call is one transaction: a request with one bad entry writes nothing. The service validates, merges,
+decides what to cache and what errors say; the database work is the column statistics repository's
+(metastore.store.column_stats): a write of table statistics is a locking lookup of the table (columns and
+parameters in one statement), one upsert and, only if it changes, the COLUMN_STATS_ACCURATE parameter; where the
+store can (features.one_round_trip_table_writes), once this process has written to the table, it is one round
+trip instead (see _write_known_table).
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-import sqlalchemy as sa
-
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE
 from metastore.errors import InvalidInput, InvalidObject, MetastoreError, NoSuchObject
 from metastore.partnames import make_part_name, values_from_part_name
@@ -26,15 +25,10 @@ from metastore.stats.aggregate import aggregate_partition_stats
 from metastore.stats.exchange import AggregateResult, StatsWrite
 from metastore.stats.merge import merge_stats
 from metastore.stats.model import ColumnStatsEntry, StatsKind, kind_for_type
-from metastore.stats.sql_rows import entry_to_row
 from metastore.stats.validate import normalize_entry
-from metastore.store import Store, UnitOfWork
-from metastore.store import stats_direct as direct
-from metastore.store.engine import autocommit_connection
-from metastore.store.parameters import PARTITION_PARAMETERS
+from metastore.store import Store
+from metastore.store.column_stats import ColumnSums, StatsRepository, TableTarget
 from metastore.store.refs import catalog_prefix
-from metastore.store.stats_accurate import COLUMN_STATS_ACCURATE, with_columns_accurate
-from metastore.store.stats_direct import TableTarget
 
 
 @dataclass
@@ -119,12 +113,10 @@ def _missing_table(catalog: str, db_name: str, table_name: str) -> NoSuchObject:
 
 
 def _target(
-    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, lock: str | None = None,
+    repo: StatsRepository, catalog: str, db_name: str, table_name: str, *, lock: str | None = None,
     asynchronous_commit: bool = False,
 ) -> TableTarget:
-    target = direct.table_target(
-        conn, catalog, db_name, table_name, lock=lock, asynchronous_commit=asynchronous_commit
-    )
+    target = repo.table_target(catalog, db_name, table_name, lock=lock, asynchronous_commit=asynchronous_commit)
     if target is None:
         raise _missing_table(catalog, db_name, table_name)
     return target
@@ -140,7 +132,7 @@ class StatisticsService:
         self.store = store
         # Encoded batched replies, validated against PARTITIONS.STATS_VERSION on every call (PostgreSQL only).
         self.reply_cache = reply_cache
-        # The connection of a cache fill on this thread: reads join its snapshot (see cached_partition_reply).
+        # The unit of work of a cache fill on this thread: reads join its snapshot (see cached_partition_reply).
         self._snapshot = threading.local()
         self.fetch_bitvector = fetch_bitvector
         self.fetch_kll = fetch_kll
@@ -153,20 +145,15 @@ class StatisticsService:
         self._known_tables = _KnownTables()
 
     @contextmanager
-    def _read(self) -> Iterator[UnitOfWork]:
-        """A unit of work for reading. On PostgreSQL it runs in autocommit: under READ COMMITTED every
-        statement sees its own snapshot inside a transaction too, so BEGIN/COMMIT would only add a round trip.
-        Inside cached_partition_reply's fill, reads use its repeatable-read transaction."""
-        joined = getattr(self._snapshot, "conn", None)
+    def _read(self) -> Iterator[StatsRepository]:
+        """The statistics repository for reading, in autocommit where the store offers it (Store.autocommit).
+        Inside cached_partition_reply's fill, reads use its snapshot."""
+        joined = getattr(self._snapshot, "uow", None)
         if joined is not None:
-            yield UnitOfWork(joined)
+            yield joined.column_stats
             return
-        if self.store.engine.dialect.name != "postgresql":
-            with self.store.read() as uow:
-                yield uow
-            return
-        with autocommit_connection(self.store.engine) as conn:
-            yield UnitOfWork(conn)
+        with self.store.autocommit() as uow:
+            yield uow.column_stats
 
     # ------------------------------------------------------------------ writes
 
@@ -182,19 +169,19 @@ class StatisticsService:
             return
         written = {}
         with self.store.transaction() as uow:
-            conn = uow.connection
-            for key, tw in self._validated(conn, writes, merge).items():
+            repo = uow.column_stats
+            for key, tw in self._validated(repo, writes, merge).items():
                 if tw.table_entries:
-                    written[key] = self._write_table(conn, tw, merge, engine)
+                    written[key] = self._write_table(repo, tw, merge, engine)
                 if tw.partition_entries:
-                    self._write_partitions(conn, tw, merge, engine)
-        if self.store.engine.dialect.name == "postgresql":
+                    self._write_partitions(repo, tw, merge, engine)
+        if self.store.features.one_round_trip_table_writes:
             for key, target in written.items():
                 self._known_tables.remember(key, target)
 
     def _write_known_table(self, writes: Sequence[StatsWrite], merge: bool, engine: str) -> bool:
         """The common write, statistics of one table (not merged), in one round trip: validated against the
-        table as this process last wrote to it, then stored by stats_direct.put_table_stats, which writes only
+        table as this process last wrote to it, then stored by StatsRepository.put_table_stats, which writes only
         if the table is still as it was. True when done; False sends the write down the general path, which
         reads the table afresh (a table not seen yet or changed since, any rejected entry, so that errors always
         come from the general path and describe the table as it is)."""
@@ -207,27 +194,22 @@ class StatisticsService:
             return False
         try:
             entries = _normalized_table_entries(target, w.entries)
-            when = _now() if w.last_analyzed is None else w.last_analyzed
-            rows = [entry_to_row(e, engine=engine, last_analyzed=when) for e in entries.values()]
         except MetastoreError:
             return False
-        names = [r["COLUMN_NAME"] for r in rows]
-        if with_columns_accurate(target.stats_accurate, names) != target.stats_accurate:
-            return False  # COLUMN_STATS_ACCURATE must change: the general path does that
-        columns = [target.column(n) for n in names]
-        try:
-            with autocommit_connection(self.store.engine) as conn:
-                done = direct.put_table_stats(
-                    conn, key[0], target, columns, rows, synchronous_commit=self.synchronous_commit
-                )
-        except sa.exc.DataError:
-            return False  # a value the database refuses: the general path says which
+        when = _now() if w.last_analyzed is None else w.last_analyzed
+        # False for any entry or value it refuses, or when COLUMN_STATS_ACCURATE must change: the general path
+        # does that, and says why.
+        with self.store.autocommit() as uow:
+            done = uow.column_stats.put_table_stats(
+                key[0], target, list(entries.values()), engine=engine, last_analyzed=when,
+                synchronous_commit=self.synchronous_commit,
+            )
         if not done:
             self._known_tables.forget(key)
         return done
 
     def _validated(
-        self, conn: sa.Connection, writes: Sequence[StatsWrite], merge: bool
+        self, repo: StatsRepository, writes: Sequence[StatsWrite], merge: bool
     ) -> dict[tuple[str, str, str], _TableWrites]:
         keys = sorted({_table_key(w) for w in writes})
         merged_tables = {_table_key(w) for w in writes if w.partition_name is None and merge}
@@ -236,7 +218,7 @@ class StatisticsService:
         grouped: dict[tuple[str, str, str], _TableWrites] = {}
         for i, k in enumerate(keys):
             target = _target(
-                conn, *k, lock="update" if k in merged_tables else "share",
+                repo, *k, lock="update" if k in merged_tables else "share",
                 asynchronous_commit=i == 0 and not self.synchronous_commit,
             )
             grouped[k] = _TableWrites(target, k[0])
@@ -257,35 +239,26 @@ class StatisticsService:
                     entries[normalized.column.lower()] = normalized
         return grouped
 
-    def _write_table(self, conn: sa.Connection, tw: _TableWrites, merge: bool, engine: str) -> TableTarget:
+    def _write_table(self, repo: StatsRepository, tw: _TableWrites, merge: bool, engine: str) -> TableTarget:
         """Write the table-level entries; the table as it is after the write (its COLUMN_STATS_ACCURATE)."""
         target = tw.target
         entries = list(tw.table_entries.values())
         if merge:
             stored = {
                 e.column: e
-                for e, _ in direct.table_stats(
-                    conn, tw.catalog, target.db_name, target.table_name, [e.column for e in entries], engine,
+                for e, _ in repo.read_table_stats(
+                    tw.catalog, target.db_name, target.table_name, [e.column for e in entries], engine,
                     bit_vectors=True, histograms=True,
                 )
             }
             entries = [_merge_one(stored.get(e.column.lower()), e, target.qualified_name) for e in entries]
         when = _now() if tw.table_last_analyzed is None else tw.table_last_analyzed
-        rows = []
-        for e in entries:
-            row = entry_to_row(e, engine=engine, last_analyzed=when)
-            row["TBL_ID"] = target.tbl_id
-            rows.append(row)
-        direct.upsert_table_rows(conn, rows)
-        accurate = _mark_accurate(
-            conn, "TABLE_PARAMS", target.tbl_id, target.stats_accurate, [r["COLUMN_NAME"] for r in rows]
-        )
-        return replace(target, stats_accurate=accurate)
+        return repo.write_table_stats(target, entries, engine=engine, last_analyzed=when)
 
-    def _write_partitions(self, conn: sa.Connection, tw: _TableWrites, merge: bool, engine: str) -> None:
+    def _write_partitions(self, repo: StatsRepository, tw: _TableWrites, merge: bool, engine: str) -> None:
         target = tw.target
         names = list(tw.partition_entries)
-        parts = direct.partition_targets(conn, target.tbl_id, names, lock=True)
+        parts = repo.partition_targets(target.tbl_id, names, lock=True)
         missing = [n for n in names if n not in parts]
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -295,8 +268,8 @@ class StatisticsService:
             columns = sorted({e.column for entries in by_part.values() for e in entries})
             stored: dict[tuple[str, str], ColumnStatsEntry] = {
                 (name, e.column): e
-                for name, e, _ in direct.partition_stats(
-                    conn, tw.catalog, target.db_name, target.table_name, names, columns, engine,
+                for name, e, _ in repo.read_partition_stats(
+                    tw.catalog, target.db_name, target.table_name, names, columns, engine,
                     bit_vectors=True, histograms=True,
                 )
             }
@@ -308,22 +281,9 @@ class StatisticsService:
                 for name, entries in by_part.items()
             }
         now = _now()
-        rows = []
-        accurate: dict[int, str] = {}
-        for name, entries in by_part.items():
-            part = parts[name]
-            when = tw.partition_last_analyzed.get(name)
-            for e in entries:
-                row = entry_to_row(e, engine=engine, last_analyzed=now if when is None else when)
-                row["PART_ID"] = part.part_id
-                rows.append(row)
-            # The partitions are locked: their parameters can be rewritten without compare-and-set.
-            value = with_columns_accurate(part.stats_accurate, [e.column.lower() for e in entries])
-            if value != part.stats_accurate:
-                accurate[part.part_id] = value
-        direct.upsert_partition_rows(conn, rows)
-        if accurate:
-            PARTITION_PARAMETERS.set_values(conn, COLUMN_STATS_ACCURATE, accurate)
+        when = {name: now if tw.partition_last_analyzed.get(name) is None else tw.partition_last_analyzed[name]
+                for name in by_part}
+        repo.write_partition_stats(parts, by_part, engine=engine, last_analyzed=when)
 
     # ------------------------------------------------------------------ reads
 
@@ -332,13 +292,13 @@ class StatisticsService:
         catalog: str = DEFAULT_CATALOG,
     ) -> list[ColumnStatsEntry]:
         """Table-level statistics of the columns that have them; NoSuchObject for a missing table."""
-        with self._read() as uow:
-            found = direct.table_stats(
-                uow.connection, catalog, db_name, table_name, columns, engine or DEFAULT_ENGINE,
+        with self._read() as repo:
+            found = repo.read_table_stats(
+                catalog, db_name, table_name, columns, engine or DEFAULT_ENGINE,
                 bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll, prepared=True,
             )
             if not found:
-                _target(uow.connection, catalog, db_name, table_name)
+                _target(repo, catalog, db_name, table_name)
             return [e for e, _ in found]
 
     def table_stats_encoded(
@@ -347,17 +307,17 @@ class StatisticsService:
     ) -> tuple[int, bytes] | None:
         """table_stats as (number of statistics, their Thrift ColumnStatisticsObj bytes in the order of
         `columns`), from the bytes stored with each row; None when they cannot answer (this service returns
-        sketches, or see stats_direct.table_stats_encoded): read with table_stats. NoSuchObject for a missing
-        table."""
+        sketches, or see column_stats.encoded.table_stats_encoded): read with table_stats. NoSuchObject for a
+        missing table."""
         if self.fetch_bitvector or self.fetch_kll:
             return None
-        with self._read() as uow:
-            found = direct.table_stats_encoded(
-                uow.connection, catalog, db_name, table_name, columns, engine or DEFAULT_ENGINE,
-                timestamps=timestamps_as_long, prepared=True,
+        with self._read() as repo:
+            found = repo.read_table_stats_encoded(
+                catalog, db_name, table_name, columns, engine or DEFAULT_ENGINE, timestamps=timestamps_as_long,
+                prepared=True,
             )
             if found is not None and found[0] == 0:
-                _target(uow.connection, catalog, db_name, table_name)
+                _target(repo, catalog, db_name, table_name)
         return found
 
     def table_column_stats(
@@ -365,13 +325,13 @@ class StatisticsService:
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[ColumnStatsEntry, int | None]:
         """One column's table-level statistics and when they were analysed; NoSuchObject when absent."""
-        with self._read() as uow:
-            found = direct.table_stats(
-                uow.connection, catalog, db_name, table_name, [column], engine or DEFAULT_ENGINE,
+        with self._read() as repo:
+            found = repo.read_table_stats(
+                catalog, db_name, table_name, [column], engine or DEFAULT_ENGINE,
                 bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll, prepared=True,
             )
             if not found:
-                target = _target(uow.connection, catalog, db_name, table_name)
+                target = _target(repo, catalog, db_name, table_name)
                 if target.column(column) is None:
                     raise NoSuchObject(f"column '{column}' does not exist in {target.qualified_name}")
                 raise NoSuchObject(f"no statistics for column '{column}' of {target.qualified_name}")
@@ -384,20 +344,19 @@ class StatisticsService:
         """One column's statistics in one partition (entry, canonical partition name, lastAnalyzed)."""
         engine = engine or DEFAULT_ENGINE
         options = {"bit_vectors": self.fetch_bitvector, "histograms": self.fetch_kll}
-        with self._read() as uow:
-            conn = uow.connection
+        with self._read() as repo:
             # A stored name is canonical: try the name as sent first, canonicalise only when it is not found.
-            found = direct.partition_stats(conn, catalog, db_name, table_name, [partition_name], [column], engine, **options)
+            found = repo.read_partition_stats(catalog, db_name, table_name, [partition_name], [column], engine, **options)
             if found:
                 name, entry, when = found[0]
                 return entry, name, when
-            target = _target(conn, catalog, db_name, table_name)
+            target = _target(repo, catalog, db_name, table_name)
             name = canonical_partition_name(target, partition_name)
             if name != partition_name:
-                found = direct.partition_stats(conn, catalog, db_name, table_name, [name], [column], engine, **options)
+                found = repo.read_partition_stats(catalog, db_name, table_name, [name], [column], engine, **options)
                 if found:
                     return found[0][1], name, found[0][2]
-            if not direct.partition_targets(conn, target.tbl_id, [name], lock=False):
+            if not repo.partition_targets(target.tbl_id, [name], lock=False):
                 raise NoSuchObject(f"{target.qualified_name} partition ({name}) not found")
             if target.column(column) is None:
                 raise NoSuchObject(f"column '{column}' does not exist in {target.qualified_name}")
@@ -408,13 +367,13 @@ class StatisticsService:
         engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
     ) -> dict[str, list[ColumnStatsEntry]]:
         """{partition name: statistics in the order of `columns`} for the named partitions that have any."""
-        with self._read() as uow:
-            found = direct.partition_stats(
-                uow.connection, catalog, db_name, table_name, partition_names, columns, engine or DEFAULT_ENGINE,
+        with self._read() as repo:
+            found = repo.read_partition_stats(
+                catalog, db_name, table_name, partition_names, columns, engine or DEFAULT_ENGINE,
                 bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll,
             )
             if not found:
-                _target(uow.connection, catalog, db_name, table_name)
+                _target(repo, catalog, db_name, table_name)
         order = {c: i for i, c in enumerate(dict.fromkeys(c.lower() for c in columns))}
         result: dict[str, list[ColumnStatsEntry]] = {}
         for name, entry, _ in found:
@@ -429,16 +388,17 @@ class StatisticsService:
     ) -> list[tuple[str, int, bytes]] | None:
         """partitions_stats as [(partition name, number of statistics, their Thrift ColumnStatisticsObj bytes
         in the order of `columns`)], from the bytes stored with each row; None when they cannot answer (this
-        service returns sketches, or see stats_direct.partition_stats_encoded): read with partitions_stats."""
+        service returns sketches, or see column_stats.encoded.partition_stats_encoded): read with
+        partitions_stats."""
         if self.fetch_bitvector or self.fetch_kll:
             return None
-        with self._read() as uow:
-            found = direct.partition_stats_encoded(
-                uow.connection, catalog, db_name, table_name, partition_names, columns, engine or DEFAULT_ENGINE,
+        with self._read() as repo:
+            found = repo.read_partition_stats_encoded(
+                catalog, db_name, table_name, partition_names, columns, engine or DEFAULT_ENGINE,
                 timestamps=timestamps_as_long,
             )
             if found == []:
-                _target(uow.connection, catalog, db_name, table_name)
+                _target(repo, catalog, db_name, table_name)
         return found
 
     def cached_partition_reply(
@@ -451,7 +411,7 @@ class StatisticsService:
         version, so the stored reply and its version are one snapshot. Without a cache (or on SQLite) it is
         compute()."""
         cache = self.reply_cache
-        if cache is None or self.store.engine.dialect.name != "postgresql":
+        if cache is None or not self.store.features.partition_stats_versions:
             return compute()
         parts = list(partition_names)
         where = (catalog, db_name, table_name, parts)
@@ -459,23 +419,21 @@ class StatisticsService:
             kind, catalog.strip().lower(), db_name.strip().lower(), table_name.strip().lower(), engine or DEFAULT_ENGINE,
             tuple(parts), tuple(c.lower() for c in columns),
         )
-        with autocommit_connection(self.store.engine) as conn:
-            version = direct.partitions_version(conn, *where, prepared=True)
+        with self.store.autocommit() as uow:
+            version = uow.column_stats.partitions_version(*where, prepared=True)
             if version is not None:
                 hit = cache.get(key, version)
                 if hit is not None:
                     return hit
         if version is None or version[1] == 0:
             return compute()  # a missing table (compute says so) or none of the partitions: nothing to keep
-        with self.store.engine.connect() as conn:
-            conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
-                version = direct.partitions_version(conn, *where)
-                self._snapshot.conn = conn
-                try:
-                    reply = compute()
-                finally:
-                    self._snapshot.conn = None
+        with self.store.snapshot() as uow:
+            version = uow.column_stats.partitions_version(*where)
+            self._snapshot.uow = uow
+            try:
+                reply = compute()
+            finally:
+                self._snapshot.uow = None
         if version is not None and version[1] > 0:
             cache.put(key, version, reply)
         return reply
@@ -499,31 +457,28 @@ class StatisticsService:
         engine = engine or DEFAULT_ENGINE
         summed: dict[str, ColumnStatsEntry] = {}
         parts_found: int | None = None
-        with self._read() as uow:
-            conn = uow.connection
+        rows: list[tuple[str, ColumnStatsEntry, int]] = []
+        with self._read() as repo:
             slow = cols
             if self.aggregate_in_sql:
-                sums = direct.column_sums(conn, catalog, db_name, table_name, names, cols, engine)
-                by_column: dict[str, list[direct.ColumnSums]] = {}
-                for cs in sums:
-                    by_column.setdefault(cs.sums.column, []).append(cs)
-                parts_found = self._parts_found(conn, by_column, names, cols, (catalog, db_name, table_name, engine))
+                by_column, parts_found = repo.sum_partition_stats(catalog, db_name, table_name, names, cols, engine)
                 for col, found in by_column.items():
                     if len(found) == 1 and self._summable(found[0], len(names)):
                         summed[col] = found[0].sums
                 slow = [c for c in cols if c not in summed and c in by_column]
                 if not by_column:
-                    _target(conn, catalog, db_name, table_name)  # NoSuchObject for a missing table
-            rows = []
+                    _target(repo, catalog, db_name, table_name)  # NoSuchObject for a missing table
             if slow:
-                rows = uow.column_stats.rows_for_aggregation(
-                    db_name, table_name, names, slow, engine=engine, with_bit_vectors=True,
-                    with_histograms=self.fetch_kll, catalog=catalog,
+                rows = repo.read_partition_stats(
+                    catalog, db_name, table_name, names, slow, engine, bit_vectors=True, histograms=self.fetch_kll
                 )
+                if not rows and not self.aggregate_in_sql:
+                    _target(repo, catalog, db_name, table_name)  # NoSuchObject for a missing table
         index = {n: i for i, n in enumerate(names)}
         per_column: dict[str, list[tuple[int, ColumnStatsEntry]]] = {}
         columns_per_partition: dict[str, int] = {}
-        for part_name, entry in rows:
+        # In partition name order, as the aggregator always saw them.
+        for part_name, entry, _ in sorted(rows, key=lambda r: r[0]):
             per_column.setdefault(entry.column.lower(), []).append((index[part_name], entry))
             columns_per_partition[part_name] = columns_per_partition.get(part_name, 0) + 1
         if parts_found is None:
@@ -541,20 +496,7 @@ class StatisticsService:
             out.append(self._visible(ColumnStatsEntry(column=found[0][1].column, column_type=column_type, stats=stats)))
         return AggregateResult(out, parts_found)
 
-    @staticmethod
-    def _parts_found(
-        conn: sa.Connection, by_column: dict[str, list[direct.ColumnSums]], names: list[str], cols: list[str],
-        where: tuple[str, str, str, str],
-    ) -> int:
-        """Partitions having statistics of every requested column; usually known from the sums alone."""
-        if len(by_column) < len(cols):
-            return 0  # some column has statistics in no partition
-        if all(sum(cs.partitions for cs in found) == len(names) for found in by_column.values()):
-            return len(names)  # every requested partition has every column
-        catalog, db_name, table_name, engine = where
-        return direct.partitions_with_every_column(conn, catalog, db_name, table_name, names, cols, engine)
-
-    def _summable(self, sums: direct.ColumnSums, requested: int) -> bool:
+    def _summable(self, sums: ColumnSums, requested: int) -> bool:
         """Whether the aggregator would give this column the database's plain sums, minima and maxima."""
         kind = kind_for_type(sums.sums.column_type)
         if kind in (StatsKind.BOOLEAN, StatsKind.BINARY):
@@ -587,7 +529,7 @@ class StatisticsService:
     ) -> int:
         """Delete table-level statistics of the columns (all when None); NoSuchObject when a named column has none."""
         with self.store.transaction() as uow:
-            deleted = uow.column_stats.delete_table(db_name, table_name, columns, engine=engine, catalog=catalog)
+            deleted = uow.column_stats.delete_table_stats(catalog, db_name, table_name, columns, engine=engine)
             if columns is not None and deleted == 0:
                 raise NoSuchObject(
                     f"no statistics for column(s) {', '.join(repr(c) for c in columns)} of {db_name}.{table_name}"
@@ -602,33 +544,15 @@ class StatisticsService:
         with self.store.transaction() as uow:
             names = None
             if partition_names is not None:
-                target = _target(uow.connection, catalog, db_name, table_name)
+                target = _target(uow.column_stats, catalog, db_name, table_name)
                 names = [canonical_partition_name(target, n) for n in partition_names]
-            deleted = uow.column_stats.delete_partitions(
-                db_name, table_name, names, columns, engine=engine, catalog=catalog
-            )
+            deleted = uow.column_stats.delete_partition_stats(catalog, db_name, table_name, names, columns, engine=engine)
             if columns is not None and names is not None and deleted == 0:
                 raise NoSuchObject(
                     f"no statistics for column(s) {', '.join(repr(c) for c in columns)} of {db_name}.{table_name} "
                     f"partition(s) {', '.join(names)}"
                 )
             return deleted
-
-
-def _mark_accurate(
-    conn: sa.Connection, table: str, owner_id: int, current: str | None, columns: list[str]
-) -> str | None:
-    """Add `columns` to the owner's COLUMN_STATS_ACCURATE unless they are in it already (the usual case of
-    statistics written again): compare-and-set, so writers of different columns need no lock on the owner.
-    Returns the value it leaves."""
-    for _ in range(100):
-        value = with_columns_accurate(current, columns)
-        if value == current:
-            return current
-        if direct.replace_parameter(conn, table, owner_id, COLUMN_STATS_ACCURATE, current, value):
-            return value
-        current = direct.read_parameter(conn, table, owner_id, COLUMN_STATS_ACCURATE)
-    raise MetastoreError(f"COLUMN_STATS_ACCURATE of {table} row {owner_id} keeps changing under concurrent writers; try again")
 
 
 def _now() -> int:

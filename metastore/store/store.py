@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from metastore.errors import InvalidInput
+from metastore.errors import InvalidInput, StoreUnavailable
 from metastore.store import migrate
-from metastore.store.column_stats import ColumnStatsRepository
+from metastore.store.column_stats import StatsRepository
 from metastore.store.databases import DatabaseRepository, ensure_default_database
-from metastore.store.engine import SQLITE_BEGIN, create_engine
+from metastore.store.engine import SQLITE_BEGIN, autocommit_connection, create_engine
 from metastore.store.partitions import PartitionRepository
 from metastore.store.tables import TableRepository
 
@@ -26,13 +26,32 @@ class UnitOfWork:
     databases: DatabaseRepository = field(init=False)
     tables: TableRepository = field(init=False)
     partitions: PartitionRepository = field(init=False)
-    column_stats: ColumnStatsRepository = field(init=False)
+    column_stats: StatsRepository = field(init=False)
 
     def __post_init__(self) -> None:
         self.databases = DatabaseRepository(self.connection)
         self.tables = TableRepository(self.connection)
         self.partitions = PartitionRepository(self.connection)
-        self.column_stats = ColumnStatsRepository(self.connection)
+        self.column_stats = StatsRepository(self.connection)
+
+
+@dataclass(frozen=True)
+class StoreFeatures:
+    """What the database behind a store offers beyond plain transactions (PostgreSQL has all of it)."""
+
+    # Statements may run in autocommit, each its own snapshot (see Store.autocommit).
+    autocommit_reads: bool
+    # PARTITIONS.STATS_VERSION renewed by triggers (migration 0003): the reply cache can validate against it.
+    partition_stats_versions: bool
+    # metastore_put_table_stats (migration 0004): a table's statistics written in one round trip.
+    one_round_trip_table_writes: bool
+
+
+def _features(dialect: str) -> StoreFeatures:
+    postgres = dialect == "postgresql"
+    return StoreFeatures(
+        autocommit_reads=postgres, partition_stats_versions=postgres, one_round_trip_table_writes=postgres
+    )
 
 
 class Store:
@@ -42,6 +61,7 @@ class Store:
     def __init__(self, url: str, *, engine: Engine | None = None) -> None:
         self.url = url
         self.engine = engine if engine is not None else create_engine(url)
+        self.features = _features(self.engine.dialect.name)
 
     @classmethod
     def open(cls, url: str, *, auto_upgrade: bool = False) -> Store:
@@ -54,17 +74,38 @@ class Store:
     def transaction(self, *, write: bool = True) -> Iterator[UnitOfWork]:
         """One unit of work = one database transaction: committed when the block ends, rolled back if it
         raises (nothing is half-written). Read-only work may pass write=False: on SQLite it then does not
-        take the write lock, so it never waits for writers."""
-        try:
-            with self.engine.connect() as conn:
-                if not write:
-                    conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
-                with conn.begin():
-                    yield UnitOfWork(conn)
-        except sa.exc.DataError as exc:
-            # PostgreSQL enforces column sizes (e.g. a location over 4000 characters); say what it refused.
-            reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
-            raise InvalidInput(f"the database refused a value: {reason}") from exc
+        take the write lock, so it never waits for writers. StoreUnavailable when the database cannot be
+        reached."""
+        with _database_errors(), self.engine.connect() as conn:
+            if not write:
+                conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
+            with conn.begin():
+                yield UnitOfWork(conn)
+
+    @contextmanager
+    def autocommit(self) -> Iterator[UnitOfWork]:
+        """A unit of work whose statements each commit on their own where the database allows it
+        (features.autocommit_reads: under READ COMMITTED every statement has its own snapshot anyway, so
+        BEGIN/COMMIT would only add round trips); elsewhere a read-only transaction. For reads, and for writes
+        that are one statement (StatsRepository.put_table_stats)."""
+        if not self.features.autocommit_reads:
+            with self.read() as uow:
+                yield uow
+            return
+        with _database_errors(), autocommit_connection(self.engine) as conn:
+            yield UnitOfWork(conn)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[UnitOfWork]:
+        """A read-only unit of work whose statements all see one snapshot (REPEATABLE READ on PostgreSQL;
+        an SQLite transaction is one anyway)."""
+        with _database_errors(), self.engine.connect() as conn:
+            if self.features.autocommit_reads:
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            else:
+                conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
+            with conn.begin():
+                yield UnitOfWork(conn)
 
     def read(self) -> AbstractContextManager[UnitOfWork]:
         """A read-only unit of work (shorthand for transaction(write=False))."""
@@ -79,3 +120,28 @@ class Store:
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+
+
+# Failures of the database connection itself: it cannot be reached, or it went away during a statement.
+_CONNECTION_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
+@contextmanager
+def _database_errors() -> Iterator[None]:
+    """Database errors as domain errors: a refused value is InvalidInput (PostgreSQL enforces column sizes,
+    e.g. a location over 4000 characters); a connection that cannot be opened or was lost is StoreUnavailable,
+    whose message carries no database details (they stay in the exception's cause, for the server log)."""
+    try:
+        yield
+    except sa.exc.DataError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+        raise InvalidInput(f"the database refused a value: {reason}") from exc
+    except _CONNECTION_ERRORS as exc:
+        if not (exc.connection_invalidated or _while_connecting(exc)):
+            raise  # a deadlock, a statement timeout, SQLite's "database is locked": not an outage
+        raise StoreUnavailable("the metastore database is unavailable; try again later") from exc
+
+
+def _while_connecting(exc: sa.exc.DBAPIError) -> bool:
+    """Whether the error came from opening a connection (no statement was running)."""
+    return exc.statement is None

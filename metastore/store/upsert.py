@@ -11,12 +11,34 @@ from sqlalchemy.dialects import postgresql, sqlite
 from metastore.store.chunking import INSERT_BATCH_ROWS, chunks
 
 
-def _insert(conn: sa.Connection, table: sa.Table) -> Any:
-    if conn.dialect.name == "postgresql":
+def _insert(dialect: str, table: sa.Table) -> Any:
+    if dialect == "postgresql":
         return postgresql.insert(table)
-    if conn.dialect.name == "sqlite":
+    if dialect == "sqlite":
         return sqlite.insert(table)
-    raise NotImplementedError(f"no upsert for {conn.dialect.name}")
+    raise NotImplementedError(f"no upsert for {dialect}")
+
+
+def upsert_statement(dialect: str, table: sa.Table, key: Sequence[str], update: Sequence[str]) -> Any:
+    """INSERT INTO `table` ... ON CONFLICT (`key`) DO UPDATE SET each of `update` (DO NOTHING when empty) to the
+    inserted value, without values: executed with rows (executemany) or given them with .values(). Callers may
+    cache it per dialect."""
+    insert = _insert(dialect, table)
+    index = [table.c[k] for k in key]
+    if not update:
+        return insert.on_conflict_do_nothing(index_elements=index)
+    return insert.on_conflict_do_update(index_elements=index, set_={c: insert.excluded[c] for c in update})
+
+
+def upsert_text(table: sa.Table, key: Sequence[str], columns: Sequence[str]) -> str:
+    """The same upsert of one row as SQL text with :name parameters (one per column of `columns`, which holds
+    `key`), for a PostgreSQL PREPARE."""
+    quoted = ", ".join(f'"{c}"' for c in columns)
+    return (
+        f'INSERT INTO "{table.name}" ({quoted}) VALUES (' + ", ".join(f":{c}" for c in columns) + ") "
+        "ON CONFLICT (" + ", ".join(f'"{c}"' for c in key) + ") DO UPDATE SET "
+        + ", ".join(f'"{c}" = excluded."{c}"' for c in columns if c not in key)
+    )
 
 
 def upsert(
@@ -34,25 +56,18 @@ def upsert(
         return
     columns = list(rows[0].keys())
     update_cols = [c for c in columns if c not in key] if update is None else list(update)
+    stmt = upsert_statement(conn.dialect.name, table, key, update_cols)
     # A stable order makes concurrent multi-row upserts take row locks in the same order (no deadlock).
     ordered = sorted(rows, key=lambda r: tuple(r[k] for k in key))
     for batch in chunks(ordered, INSERT_BATCH_ROWS):
-        stmt = _insert(conn, table).values(list(batch))
-        if update_cols:
-            stmt = stmt.on_conflict_do_update(
-                index_elements=[table.c[k] for k in key],
-                set_={c: stmt.excluded[c] for c in update_cols},
-            )
-        else:
-            stmt = stmt.on_conflict_do_nothing(index_elements=[table.c[k] for k in key])
-        conn.execute(stmt)
+        conn.execute(stmt.values(list(batch)))
 
 
 def insert_ignoring_duplicates(
     conn: sa.Connection, table: sa.Table, row: dict[str, Any], *, key: Sequence[str]
 ) -> bool:
     """Insert one row unless one with the same `key` exists; True when this call inserted it."""
-    stmt = _insert(conn, table).values(row).on_conflict_do_nothing(index_elements=[table.c[k] for k in key])
+    stmt = _insert(conn.dialect.name, table).values(row).on_conflict_do_nothing(index_elements=[table.c[k] for k in key])
     return conn.execute(stmt).rowcount == 1
 
 

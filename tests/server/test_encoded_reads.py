@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from metastore.api.hive_metastore import ttypes as tt
-from metastore.stats.sql_rows import row_to_entry
+from metastore.store.column_stats.rows import row_to_entry
 from metastore.wire.encoded import partitions_stats_result
 from metastore.wire.stats import encode_served
 from server import thrift_builders as b
@@ -256,13 +256,13 @@ def test_table_stats_result_encoding_decodes_as_thrift():
 def test_table_reads_use_the_stored_bytes(client, server, dbname):
     """The fast path really answers (not only the general path after it declined): its bytes are the
     stored ones, in the asked order."""
-    from metastore.store import stats_direct as direct
+    from metastore.store.column_stats.encoded import table_stats_encoded
 
     _fill_table(client, dbname)
     engine = sa.create_engine(server.db_url)
     try:
         with engine.connect() as conn:
-            count, data = direct.table_stats_encoded(conn, "hive", dbname, "t", ["s", "l", "nope"], "hive")
+            count, data = table_stats_encoded(conn, "hive", dbname, "t", ["s", "l", "nope"], "hive")
             stored = {
                 r.COLUMN_NAME: bytes(r.STATS_THRIFT)
                 for r in conn.execute(

@@ -30,7 +30,7 @@ from metastore.stats.model import (
     TimestampStats,
 )
 from metastore.stats.ndv import NdvSketch
-from metastore.store import stats_direct
+from metastore.store.column_stats import writes
 from metastore.store.schema import STATS_WRITE_COLUMNS, TAB_COL_STATS
 from server.harness import fresh_pg_database
 
@@ -78,14 +78,14 @@ def _statements(ms: Metastore) -> list[str]:
 @pytest.fixture
 def calls(two_workers, monkeypatch):
     answers: list[bool] = []
-    original = stats_direct.put_table_stats
+    original = writes.put_table_stats
 
     def counting(*args, **kwargs):
         answer = original(*args, **kwargs)
         answers.append(answer)
         return answer
 
-    monkeypatch.setattr(stats_direct, "put_table_stats", counting)
+    monkeypatch.setattr(writes, "put_table_stats", counting)
     return answers
 
 
@@ -337,7 +337,7 @@ def test_the_function_takes_every_written_column(two_workers):
             ),
             {"f": FUNCTION},
         ).one()
-    sent = stats_direct._PUT_TABLE_STATS_PARAMS
+    sent = writes.PUT_TABLE_STATS_PARAMS
     assert names == [f"p_{n}" for n, _ in sent]
     assert types == [t for _, t in sent]
     insert = source[source.index('INSERT INTO "TAB_COL_STATS"') :]

@@ -15,7 +15,7 @@ from metastore.config import Settings
 from metastore.service import Metastore, StatsWrite
 from metastore.service.stats_cache import ReplyCache
 from metastore.stats.model import ColumnStatsEntry, LongStats
-from metastore.store import stats_direct as direct
+from metastore.store.column_stats.versions import partitions_version
 from server import thrift_builders as b
 from server.harness import fresh_pg_database
 
@@ -110,12 +110,12 @@ def test_version_check_finds_partitions_whatever_their_names_hold(pg_metastore):
     names = [n for n in ms.catalog.list_partition_names("s", "t") if n not in PARTS]
     assert len(names) == len(values)
     with ms.store.engine.connect() as conn:
-        tbl_id, found, _ = direct.partitions_version(conn, "hive", "s", "t", names)
+        tbl_id, found, _ = partitions_version(conn, "hive", "s", "t", names)
         assert found == len(values)
-        assert direct.partitions_version(conn, "hive", "s", "t", [*names, "ds=absent", names[0]])[1] == len(values)
-        assert direct.partitions_version(conn, "hive", "s", "t", ['ds="quote', "ds=com"])[1] == 0
+        assert partitions_version(conn, "hive", "s", "t", [*names, "ds=absent", names[0]])[1] == len(values)
+        assert partitions_version(conn, "hive", "s", "t", ['ds="quote', "ds=com"])[1] == 0
         with pytest.raises(ValueError, match="NUL character"):  # the handler answers InvalidInput
-            direct.partitions_version(conn, "hive", "s", "t", ["ds=1", "ds=\x00"])
+            partitions_version(conn, "hive", "s", "t", ["ds=1", "ds=\x00"])
 
 
 @pytest.mark.pg

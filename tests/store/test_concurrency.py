@@ -11,10 +11,11 @@ from dataclasses import replace
 
 import sqlalchemy as sa
 
-from metastore.catalog import Database
+from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE, Database
 from metastore.stats.model import ColumnStatsEntry, LongStats
 from metastore.store import Store
 from store.builders import partition, sales_table
+from store.stats_steps import partition_stats, put_partitions, put_table, table_stats, target
 
 PART = "ds=2024-01-01/hr=0"
 
@@ -31,25 +32,30 @@ def _setup(store: Store) -> None:
 
 
 def _increment_table(store: Store) -> None:
-    """Read-merge-write of table-level statistics: add one null."""
+    """Read-merge-write of table-level statistics, as the service's merge does it: add one null."""
     with store.transaction() as uow:
-        current = uow.column_stats.get_table("sales", "orders", ["id"], for_update=True)
-        nulls = current[0].stats.num_nulls if current else 0
-        uow.column_stats.upsert_table("sales", "orders", [_entry(nulls + 1)])
+        repo = uow.column_stats
+        t = target(uow, "sales", "orders", lock="update")  # exclusive: read-merge-write
+        current = repo.read_table_stats(DEFAULT_CATALOG, "sales", "orders", ["id"], DEFAULT_ENGINE)
+        nulls = current[0][0].stats.num_nulls if current else 0
+        repo.write_table_stats(t, [_entry(nulls + 1)], engine=DEFAULT_ENGINE, last_analyzed=1)
 
 
 def _increment_partition(store: Store) -> None:
     with store.transaction() as uow:
-        current = uow.column_stats.get_partitions("sales", "orders", [PART], ["id"], for_update=True)
-        nulls = current[PART][0].stats.num_nulls if current else 0
-        uow.column_stats.upsert_partitions("sales", "orders", {PART: [_entry(nulls + 1)]})
+        repo = uow.column_stats
+        t = target(uow, "sales", "orders", lock="share")
+        parts = repo.partition_targets(t.tbl_id, [PART], lock=True)
+        current = repo.read_partition_stats(DEFAULT_CATALOG, "sales", "orders", [PART], ["id"], DEFAULT_ENGINE)
+        nulls = current[0][1].stats.num_nulls if current else 0
+        repo.write_partition_stats(parts, {PART: [_entry(nulls + 1)]}, engine=DEFAULT_ENGINE, last_analyzed={PART: 1})
 
 
 def _overwrite(store: Store, value: int) -> None:
     """Blind upserts of the same column (no read): the race INSERT ... ON CONFLICT must absorb."""
     with store.transaction() as uow:
-        uow.column_stats.upsert_table("sales", "orders", [_entry(value)])
-        uow.column_stats.upsert_partitions("sales", "orders", {PART: [_entry(value)]})
+        put_table(uow, "sales", "orders", [_entry(value)])
+        put_partitions(uow, "sales", "orders", {PART: [_entry(value)]})
 
 
 def _run_threads(n: int, work: Callable[[int], None]) -> None:
@@ -91,11 +97,8 @@ def test_threads_read_merge_write_without_lost_updates(store: Store) -> None:
 
     _run_threads(threads, work)
     with store.read() as uow:
-        assert uow.column_stats.get_table("sales", "orders", ["id"])[0].stats.num_nulls == threads * rounds
-        assert (
-            uow.column_stats.get_partitions("sales", "orders", [PART], ["id"])[PART][0].stats.num_nulls
-            == threads * rounds
-        )
+        assert table_stats(uow, "sales", "orders", ["id"])[0].stats.num_nulls == threads * rounds
+        assert partition_stats(uow, "sales", "orders", [PART], ["id"])[PART][0].stats.num_nulls == threads * rounds
     assert _rows(store) == (1, 1)
 
 
@@ -109,7 +112,7 @@ def test_threads_blind_upserts_leave_one_row(store: Store) -> None:
     _run_threads(4, work)
     assert _rows(store) == (1, 1)
     with store.read() as uow:
-        final = uow.column_stats.get_table("sales", "orders", ["id"])[0].stats.num_nulls
+        final = table_stats(uow, "sales", "orders", ["id"])[0].stats.num_nulls
     assert final % 100 == 9  # the last write of some thread
 
 
@@ -126,8 +129,8 @@ def test_threads_marking_different_columns_keep_every_mark(store: Store) -> None
     def work(i: int) -> None:
         for _ in range(3):
             with store.transaction() as uow:
-                uow.column_stats.upsert_table("sales", "orders", [_entry(1, columns[i])])
-                uow.column_stats.upsert_partitions("sales", "orders", {PART: [_entry(1, columns[i])]})
+                put_table(uow, "sales", "orders", [_entry(1, columns[i])])
+                put_partitions(uow, "sales", "orders", {PART: [_entry(1, columns[i])]})
 
     _run_threads(4, work)
     with store.read() as uow:
@@ -159,8 +162,6 @@ def test_processes_read_merge_write_without_lost_updates(store: Store) -> None:
         p.join(180)
     assert [p.exitcode for p in procs] == [0, 0, 0]
     with store.read() as uow:
-        assert uow.column_stats.get_table("sales", "orders", ["id"])[0].stats.num_nulls == 15
-        assert (
-            uow.column_stats.get_partitions("sales", "orders", [PART], ["id"])[PART][0].stats.num_nulls == 15
-        )
+        assert table_stats(uow, "sales", "orders", ["id"])[0].stats.num_nulls == 15
+        assert partition_stats(uow, "sales", "orders", [PART], ["id"])[PART][0].stats.num_nulls == 15
     assert _rows(store) == (1, 1)

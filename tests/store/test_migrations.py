@@ -179,6 +179,7 @@ def test_revision_0002_fills_stats_thrift_of_existing_rows(db_url: str) -> None:
     from metastore.store.column_stats.rows import row_to_entry
     from metastore.wire.stats import encode_served
     from store.builders import partition, sales_table
+    from store.stats_steps import put_partitions, put_table
 
     migrate.upgrade(db_url)
     store = Store(db_url)
@@ -193,10 +194,8 @@ def test_revision_0002_fills_stats_thrift_of_existing_rows(db_url: str) -> None:
             uow.databases.create(Database(name="sales", location_uri="/warehouse/sales.db"))
             uow.tables.create(sales_table())
             uow.partitions.add([partition(["2024-01-01", "1"]), partition(["2024-01-02", "2"])])
-            uow.column_stats.upsert_table("sales", "orders", entries)
-            uow.column_stats.upsert_partitions(
-                "sales", "orders", {"ds=2024-01-01/hr=1": entries, "ds=2024-01-02/hr=2": entries[:2]}
-            )
+            put_table(uow, "sales", "orders", entries)
+            put_partitions(uow, "sales", "orders", {"ds=2024-01-01/hr=1": entries, "ds=2024-01-02/hr=2": entries[:2]})
     finally:
         store.dispose()
     command.downgrade(migrate.alembic_config(db_url), "0001")

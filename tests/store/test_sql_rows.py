@@ -1,4 +1,4 @@
-"""Column statistics ↔ statistics-table rows (metastore.stats.sql_rows), in memory and through both databases."""
+"""Column statistics ↔ statistics-table rows (metastore.store.column_stats.rows), in memory and through both databases."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from metastore.stats.model import (
     StringStats,
     TimestampStats,
 )
-from metastore.stats.sql_rows import decimal_to_text, entry_to_row, row_to_entry
 from metastore.store import Store
+from metastore.store.column_stats.rows import decimal_to_text, entry_to_row, row_to_entry
+from store.stats_steps import put_table, table_stats
 
 ALL_KINDS = [
     ColumnStatsEntry("b", "boolean", BooleanStats(num_nulls=1, num_trues=5, num_falses=7)),
@@ -118,12 +119,10 @@ def test_round_trip_through_the_database(store: Store) -> None:
     with store.transaction() as uow:
         uow.databases.create(Database(name="db"))
         uow.tables.create(Table(db_name="db", table_name="t", sd=StorageDescriptor(cols=cols)))
-        uow.column_stats.upsert_table("db", "t", ALL_KINDS)
+        put_table(uow, "db", "t", ALL_KINDS)
     with store.read() as uow:
-        got = uow.column_stats.get_table(
-            "db", "t", [e.column for e in ALL_KINDS], with_bit_vectors=True, with_histograms=True
-        )
-        plain = uow.column_stats.get_table("db", "t", ["l", "s"])
+        got = table_stats(uow, "db", "t", [e.column for e in ALL_KINDS], bit_vectors=True, histograms=True)
+        plain = table_stats(uow, "db", "t", ["l", "s"])
     assert got == ALL_KINDS
     # Without asking, sketches and histograms stay in the database.
     assert [e.stats.bit_vector for e in plain] == [None, None]

@@ -10,6 +10,7 @@ from metastore.errors import AlreadyExists, NoSuchObject
 from metastore.stats.model import ColumnStatsEntry, StringStats
 from metastore.store import Store
 from store.builders import partition, sales_table
+from store.stats_steps import last_analyzed, put_partitions, put_table
 
 NAME = ColumnStatsEntry("name", "string", StringStats(num_nulls=0, max_col_len=1, avg_col_len=1.0, num_dvs=1))
 TABLES = (
@@ -39,7 +40,7 @@ def test_exception_rolls_back_everything(store: Store) -> None:
         uow.databases.create(Database(name="sales"))
         uow.tables.create(sales_table())
         uow.partitions.add([partition(["a", "1"])])
-        uow.column_stats.upsert_table("sales", "orders", [NAME])
+        put_table(uow, "sales", "orders", [NAME])
         raise RuntimeError("client went away")
     assert snapshot(store) == before
 
@@ -48,21 +49,21 @@ def test_failing_operation_undoes_earlier_ones(sales: Store) -> None:
     before = snapshot(sales)
     with pytest.raises(AlreadyExists), sales.transaction() as uow:
         uow.partitions.add([partition(["new", "1"])])
-        uow.column_stats.upsert_partitions("sales", "orders", {"ds=new/hr=1": [NAME]})
+        put_partitions(uow, "sales", "orders", {"ds=new/hr=1": [NAME]})
         uow.partitions.add([partition(["new", "2"]), partition(["2024-01-01", "0"])])  # one exists
     assert snapshot(sales) == before
 
 
 def test_failing_statistics_write_leaves_earlier_statistics(sales: Store) -> None:
     with sales.transaction() as uow:
-        uow.column_stats.upsert_table("sales", "orders", [NAME], last_analyzed=1)
+        put_table(uow, "sales", "orders", [NAME], last_analyzed=1)
     before = snapshot(sales)
     with pytest.raises(NoSuchObject), sales.transaction() as uow:
-        uow.column_stats.upsert_table("sales", "orders", [NAME], last_analyzed=2)
-        uow.column_stats.upsert_partitions("sales", "orders", {"ds=nope/hr=1": [NAME]})
+        put_table(uow, "sales", "orders", [NAME], last_analyzed=2)
+        put_partitions(uow, "sales", "orders", {"ds=nope/hr=1": [NAME]})
     assert snapshot(sales) == before
     with sales.read() as uow:
-        assert uow.column_stats.last_analyzed("sales", "orders") == 1
+        assert last_analyzed(uow, "sales", "orders", ["name"]) == 1
 
 
 def test_database_error_mid_request_rolls_back(sales: Store) -> None:

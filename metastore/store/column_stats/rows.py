@@ -171,22 +171,22 @@ def row_reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStat
         pos["NUM_FALSES"],
     )
     i_bv, i_hist = pos.get("BIT_VECTOR"), pos.get("HISTOGRAM")
-    LONG, DOUBLE, DECIMAL, DATE, TIMESTAMP = (
+    k_long, k_double, k_decimal, k_date, k_timestamp = (
         StatsKind.LONG,
         StatsKind.DOUBLE,
         StatsKind.DECIMAL,
         StatsKind.DATE,
         StatsKind.TIMESTAMP,
     )
-    STRING, BOOLEAN, BINARY = StatsKind.STRING, StatsKind.BOOLEAN, StatsKind.BINARY
+    k_string, k_boolean, k_binary = StatsKind.STRING, StatsKind.BOOLEAN, StatsKind.BINARY
 
     def read(row: Sequence[Any]) -> ColumnStatsEntry:
         column_type = row[i_type]
         kind = _kind(column_type)
         bit_vector = None if i_bv is None or row[i_bv] is None else bytes(row[i_bv])  # psycopg2: memoryview
         stats: ColumnStats
-        if kind is LONG or kind is DATE or kind is TIMESTAMP:
-            cls = LongStats if kind is LONG else DateStats if kind is DATE else TimestampStats
+        if kind is k_long or kind is k_date or kind is k_timestamp:
+            cls = LongStats if kind is k_long else DateStats if kind is k_date else TimestampStats
             histogram = None if i_hist is None or row[i_hist] is None else bytes(row[i_hist])
             stats = cls(
                 num_nulls=row[i_nulls],
@@ -196,7 +196,7 @@ def row_reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStat
                 low=row[i_llow],
                 high=row[i_lhigh],
             )
-        elif kind is STRING:
+        elif kind is k_string:
             stats = StringStats(
                 num_nulls=row[i_nulls],
                 bit_vector=bit_vector,
@@ -204,7 +204,7 @@ def row_reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStat
                 avg_col_len=float(row[i_avg] or 0.0),
                 num_dvs=row[i_ndv] or 0,
             )
-        elif kind is DOUBLE:
+        elif kind is k_double:
             histogram = None if i_hist is None or row[i_hist] is None else bytes(row[i_hist])
             stats = DoubleStats(
                 num_nulls=row[i_nulls],
@@ -214,7 +214,7 @@ def row_reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStat
                 low=row[i_dlow],
                 high=row[i_dhigh],
             )
-        elif kind is DECIMAL:
+        elif kind is k_decimal:
             histogram = None if i_hist is None or row[i_hist] is None else bytes(row[i_hist])
             low, high = row[i_xlow], row[i_xhigh]
             stats = DecimalStats(
@@ -225,14 +225,14 @@ def row_reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStat
                 low=None if low is None else text_to_decimal(low),
                 high=None if high is None else text_to_decimal(high),
             )
-        elif kind is BOOLEAN:
+        elif kind is k_boolean:
             stats = BooleanStats(
                 num_nulls=row[i_nulls],
                 bit_vector=bit_vector,
                 num_trues=row[i_true] or 0,
                 num_falses=row[i_false] or 0,
             )
-        elif kind is BINARY:
+        elif kind is k_binary:
             stats = BinaryStats(
                 num_nulls=row[i_nulls],
                 bit_vector=bit_vector,

@@ -1,0 +1,125 @@
+"""Reads of the pre-encoded statistics (the STATS_THRIFT bytes stored with each row): a batched read sends
+them as they are instead of rebuilding thousands of objects per call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+from metastore.store.column_stats.reads import table_stats_rows
+from metastore.store.column_stats.statements import (
+    PARTITION_STATS_ROWS,
+    TABLE_STATS_ROWS,
+    in_list,
+    lower_unique,
+    partition_params,
+    statements,
+)
+
+_IS_TIMESTAMP = "lower(s.\"COLUMN_TYPE\") LIKE 'timestamp%'"
+
+
+def table_stats_encoded(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    columns: Sequence[str],
+    engine: str,
+    *,
+    timestamps: bool = True,
+    prepared: bool = False,
+) -> tuple[int, bytes] | None:
+    """(number of statistics, their STATS_THRIFT bytes concatenated in the order of `columns`) of the
+    table-level statistics of `columns` that exist: the pre-encoded form of reads.table_stats for a server
+    with default settings; (0, b"") also for a missing table. None when the stored bytes cannot serve, as for
+    partition_stats_encoded. prepared: as for reads.table_stats."""
+    wanted = lower_unique(columns)
+    if not wanted:
+        return 0, b""
+    stmts = statements(conn)
+    dialect = stmts.dialect
+    stmt = stmts.get(
+        ("table_stats_encoded",),
+        lambda: sa.text(
+            f'SELECT s."COLUMN_NAME", {_IS_TIMESTAMP}, s."STATS_THRIFT" '
+            + TABLE_STATS_ROWS
+            + "AND "
+            + in_list('s."COLUMN_NAME"', "columns", dialect)
+        ),
+    )
+    rows = table_stats_rows(
+        conn, "metastore_table_stats_encoded" if prepared else None, stmt, catalog, db_name, table_name, engine,
+        wanted,
+    )
+    found = {}
+    for column, is_timestamp, data in rows:
+        if data is None or (is_timestamp and not timestamps):
+            return None
+        found[column] = bytes(data)
+    objs = [found[c] for c in wanted if c in found]
+    return len(objs), b"".join(objs)
+
+
+def partition_stats_encoded(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    partition_names: Sequence[str],
+    columns: Sequence[str],
+    engine: str,
+    *,
+    timestamps: bool = True,
+) -> list[tuple[str, int, bytes]] | None:
+    """[(partition name, number of statistics, their STATS_THRIFT bytes concatenated in the order of
+    `columns`)] for the named partitions that have statistics of any of `columns`: the pre-encoded form of
+    reads.partition_stats for a server with default settings. On PostgreSQL the database concatenates, so one
+    row per partition crosses the wire.
+
+    None when the stored bytes cannot serve the request: a row without them (written by hand) or, with
+    timestamps=False (timestamp statistics served as Hive 4's timestampStats, not the stored longStats), a
+    timestamp column among those found. Callers then read through reads.partition_stats."""
+    parts = list(dict.fromkeys(partition_names))
+    cols = lower_unique(columns)
+    if not parts or not cols:
+        return []
+    stmts = statements(conn)
+    dialect = stmts.dialect
+    params = partition_params(dialect, catalog, db_name, table_name, engine, parts, cols)
+    part_name, column_name = 'pt."PART_NAME"', 's."COLUMN_NAME"'
+    where = (
+        PARTITION_STATS_ROWS
+        + f"AND {in_list(part_name, 'parts', dialect)} AND {in_list(column_name, 'columns', dialect)}"
+    )
+    is_timestamp = _IS_TIMESTAMP
+    if dialect == "postgresql":
+        stmt = stmts.get(
+            ("partition_stats_encoded",),
+            lambda: sa.text(
+                f'SELECT pt."PART_NAME", count(*), count(s."STATS_THRIFT"), bool_or({is_timestamp}), '
+                f'string_agg(s."STATS_THRIFT", \'\'::bytea ORDER BY array_position(:columns, s."COLUMN_NAME")) '
+                f'{where} GROUP BY pt."PART_NAME"'
+            ),
+        )
+        out = []
+        for name, count, encoded, has_timestamp, data in conn.execute(stmt, params):
+            if encoded != count or (has_timestamp and not timestamps):
+                return None
+            out.append((name, count, data))
+        return out
+    stmt = stmts.get(
+        ("partition_stats_encoded",),
+        lambda: sa.text(f'SELECT pt."PART_NAME", s."COLUMN_NAME", {is_timestamp}, s."STATS_THRIFT" {where}'),
+    )
+    order = {c: i for i, c in enumerate(cols)}
+    grouped: dict[str, list[tuple[int, bytes]]] = {}
+    for name, column, has_timestamp, data in conn.execute(stmt, params):
+        if data is None or (has_timestamp and not timestamps):
+            return None
+        grouped.setdefault(name, []).append((order[column], data))
+    return [
+        (name, len(found), b"".join(data for _, data in sorted(found, key=lambda f: f[0])))
+        for name, found in grouped.items()
+    ]

@@ -1,0 +1,139 @@
+"""Reads of stored statistics by table, partition and column names: one statement each, whatever the
+number of names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from metastore.stats.model import ColumnStatsEntry
+from metastore.store.column_stats.lookup import TABLE_NAME_PARAMS
+from metastore.store.column_stats.prepared import execute_prepared
+from metastore.store.column_stats.rows import row_reader
+from metastore.store.column_stats.statements import (
+    PARTITION_STATS_ROWS,
+    TABLE_STATS_ROWS,
+    bind_list,
+    in_list,
+    lower_unique,
+    partition_params,
+    statements,
+    table_names,
+    value_columns,
+)
+
+# Parameters of the prepared reads of one table's statistics, in order, with their PostgreSQL types.
+TABLE_STATS_PARAMS = (*TABLE_NAME_PARAMS, ("engine", "text"), ("columns", "text[]"))
+
+
+@dataclass(frozen=True)
+class _Read:
+    stmt: sa.TextClause
+    columns: tuple[str, ...]
+
+
+def _read_statement(conn: sa.Connection, level: str, bit_vectors: bool, histograms: bool) -> _Read:
+    stmts = statements(conn)
+
+    def build() -> _Read:
+        names = value_columns(bit_vectors=bit_vectors, histograms=histograms)
+        values = ", ".join(f's."{c}"' for c in names)
+        columns_in = in_list('s."COLUMN_NAME"', "columns", stmts.dialect)
+        if level == "table":
+            sql = f'SELECT {values}, s."LAST_ANALYZED" ' + TABLE_STATS_ROWS + f"AND {columns_in}"
+        else:
+            parts_in = in_list('pt."PART_NAME"', "parts", stmts.dialect)
+            sql = (
+                f'SELECT pt."PART_NAME", {values}, s."LAST_ANALYZED" '
+                + PARTITION_STATS_ROWS
+                + f"AND {parts_in} AND {columns_in}"
+            )
+        columns = (("PART_NAME",) if level == "partition" else ()) + names + ("LAST_ANALYZED",)
+        return _Read(sa.text(sql), columns)
+
+    return stmts.get(("read", level, bit_vectors, histograms), build)
+
+
+_READERS: dict[tuple[str, ...], Callable[[Sequence[Any]], ColumnStatsEntry]] = {}
+
+
+def reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStatsEntry]:
+    """The row converter of a SELECT list, built once per list."""
+    found = _READERS.get(columns)
+    if found is None:
+        found = _READERS[columns] = row_reader(columns)
+    return found
+
+
+def table_stats_rows(
+    conn: sa.Connection, prepared_name: str | None, stmt: sa.TextClause, catalog: str, db_name: str,
+    table_name: str, engine: str, columns: list[str],
+) -> list:
+    """Rows of a statement over one table's statistics (:db, :catalog, :tbl, :engine, :columns), run as the
+    prepared statement `prepared_name` on PostgreSQL when one is given."""
+    params = {**table_names(catalog, db_name, table_name), "engine": engine, "columns": bind_list(columns, conn.dialect.name)}
+    if prepared_name and conn.dialect.name == "postgresql":
+        return execute_prepared(conn, prepared_name, stmt, TABLE_STATS_PARAMS, params)
+    return conn.execute(stmt, params).all()
+
+
+def table_stats(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    columns: Sequence[str],
+    engine: str,
+    *,
+    bit_vectors: bool = False,
+    histograms: bool = False,
+    prepared: bool = False,
+) -> list[tuple[ColumnStatsEntry, int]]:
+    """(entry, LAST_ANALYZED) of the table-level statistics of `columns` that exist, in the order asked. An
+    empty list also for a missing table: callers that must tell the two apart ask table_target.
+
+    prepared (PostgreSQL, a connection in autocommit) runs it as a server-side prepared statement: the
+    lookup is planned once per connection instead of on every call, which is most of its cost."""
+    wanted = lower_unique(columns)
+    if not wanted:
+        return []
+    read = _read_statement(conn, "table", bit_vectors, histograms)
+    decode = reader(read.columns)
+    rows = table_stats_rows(
+        conn, f"metastore_table_stats_{int(bit_vectors)}{int(histograms)}" if prepared else None, read.stmt,
+        catalog, db_name, table_name, engine, wanted,
+    )
+    found = {}
+    for row in rows:
+        entry = decode(row)
+        found[entry.column] = (entry, row[-1])
+    return [found[c] for c in wanted if c in found]
+
+
+def partition_stats(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    partition_names: Sequence[str],
+    columns: Sequence[str],
+    engine: str,
+    *,
+    bit_vectors: bool = False,
+    histograms: bool = False,
+) -> list[tuple[str, ColumnStatsEntry, int]]:
+    """(partition name, entry, LAST_ANALYZED) of the statistics of `columns` in the named partitions, in no
+    particular order; one statement whatever the number of names."""
+    parts = list(dict.fromkeys(partition_names))
+    cols = lower_unique(columns)
+    if not parts or not cols:
+        return []
+    read = _read_statement(conn, "partition", bit_vectors, histograms)
+    decode = reader(read.columns[1:])
+    rows = conn.execute(
+        read.stmt, partition_params(conn.dialect.name, catalog, db_name, table_name, engine, parts, cols)
+    )
+    return [(row[0], decode(row[1:]), row[-1]) for row in rows.all()]

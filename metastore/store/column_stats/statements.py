@@ -1,0 +1,105 @@
+"""The SQL pieces every column-statistics statement shares, and the per-dialect cache of built statements.
+
+Lists of names travel as one parameter (a PostgreSQL array, an SQLite JSON array), so the statements are the
+same whatever the list length and the database can reuse their plans.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from metastore.store.schema import STATS_VALUE_COLUMNS
+
+# The key of a statistics row besides its owner (TBL_ID or PART_ID).
+NAMES_OF = ("COLUMN_NAME", "ENGINE")
+
+TABLE_BY_NAME = (
+    'FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+    'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl'
+)
+
+# The statistics rows (alias s) of one table, by database, catalog, table name and engine; with partitions
+# (alias pt) for PART_COL_STATS. Statements append their AND conditions.
+TABLE_STATS_ROWS = (
+    'FROM "TAB_COL_STATS" s JOIN "TBLS" t ON t."TBL_ID" = s."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+    'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+)
+PARTITION_STATS_ROWS = (
+    'FROM "PART_COL_STATS" s JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
+    'JOIN "TBLS" t ON t."TBL_ID" = pt."TBL_ID" JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+    'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s."ENGINE" = :engine '
+)
+
+
+def in_list(column: str, param: str, dialect: str) -> str:
+    """`column IN (the list bound as :param)`: see bind_list."""
+    if dialect == "postgresql":
+        return f"{column} = ANY(:{param})"
+    return f"{column} IN (SELECT value FROM json_each(:{param}))"
+
+
+def bind_list(values: Sequence[str], dialect: str) -> Any:
+    """A list parameter for in_list."""
+    return list(values) if dialect == "postgresql" else json.dumps(list(values))
+
+
+def lower_unique(names: Sequence[str]) -> list[str]:
+    """Column names as stored (lower case), each once, in the order first given."""
+    return list(dict.fromkeys(n.lower() for n in names))
+
+
+def value_columns(*, bit_vectors: bool, histograms: bool) -> tuple[str, ...]:
+    """The statistics value columns a read selects: sketches only when asked for."""
+    return tuple(
+        c
+        for c in STATS_VALUE_COLUMNS
+        if (bit_vectors or c != "BIT_VECTOR") and (histograms or c != "HISTOGRAM")
+    )
+
+
+def table_names(catalog: str, db_name: str, table_name: str) -> dict[str, str]:
+    """The :db, :catalog and :tbl parameters of a statement naming one table (names compare trimmed, lower case)."""
+    return {"db": db_name.strip().lower(), "catalog": catalog.strip().lower(), "tbl": table_name.strip().lower()}
+
+
+def partition_params(
+    dialect: str, catalog: str, db_name: str, table_name: str, engine: str, parts: list[str], cols: list[str]
+) -> dict[str, Any]:
+    """Parameters of the statements over named partitions and columns of one table."""
+    return {
+        **table_names(catalog, db_name, table_name),
+        "engine": engine,
+        "parts": bind_list(parts, dialect),
+        "columns": bind_list(cols, dialect),
+    }
+
+
+class Statements:
+    """The statements of one dialect, built on first use."""
+
+    def __init__(self, dialect: str) -> None:
+        self.dialect = dialect
+        self._cache: dict[tuple, Any] = {}
+
+    def get(self, key: tuple, build: Callable[[], Any]) -> Any:
+        """The statement cached under `key`, built by `build` the first time."""
+        stmt = self._cache.get(key)
+        if stmt is None:
+            stmt = self._cache[key] = build()
+        return stmt
+
+
+_STATEMENTS: dict[str, Statements] = {}
+
+
+def statements(conn: sa.Connection) -> Statements:
+    """The statement cache of the connection's dialect."""
+    name = conn.dialect.name
+    found = _STATEMENTS.get(name)
+    if found is None:
+        found = _STATEMENTS[name] = Statements(name)
+    return found

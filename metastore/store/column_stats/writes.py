@@ -1,0 +1,123 @@
+"""Writes of statistics rows: INSERT ... ON CONFLICT DO UPDATE on (owner, COLUMN_NAME, ENGINE), and on
+PostgreSQL the one-round-trip write of a table's statistics (the metastore_put_table_stats function)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from metastore.catalog import FieldSchema
+from metastore.store.column_stats.lookup import TableTarget
+from metastore.store.column_stats.prepared import execute_prepared
+from metastore.store.column_stats.statements import NAMES_OF, statements
+from metastore.store.schema import PART_COL_STATS, STATS_WRITE_COLUMNS, TAB_COL_STATS
+from metastore.store.upsert import upsert_statement, upsert_text
+
+
+def _upsert(conn: sa.Connection, table: sa.Table, owner: str, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    if len(rows) == 1 and conn.dialect.name == "postgresql":
+        # The common write of one statistic: a prepared statement, planned once per connection.
+        spec, sql = _prepared_upsert(table, owner)
+        execute_prepared(conn, f"metastore_upsert_{table.name.lower()}", sql, spec, rows[0], in_transaction=True)
+        return
+    stmts = statements(conn)
+    keys = (owner, *NAMES_OF)
+    stmt = stmts.get(
+        ("upsert", table.name),
+        lambda: upsert_statement(stmts.dialect, table, keys, [c for c in STATS_WRITE_COLUMNS if c not in keys]),
+    )
+    ordered = sorted(rows, key=lambda r: (r[owner], r["COLUMN_NAME"], r["ENGINE"]))
+    conn.execute(stmt, ordered)
+
+
+_PG_TYPES = {sa.BigInteger: "bigint", sa.Double: "float8", sa.String: "text", sa.LargeBinary: "bytea"}
+
+
+def _pg_type(column: sa.Column) -> str:
+    for cls, name in _PG_TYPES.items():
+        if isinstance(column.type, cls):
+            return name
+    raise TypeError(f"no PostgreSQL parameter type for {column.name} ({column.type})")  # pragma: no cover
+
+
+@functools.cache
+def _prepared_upsert(table: sa.Table, owner: str) -> tuple[tuple[tuple[str, str], ...], str]:
+    """(parameters with their types, SQL) of INSERT ... ON CONFLICT DO UPDATE of one statistics row."""
+    columns = (owner, *STATS_WRITE_COLUMNS)
+    spec = tuple((c, _pg_type(table.c[c])) for c in columns)
+    return spec, upsert_text(table, (owner, *NAMES_OF), columns)
+
+
+def upsert_table_rows(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert or replace TAB_COL_STATS rows (each with TBL_ID and every value column); sorted by key so that
+    concurrent writers take row locks in the same order."""
+    _upsert(conn, TAB_COL_STATS, "TBL_ID", rows)
+
+
+def upsert_partition_rows(conn: sa.Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert or replace PART_COL_STATS rows (each with PART_ID and every value column)."""
+    _upsert(conn, PART_COL_STATS, "PART_ID", rows)
+
+
+# The arguments of metastore_put_table_stats (migration 0004) in order, with their types: the table as the caller
+# validated against it, then the rows as JSON.
+PUT_TABLE_STATS_PARAMS = (
+    ("catalog", "text"), ("db", "text"), ("tbl", "text"), ("tbl_id", "bigint"), ("columns", "text[]"),
+    ("types", "text[]"), ("num_rows", "text"), ("accurate", "text"), ("synchronous", "boolean"), ("rows", "json"),
+)
+
+
+def _json_value(value: Any) -> Any:
+    """A row value as json_populate_recordset reads it into its column: bytea as \\x-hex text, floats as text
+    (exact: repr round-trips, and infinities, which JSON numbers cannot carry, pass)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "\\x" + bytes(value).hex()
+    if isinstance(value, float):
+        return repr(value)
+    return value
+
+
+def rows_json(rows: Sequence[dict[str, Any]]) -> str:
+    """Statistics rows (STATS_WRITE_COLUMNS) as the JSON array metastore_put_table_stats takes."""
+    # Absent keys read as NULL.
+    return json.dumps(
+        [{c: _json_value(r[c]) for c in STATS_WRITE_COLUMNS if r[c] is not None} for r in rows], allow_nan=False
+    )
+
+
+def put_table_stats(
+    conn: sa.Connection,
+    catalog: str,
+    target: TableTarget,
+    columns: Sequence[FieldSchema],
+    rows: Sequence[dict[str, Any]],
+    *,
+    synchronous_commit: bool = True,
+) -> bool:
+    """Upsert the TAB_COL_STATS `rows` (without TBL_ID) of the table `target` in one round trip, provided the
+    table still is as `target` describes it: the same id under its name, `columns` with their types, numRows
+    and COLUMN_STATS_ACCURATE. False, with nothing written, when anything differs: the caller then takes the
+    general path. PostgreSQL only (the function comes with migration 0004), on a connection in autocommit: the
+    call is its own transaction."""
+    ordered = sorted(rows, key=lambda r: (r["COLUMN_NAME"], r["ENGINE"]))  # row locks in one order
+    params: dict[str, Any] = {
+        "catalog": catalog.strip().lower(),
+        "db": target.db_name,
+        "tbl": target.table_name,
+        "tbl_id": target.tbl_id,
+        "columns": [c.name for c in columns],
+        "types": [c.type for c in columns],
+        "num_rows": target.num_rows,
+        "accurate": target.stats_accurate,
+        "synchronous": synchronous_commit,
+        "rows": rows_json(ordered),
+    }
+    stmt = "SELECT metastore_put_table_stats(" + ", ".join(f":{p}" for p, _ in PUT_TABLE_STATS_PARAMS) + ")"
+    found = execute_prepared(conn, "metastore_put_table_stats", stmt, PUT_TABLE_STATS_PARAMS, params)
+    return bool(found and found[0][0])
