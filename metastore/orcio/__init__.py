@@ -43,6 +43,7 @@ from .statistics import (
     StringStatistics,
     TimestampStatistics,
 )
+from .streams_in import SeekableInput
 from .temporal import GREGORIAN_CUTOVER_DAYS, hybrid_to_proleptic_days, is_utc
 from .types import Category, TypeDescription
 from .vectors import (
@@ -67,6 +68,7 @@ __all__ = [
     "OrcReader",
     "OrcSource",
     "RowGroupIndexEntry",
+    "SeekableInput",
     "StripeInformation",
     "describe",
     "json_lines",

@@ -12,6 +12,7 @@ legacy BLOOM_FILTER stream stores them as ``repeated fixed64 bitset``.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import struct
 from collections.abc import Iterable, Sequence
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .errors import OrcError
+from .murmur3 import hash64, hash64_array_bytes
 from .proto import orc_proto_pb2 as pb
 
 #: Java's default false-positive probability for the writer (``orc.bloom.filter.fpp``).
@@ -87,10 +89,7 @@ def long_hashes(values: np.ndarray) -> np.ndarray:
 
 def double_to_long_bits(value: float) -> int:
     """Java ``Double.doubleToLongBits`` (every NaN becomes the canonical 0x7ff8000000000000), signed."""
-    if value != value:
-        bits = _CANONICAL_NAN_BITS
-    else:
-        bits = struct.unpack("<Q", struct.pack("<d", value))[0]
+    bits = _CANONICAL_NAN_BITS if value != value else struct.unpack("<Q", struct.pack("<d", value))[0]
     return bits - (1 << 64) if bits >> 63 else bits
 
 
@@ -109,15 +108,11 @@ def _signed64(x: int) -> int:
 
 def bytes_hash(data: bytes) -> int:
     """ORC Murmur3 ``hash64`` of bytes, as a signed long."""
-    from .murmur3 import hash64
-
     return _signed64(hash64(bytes(data)))
 
 
 def bytes_hashes(values: Sequence[bytes]) -> np.ndarray:
     """:func:`bytes_hash` over many values (int64 array)."""
-    from .murmur3 import hash64_array_bytes
-
     return np.asarray(hash64_array_bytes(values), dtype=np.int64)
 
 
@@ -303,9 +298,7 @@ def value_hash(type_name: str, value: Any) -> int | None:
     ``value`` is Any: probes come from literals of any Python type, converted as ``int()``/``float()``/``bytes()``
     would (their errors name the value).
     """
-    import datetime as dt
-
-    name = type_name.split("(")[0].strip().lower()
+    name = type_name.split("(", 1)[0].strip().lower()
     if name in _LONG_CATEGORIES:
         if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
             value = (value - dt.date(1970, 1, 1)).days

@@ -173,7 +173,7 @@ def _bool_stream(ctx: ReadContext, column: int, kind: int, count: int, stream: D
     return bits[bit : bit + count].view(bool)
 
 
-def _raw_stream(ctx: ReadContext, column: int, kind: int, needed: bool) -> tuple[bytes | bytearray | memoryview, int]:
+def _raw_stream(ctx: ReadContext, column: int, kind: int, needed: bool) -> tuple[bytes | memoryview, int]:
     stream = _stream(ctx, column, kind, needed=needed)
     cur = ctx.cursor(column)
     offset = 0

@@ -19,6 +19,7 @@ import cramjam
 import numpy as np
 
 from .errors import OrcError, UnsupportedOrcFeature
+from .lzo import lzo1x_decompress
 
 #: The block size a reader assumes when the PostScript does not say.
 DEFAULT_BLOCK_SIZE = 262144
@@ -113,8 +114,6 @@ def _zstd(data: memoryview, block_size: int, out: memoryview) -> int:
 
 
 def _lzo(data: memoryview, block_size: int, out: memoryview) -> int:
-    from .lzo import lzo1x_decompress
-
     piece = lzo1x_decompress(bytes(data), block_size)
     out[: len(piece)] = piece
     return len(piece)
@@ -162,7 +161,7 @@ class DecompressedStream:
     ``compressed_starts[k] == chunk_start``.
     """
 
-    data: bytes | bytearray | memoryview
+    data: bytes | memoryview
     compressed_starts: np.ndarray
     decompressed_starts: np.ndarray
 

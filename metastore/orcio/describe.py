@@ -55,10 +55,9 @@ def format_statistics(stats: ColumnStatistics) -> str:
             parts += [f"min local ms: {stats.minimum_local}", f"max local ms: {stats.maximum_local}"]
     elif isinstance(stats, BinaryStatistics):
         parts.append(f"sum: {stats.total_length}")
-    elif isinstance(stats, CollectionStatistics):
-        if stats.min_children is not None:
-            parts += [f"minChildren: {stats.min_children}", f"maxChildren: {stats.max_children}",
-                      f"totalChildren: {stats.total_children}"]
+    elif isinstance(stats, CollectionStatistics) and stats.min_children is not None:
+        parts += [f"minChildren: {stats.min_children}", f"maxChildren: {stats.max_children}",
+                  f"totalChildren: {stats.total_children}"]
     return " ".join(parts)
 
 

@@ -18,6 +18,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from .column_readers import _rescale
 from .reader import OrcReader, OrcSource
 from .types import Category
 from .vectors import (
@@ -107,8 +108,6 @@ def format_vector(vec: ColumnVector) -> list[bytes]:
     if isinstance(vec, DecimalVector):
         ints = vec.unscaled.tolist()
         if vec.scales is not None:
-            from .column_readers import _rescale
-
             scale = HIVE11_DECIMAL_SCALE
             ints = [_rescale(v, s, scale) for v, s in zip(ints, vec.scales.tolist(), strict=True)]
         else:

@@ -23,20 +23,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, BinaryIO, TypeVar, cast
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from google.protobuf.message import DecodeError, Message
 
 from . import bloom as bloom_mod
+from . import vectors as vectors_mod
 from .bloom import BloomFilter
-from .column_readers import ReadContext, decode_column
+from .column_readers import ReadContext, _present, decode_column
 from .compression import DEFAULT_BLOCK_SIZE, DEFAULT_MAX_STREAM_BYTES, CompressionKind, decompress_stream
 from .errors import OrcError, UnsupportedOrcFeature
 from .proto import orc_proto_pb2 as pb
 from .statistics import ColumnStatistics, statistics_from_proto
-from .streams_in import ENCODING_NAMES, FileSource, PositionCursor, StripeStreams
+from .streams_in import ENCODING_NAMES, FileSource, PositionCursor, SeekableInput, StripeStreams
 from .types import Category, TypeDescription
 from .vectors import Batch, ColumnVector, StructVector, concat
 
@@ -98,7 +99,7 @@ def _parse(
 
 
 #: what :class:`OrcReader` reads from: a path, an open binary file, or the file's bytes
-OrcSource = str | os.PathLike[str] | BinaryIO | bytes
+OrcSource = str | os.PathLike[str] | SeekableInput | bytes
 
 
 class OrcReader:
@@ -151,10 +152,9 @@ class OrcReader:
         ps_bytes = tail[-1 - ps_len : -1]
         self._postscript = ps = _parse(pb.PostScript, ps_bytes, "PostScript", self.path)
         self.postscript_length = ps_len
-        if not (ps.HasField("magic") and ps.magic == "ORC"):
-            # 0.11-era files have no magic in the PostScript; then the header must say ORC
-            if self._source.read(0, 3, "file header") != b"ORC":
-                raise self._error("not an ORC file: no 'ORC' magic in the PostScript or the header")
+        # 0.11-era files have no magic in the PostScript; then the header must say ORC
+        if not (ps.HasField("magic") and ps.magic == "ORC") and self._source.read(0, 3, "file header") != b"ORC":
+            raise self._error("not an ORC file: no 'ORC' magic in the PostScript or the header")
         version = tuple(int(v) for v in ps.version)
         if version and (len(version) < 2 or version[:2] not in KNOWN_VERSIONS):
             text = ".".join(str(v) for v in version)
@@ -289,12 +289,6 @@ class OrcReader:
     def has_bad_bloom_filters(self) -> bool:
         """True when the file's bloom filters are known to be wrong (ORC-1024) and must be ignored."""
         return bloom_mod.has_bad_bloom_filters(self.writer_id, self.software_version)
-
-    @property
-    def footer(self) -> pb.Footer:
-        """TEMPORARY (issue 16): the raw footer for the two host modules that still read it; removed once they
-        use :attr:`file_statistics`."""
-        return self._footer
 
     @property
     def file_statistics(self) -> list[ColumnStatistics]:
@@ -686,8 +680,6 @@ def _walk(node: TypeDescription) -> Iterator[TypeDescription]:
 
 
 def _replace_children(node: TypeDescription, children: list[TypeDescription], names: list[str]) -> TypeDescription:
-    from dataclasses import replace
-
     return replace(node, children=tuple(children), field_names=tuple(names))
 
 
@@ -696,7 +688,6 @@ def _decode_projected(node: TypeDescription, count: int, ctx: ReadContext, encry
         return _all_null_vector(node, count)
     if node.category == Category.STRUCT and any(c.id in encrypted for c in _walk(node)):
         # decode the struct itself, then its fields one by one so that encrypted ones come back null
-        from .column_readers import _present  # noqa: PLC0415 - internal helper shared with the decoder
 
         present = _present(ctx, node, count)
         n = count if present is None else int(np.count_nonzero(present))
@@ -714,30 +705,28 @@ def _all_null_vector(node: TypeDescription, count: int) -> ColumnVector:
 
 def _empty_vector(node: TypeDescription) -> ColumnVector:
     """A vector of the type with no slots."""
-    from . import vectors as v
-
     c = node.category
     if c in (Category.BOOLEAN,):
-        return v.LongVector(node, 0, None, np.zeros(0, bool))
+        return vectors_mod.LongVector(node, 0, None, np.zeros(0, bool))
     if c in (Category.BYTE, Category.SHORT, Category.INT, Category.LONG, Category.DATE):
         dtype = {Category.BYTE: np.int8, Category.SHORT: np.int16, Category.INT: np.int32}.get(c, np.int64)
-        return v.LongVector(node, 0, None, np.zeros(0, dtype))
+        return vectors_mod.LongVector(node, 0, None, np.zeros(0, dtype))
     if c in (Category.FLOAT, Category.DOUBLE):
-        return v.DoubleVector(node, 0, None, np.zeros(0, np.float32 if c == Category.FLOAT else np.float64))
+        return vectors_mod.DoubleVector(node, 0, None, np.zeros(0, np.float32 if c == Category.FLOAT else np.float64))
     if c in (Category.STRING, Category.CHAR, Category.VARCHAR, Category.BINARY):
-        return v.BytesVector(node, 0, None, np.zeros(1, np.int64), b"")
+        return vectors_mod.BytesVector(node, 0, None, np.zeros(1, np.int64), b"")
     if c == Category.DECIMAL:
-        return v.DecimalVector(node, 0, None, np.zeros(0, np.int64), node.scale or 0,
+        return vectors_mod.DecimalVector(node, 0, None, np.zeros(0, np.int64), node.scale or 0,
                                np.zeros(0, np.int64) if not node.precision else None)
     if c in (Category.TIMESTAMP, Category.TIMESTAMP_INSTANT):
-        return v.TimestampVector(node, 0, None, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return vectors_mod.TimestampVector(node, 0, None, np.zeros(0, np.int64), np.zeros(0, np.int64))
     if c == Category.LIST:
-        return v.ListVector(node, 0, None, np.zeros(1, np.int64), _empty_vector(node.children[0]))
+        return vectors_mod.ListVector(node, 0, None, np.zeros(1, np.int64), _empty_vector(node.children[0]))
     if c == Category.MAP:
-        return v.MapVector(node, 0, None, np.zeros(1, np.int64), _empty_vector(node.children[0]),
+        return vectors_mod.MapVector(node, 0, None, np.zeros(1, np.int64), _empty_vector(node.children[0]),
                            _empty_vector(node.children[1]))
     if c == Category.STRUCT:
-        return v.StructVector(node, 0, None, [_empty_vector(ch) for ch in node.children])
-    return v.UnionVector(node, 0, None, np.zeros(0, np.int8), np.zeros(0, np.int64),
+        return vectors_mod.StructVector(node, 0, None, [_empty_vector(ch) for ch in node.children])
+    return vectors_mod.UnionVector(node, 0, None, np.zeros(0, np.int8), np.zeros(0, np.int64),
                          [_empty_vector(ch) for ch in node.children])
 

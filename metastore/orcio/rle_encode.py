@@ -382,10 +382,8 @@ def encode_byte_rle(values: np.ndarray, marks: np.ndarray | None = None) -> Enco
     runs = np.flatnonzero(seg.fixed)
     asm.put_column(1, runs, 0, data[seg.starts[runs]])
     literals = np.flatnonzero(~seg.fixed)
-    if len(runs) == 0 and len(literals):
-        literal_bytes = data  # every value sits in a literal group, in order
-    else:
-        literal_bytes = data[np.repeat(~seg.fixed, lengths)]
+    # when every value sits in a literal group they are already in order
+    literal_bytes = data if len(runs) == 0 and len(literals) else data[np.repeat(~seg.fixed, lengths)]
     asm.fill_rest(literal_bytes)
     positions = _positions(seg, asm.segment_offsets, asm.total, np.zeros(0) if marks is None else marks, n)
     return EncodedRle(asm.out.tobytes(), positions)
@@ -590,10 +588,7 @@ def _patch_lists(
         reduced[where] &= mask
         gaps = np.diff(where, prepend=0)
         max_gap = int(gaps.max()) if len(gaps) else 0
-        if max_gap == 0 and len(where):
-            pgw = 1
-        else:
-            pgw = int(_CLOSEST_FIXED[int(max_gap).bit_length()])
+        pgw = 1 if max_gap == 0 and len(where) else int(_CLOSEST_FIXED[int(max_gap).bit_length()])
         pgw = min(pgw, 8)
         # gaps above 255 are carried by (255, patch 0) entries
         fillers = np.maximum(0, (gaps - 1) // 255)

@@ -12,7 +12,7 @@ import io
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 import numpy as np
 
@@ -27,13 +27,26 @@ INDEX_STREAM_KINDS = frozenset({pb.Stream.ROW_INDEX, pb.Stream.BLOOM_FILTER, pb.
 SHARED_READ_LIMIT = 1 << 16
 
 
+class SeekableInput(Protocol):
+    """What the reader needs of a file object it is given: ``seek`` (to find the size and each range) and
+    ``read``. An optional ``name`` attribute names the file in errors."""
+
+    def seek(self, offset: int, whence: int = ..., /) -> int:
+        """Move to ``offset`` (relative to ``whence``); returns the new position."""
+        ...
+
+    def read(self, size: int = ..., /) -> bytes:
+        """Up to ``size`` bytes from the current position."""
+        ...
+
+
 class FileSource:
     """Random access to the bytes of an ORC file (a path, an open binary file or a bytes object)."""
 
-    def __init__(self, source: str | os.PathLike[str] | BinaryIO | bytes | bytearray | memoryview) -> None:
+    def __init__(self, source: str | os.PathLike[str] | SeekableInput | bytes | bytearray | memoryview) -> None:
         self._owned: BinaryIO | None = None
         self._buffer: bytes | None = None
-        self._file: BinaryIO | None
+        self._file: SeekableInput | None
         if isinstance(source, bytes | bytearray | memoryview):
             self._buffer = bytes(source)
             self.name = "<bytes>"

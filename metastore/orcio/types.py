@@ -121,7 +121,7 @@ class TypeDescription:
     @staticmethod
     def primitive(category: Category | str) -> TypeDescription:
         """A childless type by category or schema name (``int``, ``string``...)."""
-        cat = _BY_NAME.get(category, None) if isinstance(category, str) else category
+        cat = _BY_NAME.get(category) if isinstance(category, str) else category
         if cat is None:
             raise OrcError(f"unknown type name {category!r}")
         if not cat.is_primitive:

@@ -183,7 +183,7 @@ class BytesVector(ColumnVector):
 
     offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     #: the stream's bytes: ``bytes``, or a memoryview of a decompression buffer
-    data: bytes | bytearray | memoryview = b""
+    data: bytes | memoryview = b""
 
     @property
     def is_text(self) -> bool:

@@ -110,7 +110,7 @@ def _rows(rng: random.Random, n: int) -> list[tuple]:
 
 
 def _spark_schema():
-    from pyspark.sql import types as T
+    from pyspark.sql import types as T  # noqa: N812 - PySpark's documented spelling
 
     return T.StructType([
         T.StructField("id", T.LongType()), T.StructField("b", T.BooleanType()), T.StructField("t", T.ByteType()),
@@ -129,7 +129,8 @@ def _spark_schema():
 
 def _streams(reader: OrcReader, stripe: int) -> dict[tuple, bytes]:
     info = reader._footer.stripes[stripe]
-    raw = open(reader.path, "rb").read()
+    with open(reader.path, "rb") as file:
+        raw = file.read()
     out = {}
     offset = info.offset
     for s in reader._stripe_footer(stripe).streams:

@@ -217,7 +217,7 @@ def test_pyorc_reads_what_it_wrote_the_same_way(run_pyorc) -> None:
 @pytest.mark.spark
 @pytest.mark.parametrize("options", [{}, {"orc.bloom.filter.columns": "id,name", "orc.compress": "ZLIB"}])
 def test_spark_files(spark, tmp_path: Path, options: dict) -> None:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: N812 - PySpark's documented spelling
 
     previous = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", "UTC")

@@ -191,7 +191,8 @@ def test_user_metadata_round_trips(tmp_path) -> None:
         writer.write_batch({"x": [1, 2]})
     want = {**meta, "late": b"added later"}
     assert pa_orc.ORCFile(str(path)).metadata == want
-    assert dict(pyorc.Reader(open(path, "rb")).user_metadata) == want
+    with open(path, "rb") as file:
+        assert dict(pyorc.Reader(file).user_metadata) == want
     assert OrcReader(path).user_metadata == want
 
 
@@ -213,12 +214,14 @@ def test_empty_file_and_non_struct_root(tmp_path) -> None:
     path = tmp_path / "empty.orc"
     OrcWriter(path, "struct<a:int,b:string>").close()
     assert pa_orc.ORCFile(str(path)).read().num_rows == 0
-    assert len(list(pyorc.Reader(open(path, "rb")))) == 0
+    with open(path, "rb") as file:
+        assert len(list(pyorc.Reader(file))) == 0
     bare = tmp_path / "bare.orc"
     with OrcWriter(bare, "bigint") as writer:
         writer.write_batch([1, None, 3])
         writer.write_rows([4, 5])
-    assert list(pyorc.Reader(open(bare, "rb"))) == [1, None, 3, 4, 5]
+    with open(bare, "rb") as file:
+        assert list(pyorc.Reader(file)) == [1, None, 3, 4, 5]
     assert OrcReader(bare).read().to_pylist() == [1, None, 3, 4, 5]
 
 
