@@ -198,3 +198,48 @@ def test_table_objects_by_name_refuses_as_hive(client, dbname):
         client.get_table_objects_by_name("no_such_db_here", ["t"])
     with pytest.raises(tt.UnknownDBException, match="DB name is null or empty"):
         client.get_table_objects_by_name("", ["t"])
+
+
+# ---------------------------------------------------------------- the `transactional` parameter (Hive's listener)
+
+ORC_IN, ORC_OUT = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat", "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
+
+
+def _acid_table(db: str, name: str, *, bucketed: bool = True, orc: bool = True, **params: str) -> tt.Table:
+    t = b.table(db, name, cols=[("c", "int")], **params)
+    if bucketed:
+        t.sd.bucketCols, t.sd.numBuckets = ["c"], 1
+    t.sd.inputFormat, t.sd.outputFormat = (ORC_IN, ORC_OUT) if orc else (
+        "org.apache.hadoop.mapred.TextInputFormat", "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
+    )
+    return t
+
+
+def test_transactional_tables_follow_hives_rules(client, dbname):
+    client.create_database(b.database(dbname))
+    for value in ("", "foobar", "false"):
+        with pytest.raises(tt.MetaException, match="may only have value 'true'"):
+            client.create_table(_acid_table(dbname, "t", transactional=value))
+    with pytest.raises(tt.MetaException, match="must be bucketed and stored using an ACID compliant format"):
+        client.create_table(_acid_table(dbname, "t", bucketed=False, transactional="true"))
+    with pytest.raises(tt.MetaException, match="must be bucketed and stored using an ACID compliant format"):
+        client.create_table(_acid_table(dbname, "t", orc=False, transactional="true"))
+    client.create_table(_acid_table(dbname, "t", Transactional="TRUE"))
+    assert client.get_table(dbname, "t").parameters["transactional"] == "true"
+    assert "Transactional" not in client.get_table(dbname, "t").parameters
+
+    with pytest.raises(tt.MetaException, match="'transactional'='true' cannot be unset"):
+        client.alter_table(dbname, "t", tt.Table(parameters={"transactional": "false"}))
+    kept = client.get_table(dbname, "t")
+    kept.parameters["comment"] = "still transactional"
+    client.alter_table(dbname, "t", kept)
+    assert client.get_table(dbname, "t").parameters["comment"] == "still transactional"
+
+    client.create_table(_acid_table(dbname, "plain", bucketed=False))
+    plain = client.get_table(dbname, "plain")
+    plain.parameters["transactional"] = "true"
+    with pytest.raises(tt.MetaException, match="must be bucketed"):
+        client.alter_table(dbname, "plain", plain)
+    plain.sd.bucketCols, plain.sd.numBuckets = ["c"], 1
+    client.alter_table(dbname, "plain", plain)
+    assert client.get_table(dbname, "plain").parameters["transactional"] == "true"
