@@ -55,6 +55,20 @@ def _basic_row_count(num_rows: str | None, stats_accurate: str | None) -> int | 
         return None
 
 
+def check_names(
+    catalog: str, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str]
+) -> None:
+    """The one check of the names every statistics call carries: none may hold a NUL character (no object can
+    be named so, and PostgreSQL text cannot carry one), refused alike on every database. InvalidInput."""
+    for what, names in (
+        ("catalog", (catalog,)), ("database", (db_name,)), ("table", (table_name,)), ("partition", partition_names),
+        ("column", columns),
+    ):
+        if names and "\x00" in "".join(names):
+            bad = next(n for n in names if "\x00" in n)
+            raise InvalidInput(f"{what} name {bad!r} contains a NUL character")
+
+
 def canonical_partition_name(target: TableTarget, name: str) -> str:
     """The stored form of a partition name a client sent (`DS=2024-01-01` → `ds=2024-01-01`)."""
     if not target.partition_keys:
@@ -162,6 +176,9 @@ class StatisticsService:
 
         merge combines them with the stored statistics (Hive's needMerge); otherwise they replace them.
         """
+        for w in writes:
+            part = (w.partition_name,) if w.partition_name else ()
+            check_names(w.catalog, w.db_name, w.table_name, part, [e.column for e in w.entries])
         engine = engine or DEFAULT_ENGINE
         if not writes:
             return
@@ -292,6 +309,7 @@ class StatisticsService:
         catalog: str = DEFAULT_CATALOG,
     ) -> list[ColumnStatsEntry]:
         """Table-level statistics of the columns that have them; NoSuchObject for a missing table."""
+        check_names(catalog, db_name, table_name, (), columns)
         with self._read() as repo:
             found = repo.read_table_stats(
                 catalog, db_name, table_name, columns, engine or DEFAULT_ENGINE,
@@ -309,6 +327,7 @@ class StatisticsService:
         `columns`), from the bytes stored with each row; None when they cannot answer (this service returns
         sketches, or see column_stats.encoded.table_stats_encoded): read with table_stats. NoSuchObject for a
         missing table."""
+        check_names(catalog, db_name, table_name, (), columns)
         if self.fetch_bitvector or self.fetch_kll:
             return None
         with self._read() as repo:
@@ -325,6 +344,7 @@ class StatisticsService:
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[ColumnStatsEntry, int | None]:
         """One column's table-level statistics and when they were analysed; NoSuchObject when absent."""
+        check_names(catalog, db_name, table_name, (), (column,))
         with self._read() as repo:
             found = repo.read_table_stats(
                 catalog, db_name, table_name, [column], engine or DEFAULT_ENGINE,
@@ -342,6 +362,7 @@ class StatisticsService:
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[ColumnStatsEntry, str, int | None]:
         """One column's statistics in one partition (entry, canonical partition name, lastAnalyzed)."""
+        check_names(catalog, db_name, table_name, (partition_name,), (column,))
         engine = engine or DEFAULT_ENGINE
         options = {"bit_vectors": self.fetch_bitvector, "histograms": self.fetch_kll}
         with self._read() as repo:
@@ -367,6 +388,7 @@ class StatisticsService:
         engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
     ) -> dict[str, list[ColumnStatsEntry]]:
         """{partition name: statistics in the order of `columns`} for the named partitions that have any."""
+        check_names(catalog, db_name, table_name, partition_names, columns)
         with self._read() as repo:
             found = repo.read_partition_stats(
                 catalog, db_name, table_name, partition_names, columns, engine or DEFAULT_ENGINE,
@@ -390,6 +412,7 @@ class StatisticsService:
         in the order of `columns`)], from the bytes stored with each row; None when they cannot answer (this
         service returns sketches, or see column_stats.encoded.partition_stats_encoded): read with
         partitions_stats."""
+        check_names(catalog, db_name, table_name, partition_names, columns)
         if self.fetch_bitvector or self.fetch_kll:
             return None
         with self._read() as repo:
@@ -410,6 +433,7 @@ class StatisticsService:
         the one it was computed at. A miss computes it inside a repeatable-read transaction that also reads the
         version, so the stored reply and its version are one snapshot. Without a cache (or on SQLite) it is
         compute()."""
+        check_names(catalog, db_name, table_name, partition_names, columns)
         cache = self.reply_cache
         if cache is None or not self.store.features.partition_stats_versions:
             return compute()
@@ -450,6 +474,7 @@ class StatisticsService:
         binaries always), the database sums the column up and returns one row for it; other columns fetch
         their per-partition rows and go through the Python aggregator.
         """
+        check_names(catalog, db_name, table_name, partition_names, columns)
         names = list(dict.fromkeys(partition_names))
         cols = list(dict.fromkeys(c.lower() for c in columns))
         if not names or not cols:
@@ -528,6 +553,7 @@ class StatisticsService:
         catalog: str = DEFAULT_CATALOG,
     ) -> int:
         """Delete table-level statistics of the columns (all when None); NoSuchObject when a named column has none."""
+        check_names(catalog, db_name, table_name, (), columns or ())
         with self.store.transaction() as uow:
             deleted = uow.column_stats.delete_table_stats(catalog, db_name, table_name, columns, engine=engine)
             if columns is not None and deleted == 0:
@@ -541,6 +567,7 @@ class StatisticsService:
         *, engine: str | None = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
     ) -> int:
         """Delete partition-level statistics (all partitions / all columns when None)."""
+        check_names(catalog, db_name, table_name, partition_names or (), columns or ())
         with self.store.transaction() as uow:
             names = None
             if partition_names is not None:

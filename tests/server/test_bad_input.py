@@ -310,6 +310,58 @@ def test_nul_characters_in_names_are_refused_as_input(server, client, dbname):
     assert client.get_partition_names(dbname, "t", -1) == ["ds=2024-01-01/hr=1"]
 
 
+def test_nul_in_any_statistics_name_is_the_same_invalid_input_on_every_database(client, dbname):
+    """One validation for the names of every statistics call (database, table, partition, column): a NUL
+    anywhere is refused as invalid input, before any SQL (SQLite used to answer an internal KeyError for a
+    column name, PostgreSQL a driver error). Calls declaring InvalidInputException answer it; the others
+    MetaException, with the same message."""
+    b.create_db_and_table(client, dbname, "t", partitioned=True)
+    client.add_partition(b.partition(dbname, "t", ["2024-01-01", "1"]))
+    part, bad = "ds=2024-01-01/hr=1", "a\x00b"
+
+    def reads(db: str, table: str, parts: list[str], cols: list[str]) -> list:
+        request = tt.PartitionsStatsRequest(dbName=db, tblName=table, colNames=cols, partNames=parts)
+        partition_calls = [
+            (tt.MetaException, lambda: client.get_partitions_statistics_req(request)),
+            (tt.MetaException, lambda: client.get_aggr_stats_for(request)),
+            (tt.InvalidInputException, lambda: client.get_partition_column_statistics(db, table, parts[0], cols[0])),
+            (tt.InvalidInputException, lambda: client.delete_partition_column_statistics(db, table, parts[0], cols[0], "hive")),
+        ]
+        if parts != [part]:
+            return partition_calls
+        return [
+            *partition_calls,
+            (tt.MetaException, lambda: client.get_table_statistics_req(
+                tt.TableStatsRequest(dbName=db, tblName=table, colNames=cols))),
+            (tt.InvalidInputException, lambda: client.get_table_column_statistics(db, table, cols[0])),
+            (tt.InvalidInputException, lambda: client.delete_table_column_statistics(db, table, cols[0], "hive")),
+        ]
+
+    cases = {
+        "database": reads(bad, "t", [part], ["l"]),
+        "table": reads(dbname, bad, [part], ["l"]),
+        "partition": reads(dbname, "t", [bad], ["l"]),
+        "column": reads(dbname, "t", [part], [bad]),
+    }
+    for what, calls in cases.items():
+        for i, (expected, call) in enumerate(calls):
+            try:
+                call()
+            except tt.TException as exc:
+                assert type(exc) is expected, (what, i, exc)
+                assert f"{what} name 'a\\x00b' contains a NUL character" in exc.message, (what, i, exc)
+            else:
+                pytest.fail(f"call {i} with a NUL in the {what} name answered")
+    writes = tt.ColumnStatistics(
+        statsDesc=tt.ColumnStatisticsDesc(isTblLevel=True, dbName=dbname, tableName="t"),
+        statsObj=[b.obj(bad, "bigint", b.data_long(1, 2, 0, 1))],
+    )
+    with pytest.raises(tt.InvalidInputException) as caught:
+        client.update_table_column_statistics(writes)
+    assert "column name 'a\\x00b' contains a NUL character" in caught.value.message
+    assert client.get_partition_names(dbname, "t", -1) == [part]
+
+
 def test_one_very_long_string_is_read_and_refused_with_a_short_error(server):
     # A 60 MB database name (under the 64 MB string limit): read once, answered with a bounded message.
     name = b"d" * 60_000_000
