@@ -6,6 +6,7 @@ client always gets an exception it can decode, never an "unknown result".
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import logging
@@ -32,7 +33,7 @@ from metastore.errors import (
     StoreUnavailable,
 )
 from metastore.partnames import parse_part_name
-from metastore.service import Metastore, StatsWrite
+from metastore.service import Metastore, StatsWrite, transactional
 from metastore.service.meta_conf import ConnectionMetaConf
 from metastore.service.table_filter import table_names_by_filter
 from metastore.wire import catalog as convert
@@ -359,11 +360,11 @@ class Handler:
 
     @_thrift_method
     def create_table(self, tbl: tt.Table) -> None:
-        self.ms.catalog.create_table(convert.table_from_thrift(tbl))
+        self.ms.catalog.create_table(transactional.checked_for_create(convert.table_from_thrift(tbl)))
 
     @_thrift_method
     def create_table_with_environment_context(self, tbl: tt.Table, environment_context: object | None) -> None:
-        self.ms.catalog.create_table(convert.table_from_thrift(tbl))
+        self.ms.catalog.create_table(transactional.checked_for_create(convert.table_from_thrift(tbl)))
 
     @_thrift_method
     def get_table(self, dbname: str, tbl_name: str) -> tt.Table:
@@ -453,7 +454,15 @@ class Handler:
         return [convert.field_to_thrift(c) for c in (*table.sd.cols, *table.partition_keys)]
 
     def _alter_table(self, dbname: str, tbl_name: str, new_tbl: tt.Table, cascade: bool | None) -> None:
-        self.ms.catalog.alter_table(dbname, tbl_name, convert.table_from_thrift(new_tbl), cascade=cascade)
+        # Hive's transactional checks come first: its own tests alter with a Table that holds only parameters.
+        params = transactional.checked_alter_parameters(
+            self.ms.catalog.get_table(dbname, tbl_name).parameters if new_tbl.parameters else {},
+            new_tbl.parameters, lambda: convert.table_from_thrift(new_tbl),
+        )
+        table = convert.table_from_thrift(new_tbl)
+        if params is not None:
+            table = dataclasses.replace(table, parameters=params)
+        self.ms.catalog.alter_table(dbname, tbl_name, table, cascade=cascade)
 
     @_thrift_method
     def alter_table(self, dbname: str, tbl_name: str, new_tbl: tt.Table) -> None:
