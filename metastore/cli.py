@@ -28,7 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def add_serve_command(sub: argparse._SubParsersAction, help_text: str) -> None:
+def add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], help_text: str) -> None:
     """Add `metastore serve` (its options need argparse only; the server is imported when it runs)."""
     p = sub.add_parser(
         "serve",

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 
-def add_orc_commands(sub: argparse._SubParsersAction, help_text: str) -> None:
+def add_orc_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], help_text: str) -> None:
     """Register `metastore orc meta|cat|write` on the top-level subcommands."""
     orc = sub.add_parser("orc", help=help_text, description="Inspect and write ORC files.")
     cmds = orc.add_subparsers(dest="orc_command", metavar="COMMAND")

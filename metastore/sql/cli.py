@@ -48,7 +48,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     cache.add_argument("--no-stats-cache", action="store_true", help="analyze every file afresh, keep no cache")
 
 
-def add_sql_commands(subparsers: argparse._SubParsersAction, help_text: str) -> None:
+def add_sql_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], help_text: str) -> None:
     """Add the `sql` command to the main parser's subparsers."""
     p = subparsers.add_parser(
         "sql",
@@ -69,9 +69,10 @@ def run_sql(args: argparse.Namespace) -> int:
     logging.getLogger("alembic").setLevel(logging.WARNING)
     # thrift logs a failed connect itself; the shell reports it once, as its own one-line error
     logging.getLogger("thrift").setLevel(logging.CRITICAL)
-    from metastore.client import ThriftMetastoreClient, connect
+    from metastore.client import MetastoreClient, ThriftMetastoreClient, connect
     from metastore.errors import MetastoreError
-    from metastore.sql.executor import Executor, ExecutorOptions
+    from metastore.sql.executor import Executor
+    from metastore.sql.session import ExecutorOptions
     from metastore.sql.shell import Shell, one_line
 
     script: str | None = None
@@ -87,6 +88,7 @@ def run_sql(args: argparse.Namespace) -> int:
     if interactive and not sys.stdin.isatty():
         script = sys.stdin.read()  # statements piped in run as a batch
         interactive = False
+    client: MetastoreClient
     try:
         if args.connect:
             client = ThriftMetastoreClient(args.connect)

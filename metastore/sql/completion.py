@@ -3,9 +3,10 @@ of the tables the statement names. Loaded with prompt_toolkit by the interactive
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
-from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
 
 from metastore.errors import MetastoreError
 from metastore.sql.executor import Executor
@@ -80,7 +81,8 @@ class SqlCompleter(Completer):
                     names += self.columns(db, table)
         return plain, names
 
-    def get_completions(self, document, complete_event):  # noqa: ANN001, ANN201 - prompt_toolkit's API
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
+        """prompt_toolkit's entry: the candidates starting with the word before the cursor."""
         partial, names = self.candidates(document.text_before_cursor)
         low = partial.lower()
         seen: set[str] = set()

@@ -253,7 +253,8 @@ class Executor:
         # Loaded on first use, deliberately: the helpers bring numpy, the ORC engine and the statistics code,
         # which `metastore sql -e "SHOW DATABASES;"` should not pay for at start-up.
         module = importlib.import_module(module_name)
-        return getattr(module, function_name)(self, statement)
+        run: Callable[[Executor, Statement], Result] = getattr(module, function_name)
+        return run(self, statement)
 
 
 #: Statements run by the helper modules: (module, function taking the session and the statement).

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -138,7 +139,9 @@ def _layout(table: Table, spec: PartitionSpec | None, column_names: Sequence[Any
                 position,
             )
     if table.partition_keys:
-        static = resolve_spec(table, spec, full=False, what=what) if spec is not None else [None] * len(key_types)
+        static: list[str | None] = (
+            resolve_spec(table, spec, full=False, what=what) if spec is not None else [None] * len(key_types)
+        )
         first_dynamic = next((i for i, v in enumerate(static) if v is None), len(static))
         if any(v is not None for v in static[first_dynamic:]):
             raise SqlError("a static partition value cannot follow a dynamic one (Hive's rule)", spec.position if spec else position)
@@ -283,18 +286,18 @@ def _commit(ex: Session, target: _Target, new_files: list[Path], overwrite: bool
         rows, raw = _footer_counts(path)
         added_rows = None if rows is None or added_rows is None else added_rows + rows
         added_raw = None if raw is None or added_raw is None else added_raw + raw
-    change = {
-        "num_files": len(files), "total_size": total_size, "added_rows": added_rows, "added_raw_size": added_raw,
-        "replaced": overwrite or not before,
-    }
+    change = partial(
+        after_data_change, num_files=len(files), total_size=total_size, added_rows=added_rows,
+        added_raw_size=added_raw, replaced=overwrite or not before,
+    )
     if target.partition is not None:
-        params = after_data_change(target.partition.parameters, **change)
+        params = change(target.partition.parameters)
         ex.client.alter_partitions(
             target.table.db_name, target.table.table_name, [replace(target.partition, parameters=params)]
         )
     else:
         current = ex.client.get_table(target.table.db_name, target.table.table_name)
-        params = after_data_change(current.parameters, **change)
+        params = change(current.parameters)
         ex.client.alter_table(current.db_name, current.table_name, replace(current, parameters=params))
 
 

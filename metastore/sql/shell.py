@@ -92,15 +92,15 @@ class Shell:
         """Read statements from the terminal until quit/exit or end of input."""
         # prompt_toolkit (a fifth of a second to import) only for the interactive prompt, never in batch mode.
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory, InMemoryHistory
-        from prompt_toolkit.key_binding import KeyBindings
+        from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+        from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
         from metastore.sql.completion import SqlCompleter
 
         bindings = KeyBindings()
 
         @bindings.add("enter")
-        def _enter(event) -> None:  # noqa: ANN001 - prompt_toolkit's event type
+        def _enter(event: KeyPressEvent) -> None:
             buffer = event.current_buffer
             text = buffer.text
             if statement_is_complete(text) or text.strip().lower().rstrip(";") in EXIT_COMMANDS or not text.strip():
@@ -108,7 +108,7 @@ class Shell:
             else:
                 buffer.insert_text("\n")
 
-        history = InMemoryHistory()
+        history: History = InMemoryHistory()
         if history_path is not None:
             try:
                 history_path.parent.mkdir(parents=True, exist_ok=True)

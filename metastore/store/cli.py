@@ -13,7 +13,7 @@ _DB_HELP = (
 )
 
 
-def add_db_commands(subparsers: argparse._SubParsersAction, help_text: str) -> None:
+def add_db_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], help_text: str) -> None:
     """Add the `db` command and its subcommands to the main parser's subparsers."""
     db = subparsers.add_parser(
         "db",

@@ -134,7 +134,7 @@ def expected(column: pa.ChunkedArray | pa.Array, hive_type: str) -> Expected:
     """Ground truth of a column: counts over the values, min/max, exact NDV, byte lengths."""
     nulls = column.null_count
     valid = pc.drop_null(column)
-    head = hive_type.split("(")[0]
+    head = hive_type.split("(", maxsplit=1)[0]
     if head == "boolean":
         trues = int(pc.sum(valid.cast(pa.int64())).as_py() or 0)
         return Expected(nulls, num_trues=trues, num_falses=len(valid) - trues)

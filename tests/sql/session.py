@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from metastore.client import MetastoreClient
-from metastore.sql.executor import Executor, ExecutorOptions
+from metastore.sql.executor import Executor
 from metastore.sql.output import Result
 from metastore.sql.parser import parse_script
+from metastore.sql.session import ExecutorOptions
 
 
 class SqlSession:
