@@ -125,6 +125,15 @@ def qualify(location: str | None) -> str | None:
     return location
 
 
+def qualify_directory(location: str) -> str:
+    """A configured directory (the warehouse) qualified like `qualify`, a relative path taken from the current
+    directory first (as Hadoop qualifies a path against its working directory)."""
+    parts = _split(location)
+    if parts.scheme == "" and parts.authority is None and not location.startswith("/"):
+        location = os.path.abspath(location)
+    return qualify(location.rstrip("/") or "/") or location
+
+
 def child(parent: str, name: str) -> str:
     """The location of `name` (a file, directory or partition name such as `ds=2024-01-01`) inside `parent`."""
     return f"{parent.rstrip('/')}/{name}"

@@ -58,7 +58,7 @@ class CatalogService:
 
     def __init__(self, store: Store, warehouse: str) -> None:
         self.store = store
-        self.warehouse = locations.qualify(warehouse.rstrip("/") or "/") or warehouse
+        self.warehouse = locations.qualify_directory(warehouse)
 
     def _database_location(self, db: Database) -> str:
         """Where a database's tables go by default: its location, else <warehouse>/<name>.db."""

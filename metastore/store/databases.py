@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_DATABASE, Database
 from metastore.errors import AlreadyExists, InvalidOperation, NoSuchObject
-from metastore.locations import qualify
+from metastore.locations import qualify_directory
 from metastore.store.identifiers import normalize, validate_database_name
 from metastore.store.name_patterns import hive_name_matcher
 from metastore.store.parameters import DATABASE_PARAMETERS
@@ -126,7 +126,7 @@ def ensure_default_database(conn: sa.Connection, warehouse: str) -> bool:
     `file:/...` for a local path, as Hive does) unless they exist; True when this call created the database.
     Safe when several processes race."""
     now = int(time.time())
-    warehouse = qualify(warehouse.rstrip("/") or "/") or warehouse
+    warehouse = qualify_directory(warehouse)
     insert_ignoring_duplicates(
         conn,
         CTLGS,
