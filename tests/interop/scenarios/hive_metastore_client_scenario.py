@@ -97,10 +97,11 @@ def main() -> None:
         partition_keys=[ColumnBuilder(name="ds", type="string").build()],
     ).build()
     rec.step("hmc.create_external_table", lambda: client.create_external_table(ext))
-    rec.step(
-        "hmc.get_external_table_type",
-        lambda: (lambda t: [t.tableType, t.parameters.get("EXTERNAL")])(client.get_table(names.db, built)),
-    )
+    def external_table_type() -> list:
+        t = client.get_table(names.db, built)
+        return [t.tableType, t.parameters.get("EXTERNAL")]
+
+    rec.step("hmc.get_external_table_type", external_table_type)
     ext_parts = [PartitionBuilder(values=[v], db_name=names.db, table_name=built).build() for v in ("a", "b")]
     rec.step(
         "hmc.add_partitions_if_not_exists",
