@@ -25,7 +25,7 @@ from metastore.client import MetastoreClient
 from metastore.errors import AlreadyExists, MetastoreError, NoSuchObject
 from metastore.sql.errors import SqlError
 from metastore.sql.output import Result
-from metastore.sql.session import ExecutorOptions
+from metastore.sql.session import ExecutorOptions, Session
 from metastore.sql.statements import (
     AddPartitions,
     AlterTableProperties,
@@ -253,8 +253,9 @@ class Executor:
         # Loaded on first use, deliberately: the helpers bring numpy, the ORC engine and the statistics code,
         # which `metastore sql -e "SHOW DATABASES;"` should not pay for at start-up.
         module = importlib.import_module(module_name)
-        run: Callable[[Executor, Statement], Result] = getattr(module, function_name)
-        return run(self, statement)
+        run: Callable[[Session, Statement], Result] = getattr(module, function_name)
+        session: Session = self  # the type checker holds the executor to the helpers' interface here
+        return run(session, statement)
 
 
 #: Statements run by the helper modules: (module, function taking the session and the statement).
