@@ -146,14 +146,15 @@ def test_timestamp_statistics_as_long_for_old_clients_and_as_timestamp_for_hive4
 
 
 def test_decimal_values_keep_unscaled_bytes_and_scale(client, dbname):
-    b.create_db_and_table(client, dbname)
+    # a decimal(38,18) column, so that values of Hive's maximum precision fit it (statistics must fit the column)
+    b.create_db_and_table(client, dbname, cols=[("dec", "decimal(38,18)")])
     cases = [
         ("0", "0.0000"), ("-1", "1"), ("-0.0001", "99999999999999999999.9999"), ("-128", "127"), ("-129", "255"),
         # 38 digits (Hive's maximum precision): more than Python's default decimal context keeps.
         ("-12345678901234567890.123456789012345678", "99999999999999999999.999999999999999999"),
     ]
     for low, high in cases:
-        sent = b.obj("dec", "decimal(20,4)", b.data_decimal(low, high, 0, 1))
+        sent = b.obj("dec", "decimal(38,18)", b.data_decimal(low, high, 0, 1))
         client.update_table_column_statistics(b.table_stats(dbname, "t", [sent]))
         got = client.get_table_column_statistics(dbname, "t", "dec").statsObj[0]
         assert got == sent, (low, high)

@@ -165,7 +165,7 @@ def all_kinds_objs(seed: int = 0) -> list[tt.ColumnStatisticsObj]:
         obj("s", "string", data_string(120 + s, 17.25, 5, 42)),
         obj("v", "varchar(20)", data_string(20, 0.0, 0, 0)),
         obj("bin", "binary", data_binary(1 << 40, 1234.5, 6)),
-        obj("dec", "decimal(20,4)", data_decimal("-12345678901234567.8901", f"{s}.0500", 2, 7)),
+        obj("dec", "decimal(20,4)", data_decimal("-1234567890123456.8901", f"{s}.0500", 2, 7)),
         obj("dt", "date", data_date(-719162, 2932896 + s, 0, 365)),
         obj("ts", "timestamp", data_timestamp(-62135596800, 253402300799 - s, 9, 86400)),
     ]
