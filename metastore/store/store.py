@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from metastore.errors import InvalidInput, StoreUnavailable
+from metastore.errors import InvalidInput, MetastoreError, StoreUnavailable
 from metastore.store import migrate
 from metastore.store.column_stats import StatsRepository
 from metastore.store.databases import DatabaseRepository, ensure_default_database
@@ -76,11 +76,17 @@ class Store:
         raises (nothing is half-written). Read-only work may pass write=False: on SQLite it then does not
         take the write lock, so it never waits for writers. StoreUnavailable when the database cannot be
         reached."""
-        with _database_errors(), self.engine.connect() as conn:
-            if not write:
-                conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
-            with conn.begin():
-                yield UnitOfWork(conn)
+        try:
+            with self.engine.connect() as conn:
+                if not write:
+                    conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
+                with conn.begin():
+                    yield UnitOfWork(conn)
+        except _DATABASE_ERRORS as exc:
+            error = _domain_error(exc)
+            if error is None:
+                raise
+            raise error from exc
 
     @contextmanager
     def autocommit(self) -> Iterator[UnitOfWork]:
@@ -89,23 +95,35 @@ class Store:
         BEGIN/COMMIT would only add round trips); elsewhere a read-only transaction. For reads, and for writes
         that are one statement (StatsRepository.put_table_stats)."""
         if not self.features.autocommit_reads:
-            with self.read() as uow:
+            with self.transaction(write=False) as uow:
                 yield uow
             return
-        with _database_errors(), autocommit_connection(self.engine) as conn:
-            yield UnitOfWork(conn)
+        try:
+            with autocommit_connection(self.engine) as conn:
+                yield UnitOfWork(conn)
+        except _DATABASE_ERRORS as exc:
+            error = _domain_error(exc)
+            if error is None:
+                raise
+            raise error from exc
 
     @contextmanager
     def snapshot(self) -> Iterator[UnitOfWork]:
         """A read-only unit of work whose statements all see one snapshot (REPEATABLE READ on PostgreSQL;
         an SQLite transaction is one anyway)."""
-        with _database_errors(), self.engine.connect() as conn:
-            if self.features.autocommit_reads:
-                conn.execution_options(isolation_level="REPEATABLE READ")
-            else:
-                conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
-            with conn.begin():
-                yield UnitOfWork(conn)
+        try:
+            with self.engine.connect() as conn:
+                if self.features.autocommit_reads:
+                    conn.execution_options(isolation_level="REPEATABLE READ")
+                else:
+                    conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
+                with conn.begin():
+                    yield UnitOfWork(conn)
+        except _DATABASE_ERRORS as exc:
+            error = _domain_error(exc)
+            if error is None:
+                raise
+            raise error from exc
 
     def read(self) -> AbstractContextManager[UnitOfWork]:
         """A read-only unit of work (shorthand for transaction(write=False))."""
@@ -122,26 +140,19 @@ class Store:
         self.engine.dispose()
 
 
-# Failures of the database connection itself: it cannot be reached, or it went away during a statement.
-_CONNECTION_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
+# Database errors that become domain errors (_domain_error); others pass as they are.
+_DATABASE_ERRORS = (sa.exc.DataError, sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
-@contextmanager
-def _database_errors() -> Iterator[None]:
-    """Database errors as domain errors: a refused value is InvalidInput (PostgreSQL enforces column sizes,
+def _domain_error(exc: sa.exc.DBAPIError) -> MetastoreError | None:
+    """A database error as a domain error: a refused value is InvalidInput (PostgreSQL enforces column sizes,
     e.g. a location over 4000 characters); a connection that cannot be opened or was lost is StoreUnavailable,
-    whose message carries no database details (they stay in the exception's cause, for the server log)."""
-    try:
-        yield
-    except sa.exc.DataError as exc:
+    whose message carries no database details (they stay in the exception's cause, for the server log).
+    None for anything else (a deadlock, a statement timeout, SQLite's "database is locked"): not an outage."""
+    if isinstance(exc, sa.exc.DataError):
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
-        raise InvalidInput(f"the database refused a value: {reason}") from exc
-    except _CONNECTION_ERRORS as exc:
-        if not (exc.connection_invalidated or _while_connecting(exc)):
-            raise  # a deadlock, a statement timeout, SQLite's "database is locked": not an outage
-        raise StoreUnavailable("the metastore database is unavailable; try again later") from exc
-
-
-def _while_connecting(exc: sa.exc.DBAPIError) -> bool:
-    """Whether the error came from opening a connection (no statement was running)."""
-    return exc.statement is None
+        return InvalidInput(f"the database refused a value: {reason}")
+    # statement None: the error came from opening a connection, no statement was running.
+    if exc.connection_invalidated or exc.statement is None:
+        return StoreUnavailable("the metastore database is unavailable; try again later")
+    return None
