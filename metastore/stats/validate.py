@@ -149,7 +149,18 @@ def _check_count(where: str, name: str, value: object) -> int:
         raise InvalidInput(f"{where}: {name} must be an integer, got {value!r}")
     if value < 0:
         raise InvalidInput(f"{where}: {name} must not be negative, got {value}")
-    return int(value)
+    return _long(where, name, int(value))
+
+
+# Hive's counts and integer statistics are Java longs (Thrift i64, SQL BIGINT): a larger value cannot be
+# sent or stored, so it is refused here with a message rather than failing in an encoder or the database.
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _long(where: str, name: str, value: int) -> int:
+    if not _LONG_MIN <= value <= _LONG_MAX:
+        raise InvalidInput(f"{where}: {name} {value} is outside the range of a 64-bit integer")
+    return value
 
 
 def _number(where: str, name: str, value: object) -> float:
@@ -166,7 +177,7 @@ def _integer(where: str, name: str, value: object, column_type: str) -> int | No
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidInput(f"{where}: {name} must be an integer, got {value!r}")
-    return int(value)
+    return _long(where, name, int(value))
 
 
 def _double(where: str, name: str, value: object, column_type: str) -> float | None:

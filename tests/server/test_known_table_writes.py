@@ -243,10 +243,15 @@ def test_rejected_statistics_of_a_known_table_write_nothing(two_workers, calls):
     with pytest.raises(InvalidInput, match="column 'm'"):
         ours.stats.write([StatsWrite("s", "t", [_long("l", high=50), bad])])
     assert not any(FUNCTION in s for s in seen)  # refused before it reached the database
+    # Values the database used to refuse (PostgreSQL's column size, bigint's range) are now refused by
+    # validation, against the column's type, before anything reaches the database (issue 16 §6).
     huge = ColumnStatsEntry("d", "decimal(38,0)", DecimalStats(num_nulls=0, num_dvs=1, low=Decimal(0), high=Decimal("9" * 5000)))
-    with pytest.raises(InvalidInput, match="the database refused a value"):
+    with pytest.raises(InvalidInput, match="5000 digits before the decimal point"):
         ours.stats.write([StatsWrite("s", "t", [_long("l", high=60), huge])])
-    assert sum(FUNCTION in s for s in seen) == 2  # PREPARE and EXECUTE; the database refused the value
+    beyond_bigint = ColumnStatsEntry("m", "bigint", LongStats(num_nulls=0, num_dvs=1, low=0, high=2**63))
+    with pytest.raises(InvalidInput, match="outside the range of a 64-bit integer"):
+        ours.stats.write([StatsWrite("s", "t", [_long("l", high=60), beyond_bigint])])
+    assert not any(FUNCTION in s for s in seen)
     assert _stored_rows(ours) == before
     ours.stats.write([StatsWrite("s", "t", [_long("l", high=70)])])
     assert calls == [True]  # the table is still known

@@ -309,3 +309,16 @@ def test_decimal_bounds_that_fit_after_dropping_trailing_zeros_are_kept_at_the_c
     # values are never rounded to fit
     rejects(r"has 3 digits after the decimal point", "n", "decimal(10,2)",
             DecimalStats(num_nulls=0, num_dvs=1, low=Decimal("1.005")))
+
+
+def test_counts_and_integer_bounds_must_fit_a_64_bit_long() -> None:
+    top = 2**63 - 1
+    check("c", "bigint", LongStats(num_nulls=top, num_dvs=0, low=-(2**63), high=top))
+    rejects(r"column 'c' of sales.orders: highValue 9223372036854775808 is outside the range of a 64-bit integer",
+            "c", "bigint", LongStats(num_nulls=0, num_dvs=1, high=2**63))
+    rejects(r"lowValue -9223372036854775809 is outside the range", "c", "date",
+            DateStats(num_nulls=0, num_dvs=1, low=-(2**63) - 1))
+    rejects(r"numNulls 9223372036854775808 is outside the range", "c", "string",
+            StringStats(num_nulls=2**63, num_dvs=0, max_col_len=0, avg_col_len=0.0))
+    rejects(r"maxColLen 18446744073709551616 is outside the range", "c", "binary",
+            BinaryStats(num_nulls=0, max_col_len=2**64, avg_col_len=1.0))
