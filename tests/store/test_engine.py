@@ -126,10 +126,9 @@ def test_autocommit_connection_commits_each_statement_and_leaves_the_pool_transa
             conn.rollback()
             assert conn.exec_driver_sql("SELECT array_agg(x) FROM autocommit_probe").scalar() == [1]
         # Also after the body failed.
-        with pytest.raises(ZeroDivisionError):
-            with autocommit_connection(engine) as conn:
-                conn.exec_driver_sql("SELECT 1")
-                raise ZeroDivisionError
+        with pytest.raises(ZeroDivisionError), autocommit_connection(engine) as conn:
+            conn.exec_driver_sql("SELECT 1")
+            raise ZeroDivisionError
         with engine.connect() as conn:
             assert conn.connection.dbapi_connection.autocommit is False
     finally:
@@ -176,3 +175,25 @@ def test_autocommit_connection_sends_nothing_more_after_a_repeatable_read_transa
     finally:
         watcher.dispose()
         engine.dispose()
+
+
+def test_a_database_nobody_answers_is_store_unavailable_with_the_details_only_in_the_cause() -> None:
+    """Connecting fails (nothing listens on the port): every kind of unit of work says StoreUnavailable with a
+    message for clients; host, port and driver text stay in the cause, for the server log."""
+    import socket
+
+    from metastore.errors import StoreUnavailable
+    from metastore.store import Store
+
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = Store(f"postgresql+psycopg2://postgres@127.0.0.1:{port}/nowhere")
+    try:
+        for unit in (store.transaction, store.read, store.autocommit, store.snapshot):
+            with pytest.raises(StoreUnavailable) as caught, unit():
+                pass
+            assert str(caught.value) == "the metastore database is unavailable; try again later"
+            assert str(port) in str(caught.value.__cause__)
+    finally:
+        store.dispose()
