@@ -9,6 +9,7 @@ accepted when the extra digits are trailing zeros (``1.50000`` is ``1.5000`` in 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -38,6 +39,7 @@ class DecimalType:
         return f"decimal({self.precision},{self.scale})"
 
 
+@functools.lru_cache(maxsize=256)
 def decimal_type_of(hive_type: str) -> DecimalType | None:
     """The precision and scale of a Hive decimal type (``decimal`` alone is ``decimal(10,0)``); None if it is
     not a decimal type or its scale exceeds its precision."""
@@ -67,6 +69,9 @@ def fit_decimal(value: Decimal, column_type: DecimalType, *, where: str, name: s
     sign, digit_tuple, exponent = value.as_tuple()
     if not isinstance(exponent, int):
         raise InvalidInput(f"{where}: {name} must be a finite decimal, got {value}")
+    if (-column_type.scale <= exponent <= 0 and len(digit_tuple) + exponent <= column_type.precision - column_type.scale
+            and not (sign and digit_tuple == (0,))):
+        return value  # the common case: already a value of the column's type (and not a negative zero)
     digits = list(digit_tuple)
     if not any(digits):
         return Decimal((0, (0,), max(exponent, -column_type.scale) if exponent < 0 else 0))

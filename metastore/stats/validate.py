@@ -16,7 +16,7 @@ from decimal import Decimal, InvalidOperation
 from metastore.catalog import FieldSchema
 from metastore.errors import InvalidInput
 from metastore.stats.decimals import decimal_type_of, fit_decimal
-from metastore.stats.kinds import KIND_SPECS, FlatStats, ValueType, spec_for
+from metastore.stats.kinds import KIND_SPECS, ValueType, spec_for
 from metastore.stats.kll import KllFormatError, kll_from_bytes
 from metastore.stats.model import (
     ColumnStats,
@@ -114,7 +114,7 @@ def normalize_stats(
     # Hive treats an empty bitVector or histogram as absent.
     bit_vector = _sketch_bytes(where, flat.bit_vector, _check_bit_vector)
     histogram = _sketch_bytes(where, flat.histogram, kll_from_bytes) if spec.has_histogram else None
-    normalized = FlatStats(
+    return spec.build(
         num_nulls=flat.num_nulls,
         bit_vector=bit_vector,
         num_dvs=flat.num_dvs,
@@ -126,7 +126,6 @@ def normalize_stats(
         max_col_len=flat.max_col_len,
         avg_col_len=avg_col_len,
     )
-    return spec.build(**vars(normalized))
 
 
 def _check_bit_vector(data: bytes) -> object:
