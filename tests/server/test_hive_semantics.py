@@ -379,3 +379,19 @@ def test_rename_partition_onto_an_existing_directory_changes_nothing(client, dbn
         client.rename_partition(dbname, "r", ["d"], p)
     assert client.get_partition_names(dbname, "r", -1) == ["p=d"]
     assert client.get_partition(dbname, "r", ["d"]).sd.location == f"file:{table_dir}/p=d"
+
+
+def test_renaming_a_managed_table_moves_its_directory_and_partitions(client, dbname):
+    client.create_database(b.database(dbname))
+    client.create_table(_table(dbname, "old"))
+    old_dir = _local(client.get_table(dbname, "old").sd.location)
+    client.add_partition(_part(dbname, "old", ["a"]))
+    (old_dir / "p=a" / "f.txt").write_text("x")
+    t = client.get_table(dbname, "old")
+    t.tableName = "new"
+    client.alter_table(dbname, "old", t)
+    moved = client.get_table(dbname, "new")
+    assert moved.sd.location == f"file:{old_dir.parent}/new"
+    assert client.get_partition(dbname, "new", ["a"]).sd.location == f"file:{old_dir.parent}/new/p=a"
+    assert (old_dir.parent / "new" / "p=a" / "f.txt").read_text() == "x"
+    assert not old_dir.exists()
