@@ -30,7 +30,7 @@ import numpy as np
 from .column_input import ColumnValueError, TimestampValues
 from .errors import OrcError
 from .types import Category, TypeDescription
-from .writer import OrcWriter
+from .writer import DEFAULT_SOFTWARE_VERSION, OrcWriter
 
 _TRUE = frozenset({"true", "t", "yes", "y", "1"})
 _FALSE = frozenset({"false", "f", "no", "n", "0"})
@@ -162,8 +162,10 @@ def write_csv(
     null_values: Sequence[str] = ("", "\\N"),
     encoding: str = "utf-8-sig",  # a leading byte-order mark is skipped
     batch_rows: int = 50_000,
+    software_version: str = DEFAULT_SOFTWARE_VERSION,
 ) -> int:
-    """Convert a CSV file into an ORC file with ``schema``; returns the number of rows written."""
+    """Convert a CSV file into an ORC file with ``schema``; returns the number of rows written.
+    ``software_version`` is the writer identity the file records (see :class:`OrcWriter`)."""
     root = TypeDescription.parse(schema) if isinstance(schema, str) else schema
     if root.category != Category.STRUCT:
         raise OrcError(f"the schema for a CSV file must be a struct of columns, got {root}")
@@ -172,7 +174,10 @@ def write_csv(
     nulls = frozenset(null_values)
     shown = os.fspath(csv_path)
     total = 0
-    with open(csv_path, newline="", encoding=encoding) as source, OrcWriter(out_path, root, options) as writer:
+    with (
+        open(csv_path, newline="", encoding=encoding) as source,
+        OrcWriter(out_path, root, options, software_version=software_version) as writer,
+    ):
         reader = csv.reader(source, delimiter=delimiter)
         columns: list[list[Any]] = [[] for _ in names]
         lines: list[int] = []
