@@ -19,7 +19,7 @@ from thrift.Thrift import TApplicationException
 
 from metastore import __version__
 from metastore.api.fb303.ttypes import fb_status
-from metastore.api.hive_metastore import ThriftHiveMetastore as gen
+from metastore.api.hive_metastore import ThriftHiveMetastore as gen  # noqa: N813 - the generated service module
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE, Partition
 from metastore.config import Settings
