@@ -128,6 +128,7 @@ def database_to_thrift(db: Database) -> tt.Database:
 
 def table_from_thrift(t: tt.Table) -> Table:
     """A table, its names lower-cased as Hive stores them; fields older clients lack get their defaults."""
+    write_id: int | None = getattr(t, "writeId", None)
     return Table(
         db_name=_name(t.dbName, "table's database name").lower(),
         table_name=_name(t.tableName, "table name").lower(),
@@ -145,7 +146,7 @@ def table_from_thrift(t: tt.Table) -> Table:
         rewrite_enabled=bool(t.rewriteEnabled),
         catalog_name=(getattr(t, "catName", None) or DEFAULT_CATALOG).lower(),
         owner_type=getattr(t, "ownerType", None),
-        write_id=getattr(t, "writeId", None) if getattr(t, "writeId", None) is not None else -1,
+        write_id=-1 if write_id is None else write_id,
     )
 
 
@@ -177,6 +178,7 @@ def partition_from_thrift(p: tt.Partition, *, db_name: str | None = None, table_
     values = p.values
     if values is None:
         raise InvalidObject("a partition has no values")
+    write_id: int | None = getattr(p, "writeId", None)
     return Partition(
         db_name=_name(p.dbName or db_name, "partition's database name").lower(),
         table_name=_name(p.tableName or table_name, "partition's table name").lower(),
@@ -186,7 +188,7 @@ def partition_from_thrift(p: tt.Partition, *, db_name: str | None = None, table_
         sd=sd_from_thrift(p.sd),
         parameters=dict(p.parameters or {}),
         catalog_name=(getattr(p, "catName", None) or DEFAULT_CATALOG).lower(),
-        write_id=getattr(p, "writeId", None) if getattr(p, "writeId", None) is not None else -1,
+        write_id=-1 if write_id is None else write_id,
     )
 
 

@@ -20,7 +20,8 @@ try:
 except ImportError:  # pragma: no cover - thrift built without its C extension
     _encode_binary = None
 
-_OBJ_SPEC = [tt.ColumnStatisticsObj, tt.ColumnStatisticsObj.thrift_spec]
+# (thrift_spec is assigned after each generated class, where mypy does not see it.)
+_OBJ_SPEC = [tt.ColumnStatisticsObj, tt.ColumnStatisticsObj.thrift_spec]  # type: ignore[attr-defined]
 
 
 def encode_obj(obj: tt.ColumnStatisticsObj) -> bytes:

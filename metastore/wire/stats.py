@@ -66,7 +66,7 @@ def decimal_to_thrift(value: Decimal | None) -> tt.Decimal | None:
 # ---------------------------------------------------------------------------------------------- field checks
 
 
-def _req(value: int | float | None, name: str, column: str) -> int | float:
+def _req(value: int | None, name: str, column: str) -> int:
     if value is None:
         raise InvalidInput(f"column '{column}': required field {name} is missing")
     return value
@@ -262,7 +262,9 @@ class KindCodec:
 def _codec(kind: StatsKind, from_thrift: FromThrift, to_thrift: ToThrift) -> KindCodec:
     spec = KIND_SPECS[kind]
     # StatsKind's value is the union field id: the kinds table and the generated union must agree on its name.
-    if tt.ColumnStatisticsData.thrift_spec[kind.value][2] != spec.union_member:  # pragma: no cover
+    # (thrift_spec is assigned after each generated class, where mypy does not see it.)
+    member = tt.ColumnStatisticsData.thrift_spec[kind.value][2]  # type: ignore[attr-defined]
+    if member != spec.union_member:  # pragma: no cover
         raise ImportError(f"union member of {kind.name} differs between the IDL and metastore.stats.kinds")
     return KindCodec(spec, from_thrift, to_thrift)
 
@@ -301,7 +303,7 @@ _POSITIONAL = {
     tt.TimestampColumnStatsData: ("lowValue", "highValue", "numNulls", "numDVs", "bitVectors", "histogram"),
 }
 for _cls, _fields in _POSITIONAL.items():
-    if tuple(inspect.signature(_cls.__init__).parameters)[1:] != _fields:  # pragma: no cover - regenerated IDL
+    if tuple(inspect.signature(_cls).parameters) != _fields:  # pragma: no cover - regenerated IDL
         raise ImportError(f"generated {_cls.__name__}.__init__ arguments changed; update wire.stats._POSITIONAL")
 
 
@@ -329,7 +331,7 @@ def entry_to_thrift(
     """A ColumnStatsEntry as Thrift; sketches are included only when the server is configured to return them.
     timestamp_as_long sends timestamp statistics as longStats (epoch seconds), the pre-Hive-4 form."""
     s = entry.stats
-    convert = _timestamp_as_long if timestamp_as_long and type(s) is TimestampStats else _TO_THRIFT.get(type(s))
+    convert: ToThrift | None = _timestamp_as_long if timestamp_as_long and type(s) is TimestampStats else _TO_THRIFT.get(type(s))
     if convert is None:
         raise TypeError(f"unknown statistics type {type(s).__name__}")
     bv = s.bit_vector if bit_vectors else None
