@@ -130,8 +130,7 @@ def _bench_codec(codec: str, rows: int, tmp: Path, repeat: int, ours_input: dict
     import pyarrow.orc as pa_orc
     import pyorc
 
-    from metastore.orcio.reader import OrcReader
-    from metastore.orcio.writer import OrcWriter
+    from metastore.orcio import OrcReader, OrcWriter
 
     ours_path, arrow_path, pyorc_path = tmp / f"ours-{codec}.orc", tmp / f"arrow-{codec}.orc", tmp / f"pyorc-{codec}.orc"
 
@@ -174,8 +173,7 @@ def bench_statistics(files: int, tmp: Path) -> tuple[float, float, float]:
     import pyarrow.orc as pa_orc
     import pyorc
 
-    from metastore.orcio.reader import OrcReader
-    from metastore.orcio.writer import OrcWriter
+    from metastore.orcio import OrcReader, OrcWriter
 
     small = tmp / "small"
     small.mkdir(exist_ok=True)

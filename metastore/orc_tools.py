@@ -49,14 +49,14 @@ def add_orc_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], h
 
 
 def _meta(args: argparse.Namespace) -> int:
-    from metastore.orcio.describe import describe
+    from metastore.orcio import describe
 
     sys.stdout.write(describe(args.file))
     return 0
 
 
 def _cat(args: argparse.Namespace) -> int:
-    from metastore.orcio.jsonrows import write_json_lines
+    from metastore.orcio import write_json_lines
 
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     write_json_lines(args.file, sys.stdout.buffer, columns)
@@ -65,7 +65,8 @@ def _cat(args: argparse.Namespace) -> int:
 
 
 def _write(args: argparse.Namespace) -> int:
-    from metastore.orcio.csv_write import write_csv
+    from metastore import ORC_SOFTWARE_VERSION
+    from metastore.orcio import write_csv
 
     options: dict[str, str] = {}
     for item in args.option:
@@ -73,6 +74,7 @@ def _write(args: argparse.Namespace) -> int:
         if not sep or not key.strip():
             raise ValueError(f"--option {item!r} is not KEY=VALUE")
         options[key.strip()] = value.strip()
-    rows = write_csv(args.csv, args.out, args.schema, options, header=args.header, delimiter=args.delimiter)
+    rows = write_csv(args.csv, args.out, args.schema, options, header=args.header, delimiter=args.delimiter,
+                     software_version=ORC_SOFTWARE_VERSION)
     print(f"wrote {rows} rows to {args.out}", file=sys.stderr)
     return 0

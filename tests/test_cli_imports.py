@@ -82,7 +82,7 @@ def test_sql_connect_loads_no_store_service_server_or_sqlalchemy(tmp_path: Path,
 
 def test_orc_meta_loads_no_statistics_store_or_thrift(tmp_path: Path) -> None:
     modules = loaded_modules(tmp_path, "orc", "meta", str(DATA / "TestOrcFile.test1.orc"))
-    assert "metastore.orcio.describe" in modules
+    assert "metastore.orcio._describe" in modules
     forbidden = (*SERVER_SIDE, *HEAVY, "metastore.stats", "metastore.sql", "metastore.client", "thrift",
                  "metastore.api", "prompt_toolkit")
     assert present(modules, forbidden) == []

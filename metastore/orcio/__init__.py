@@ -20,18 +20,18 @@ Writing: ``OrcWriter`` / ``write_orc`` (writer.py). See reader.py for what the r
 implementations differ.
 """
 
-from .bloom import BloomFilter
-from .column_input import ColumnData, ColumnValueError, TimestampValues, Utf8Values, shred
-from .column_scan import ColumnRequest, ScanMode, StripeColumn, column_request, scan_stripe_columns
-from .compression import CompressionKind, compress_stream, decompress_stream
-from .csv_write import write_csv
-from .describe import describe
-from .errors import OrcError, UnsupportedOrcFeature
-from .jsonrows import json_lines, write_json_lines
-from .murmur3 import DEFAULT_SEED, hash64, hash64_array_bytes, hash64_array_long, hash64_long, hash64_many
-from .murmur3_packed import hash64_packed
-from .reader import OrcReader, OrcSource, RowGroupIndexEntry, StripeInformation
-from .statistics import (
+from ._bloom import BloomFilter
+from ._column_input import ColumnData, ColumnValueError, TimestampValues, Utf8Values, shred
+from ._column_scan import ColumnRequest, ScanMode, StripeColumn, column_request, scan_stripe_columns
+from ._compression import CompressionKind, compress_stream, decompress_stream
+from ._csv_write import write_csv
+from ._describe import describe
+from ._errors import OrcError, UnsupportedOrcFeature
+from ._jsonrows import json_lines, write_json_lines
+from ._murmur3 import DEFAULT_SEED, hash64, hash64_array_bytes, hash64_array_long, hash64_long, hash64_many
+from ._murmur3_packed import hash64_packed
+from ._reader import OrcReader, OrcSource, RowGroupIndexEntry, StripeInformation
+from ._statistics import (
     BinaryStatistics,
     BooleanStatistics,
     CollectionStatistics,
@@ -43,10 +43,10 @@ from .statistics import (
     StringStatistics,
     TimestampStatistics,
 )
-from .streams_in import SeekableInput
-from .temporal import GREGORIAN_CUTOVER_DAYS, hybrid_to_proleptic_days, is_utc
-from .types import Category, TypeDescription
-from .vectors import (
+from ._streams_in import SeekableInput
+from ._temporal import GREGORIAN_CUTOVER_DAYS, hybrid_to_proleptic_days, is_utc
+from ._types import Category, TypeDescription
+from ._vectors import (
     Batch,
     BytesVector,
     ColumnVector,
@@ -61,7 +61,7 @@ from .vectors import (
     UnionVector,
     concat,
 )
-from .writer import DEFAULT_SOFTWARE_VERSION, OrcWriter, WriterOptions, write_orc
+from ._writer import DEFAULT_SOFTWARE_VERSION, OrcWriter, WriterOptions, write_orc
 
 __all__ = [
     # reading

@@ -24,10 +24,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from metastore import ORC_SOFTWARE_VERSION
 from metastore.catalog import FieldSchema, Partition, Table
 from metastore.errors import InvalidInput, MetastoreError, NoSuchObject
-from metastore.orcio import OrcError, TypeDescription
-from metastore.orcio.writer import OrcWriter, WriterOptions
+from metastore.orcio import OrcError, OrcWriter, TypeDescription, WriterOptions
 from metastore.sql.basic_stats import after_data_change
 from metastore.sql.errors import Position, SqlError
 from metastore.sql.hive_types import HiveType, HiveTypeError, parse_hive_type
@@ -213,7 +213,9 @@ def _write_orc(table: Table, layout: _Layout, directory: Path, columns: _Columns
     temporary = directory / f".{final.name}.inprogress"
     try:
         metadata = _sketch_user_metadata(table, batch)
-        with OrcWriter(temporary, schema, orc_options(table.parameters), user_metadata=metadata) as writer:
+        with OrcWriter(
+            temporary, schema, orc_options(table.parameters), user_metadata=metadata, software_version=ORC_SOFTWARE_VERSION
+        ) as writer:
             writer.write_batch(batch)
         os.replace(temporary, final)
     except (OrcError, InvalidInput) as exc:

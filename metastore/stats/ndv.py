@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from metastore.orcio.murmur3 import hash64_array_bytes, hash64_array_long
+from metastore.orcio import hash64_array_bytes, hash64_array_long
 from metastore.stats.fmsketch import FM_MAGIC, FmFormatError, FMSketch
 from metastore.stats.hll import DEFAULT_P, HllFormatError, HyperLogLog
 from metastore.stats.hll import MAGIC as HLL_MAGIC

@@ -40,14 +40,27 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from metastore.errors import InvalidInput
-from metastore.orcio import statistics as orc_stats_mod
-from metastore.orcio import temporal
-from metastore.orcio.types import Category, TypeDescription
+from metastore.orcio import (
+    GREGORIAN_CUTOVER_DAYS,
+    BinaryStatistics,
+    BooleanStatistics,
+    Category,
+    ColumnStatistics,
+    DateStatistics,
+    DecimalStatistics,
+    DoubleStatistics,
+    IntegerStatistics,
+    StringStatistics,
+    TimestampStatistics,
+    TypeDescription,
+    hybrid_to_proleptic_days,
+    is_utc,
+)
 from metastore.stats.kinds import KIND_SPECS
 from metastore.stats.model import ColumnStats, StatsKind, kind_for_type
 
 if TYPE_CHECKING:
-    from metastore.orcio.reader import OrcReader
+    from metastore.orcio import OrcReader
 
 __all__ = [
     "OrcColumnFacts",
@@ -99,7 +112,7 @@ class OrcWriterFacts:
         utc = True
         if reader.stripes and reader.writer_id != _WRITER_ORC_JAVA:
             zone = reader.writer_timezone(0)
-            utc = zone is None or temporal.is_utc(zone)
+            utc = zone is None or is_utc(zone)
         return cls(
             writer_id=reader.writer_id,
             writer_version=reader.writer_version,
@@ -140,7 +153,7 @@ def storage_kind_fits(kind: StatsKind, orc_type: TypeDescription) -> bool:
 
 
 def orc_column_facts(
-    orc_stats: orc_stats_mod.ColumnStatistics,
+    orc_stats: ColumnStatistics,
     orc_type: TypeDescription,
     hive_type: str,
     *,
@@ -174,7 +187,7 @@ def orc_column_facts(
     facts: dict[str, Any] = {}
     trusted_range = w.writer_version >= _HIVE_8732
     if kind is StatsKind.BOOLEAN:
-        if isinstance(orc_stats, orc_stats_mod.BooleanStatistics) and orc_stats.true_count is not None:
+        if isinstance(orc_stats, BooleanStatistics) and orc_stats.true_count is not None:
             facts["num_trues"] = int(orc_stats.true_count)
     elif kind in (StatsKind.STRING, StatsKind.BINARY):
         total = getattr(orc_stats, "total_length", None)
@@ -198,10 +211,10 @@ def orc_column_facts(
 
 
 def _range(
-    stats: orc_stats_mod.ColumnStatistics, orc_type: TypeDescription, kind: StatsKind, w: OrcWriterFacts
+    stats: ColumnStatistics, orc_type: TypeDescription, kind: StatsKind, w: OrcWriterFacts
 ) -> tuple[Any, Any]:
     category = orc_type.category
-    if isinstance(stats, orc_stats_mod.IntegerStatistics):
+    if isinstance(stats, IntegerStatistics):
         if stats.minimum is None or stats.maximum is None:
             return None, None
         lo, hi = int(stats.minimum), int(stats.maximum)
@@ -210,7 +223,7 @@ def _range(
         if kind is StatsKind.DECIMAL:
             return Decimal(lo), Decimal(hi)
         return lo, hi
-    if isinstance(stats, orc_stats_mod.DoubleStatistics):
+    if isinstance(stats, DoubleStatistics):
         lo_f, hi_f = stats.minimum, stats.maximum
         if lo_f is None or hi_f is None or math.isnan(lo_f) or math.isnan(hi_f):
             return None, None
@@ -218,35 +231,35 @@ def _range(
             # ORC stores the float widened to double already; keep exactly that double
             lo_f, hi_f = float(np.float32(lo_f)), float(np.float32(hi_f))
         return float(lo_f), float(hi_f)
-    if isinstance(stats, orc_stats_mod.DecimalStatistics):
+    if isinstance(stats, DecimalStatistics):
         if stats.minimum is None or stats.maximum is None:
             return None, None
         if w.writer_id == _WRITER_ORC_JAVA and w.writer_version < _ORC_517 and (orc_type.precision or 0) <= 18 \
                 and (orc_type.precision or 0) > 0:
             return None, None
         return stats.minimum, stats.maximum
-    if isinstance(stats, orc_stats_mod.DateStatistics):
+    if isinstance(stats, DateStatistics):
         if stats.minimum is None or stats.maximum is None:
             return None, None
         lo_d, hi_d = int(stats.minimum), int(stats.maximum)
         if w.hybrid_calendar:
-            converted = temporal.hybrid_to_proleptic_days(np.array([lo_d, hi_d], dtype=np.int64))
+            converted = hybrid_to_proleptic_days(np.array([lo_d, hi_d], dtype=np.int64))
             lo_d, hi_d = int(converted[0]), int(converted[1])
         return lo_d, hi_d
-    if isinstance(stats, orc_stats_mod.TimestampStatistics):
+    if isinstance(stats, TimestampStatistics):
         if stats.minimum is None or stats.maximum is None or w.writer_version < _ORC_135:
             return None, None
         if w.writer_id != _WRITER_ORC_JAVA and not w.utc_stripes and category == Category.TIMESTAMP:
             return None, None
         lo_s, hi_s = int(stats.minimum) // 1000, int(stats.maximum) // 1000
-        if w.hybrid_calendar and lo_s < temporal.GREGORIAN_CUTOVER_DAYS * 86400:
+        if w.hybrid_calendar and lo_s < GREGORIAN_CUTOVER_DAYS * 86400:
             return None, None
         return lo_s, hi_s
     return None, None
 
 
 def column_stats_from_orc(
-    orc_stats: orc_stats_mod.ColumnStatistics,
+    orc_stats: ColumnStatistics,
     orc_type: TypeDescription,
     hive_type: str,
     *,
@@ -339,8 +352,8 @@ def raw_data_size_of(reader: OrcReader) -> int:
     return total
 
 
-def _total_length(stats: orc_stats_mod.ColumnStatistics) -> int:
+def _total_length(stats: ColumnStatistics) -> int:
     """A string or binary column's total length; 0 when the footer has none (as ORC Java reads a missing sum)."""
-    if isinstance(stats, orc_stats_mod.StringStatistics | orc_stats_mod.BinaryStatistics):
+    if isinstance(stats, StringStatistics | BinaryStatistics):
         return stats.total_length or 0
     return 0

@@ -32,9 +32,15 @@ from typing import Any
 import numpy as np
 
 from metastore.errors import InvalidInput
-from metastore.orcio.column_input import ColumnData, TimestampValues, Utf8Values, shred
-from metastore.orcio.errors import OrcError
-from metastore.orcio.types import Category, TypeDescription
+from metastore.orcio import (
+    Category,
+    ColumnData,
+    OrcError,
+    TimestampValues,
+    TypeDescription,
+    Utf8Values,
+    shred,
+)
 from metastore.stats.hll import HyperLogLog
 from metastore.stats.model import StatsKind
 from metastore.stats.orc_convert import hive_kind, storage_kind_fits

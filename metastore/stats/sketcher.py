@@ -17,17 +17,17 @@ from typing import Any
 import datasketches
 import numpy as np
 
-from metastore.orcio.murmur3 import hash64_array_long
-from metastore.orcio.murmur3_packed import hash64_packed
-from metastore.orcio.types import Category
-from metastore.orcio.vectors import (
+from metastore.orcio import (
     BytesVector,
+    Category,
     ColumnVector,
     DecimalVector,
     DictionaryBytesVector,
     DoubleVector,
     LongVector,
     TimestampVector,
+    hash64_array_long,
+    hash64_packed,
 )
 from metastore.stats.hll import HyperLogLog
 from metastore.stats.kinds import KIND_SPECS

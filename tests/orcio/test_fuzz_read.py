@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from metastore.orcio import OrcError
-from metastore.orcio.jsonrows import format_vector
-from metastore.orcio.reader import OrcReader
+from metastore.orcio._jsonrows import format_vector
+from metastore.orcio._reader import OrcReader
 
 ORC_DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "orc"
 SMALL_FILES = [
@@ -129,7 +129,7 @@ def test_truncated_at_every_length_of_a_small_file() -> None:
 
 
 def test_lengths_claiming_gigabytes_fail_before_allocating() -> None:
-    from metastore.orcio.proto import orc_proto_pb2 as pb
+    from metastore.orcio._proto import orc_proto_pb2 as pb
 
     original = (ORC_DATA_DIR / "TestOrcFile.testWithoutCompressionBlockSize.orc").read_bytes()
     ps_len = original[-1]

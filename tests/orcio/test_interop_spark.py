@@ -10,11 +10,11 @@ from decimal import Decimal, localcontext
 
 import pytest
 
-from metastore.orcio.compression import decompress_stream
-from metastore.orcio.proto import orc_proto_pb2 as pb
-from metastore.orcio.reader import OrcReader
-from metastore.orcio.types import Category, TypeDescription
-from metastore.orcio.writer import OrcWriter
+from metastore.orcio._compression import decompress_stream
+from metastore.orcio._proto import orc_proto_pb2 as pb
+from metastore.orcio._reader import OrcReader
+from metastore.orcio._types import Category, TypeDescription
+from metastore.orcio._writer import OrcWriter
 
 from .write_cases import canonical, expected, random_columns, random_schema
 

@@ -12,11 +12,12 @@ import pyarrow as pa
 import pyarrow.orc as pa_orc
 import pytest
 
-from metastore.orcio import OrcReader, rle
-from metastore.orcio.column_readers import _rescale, _rescale_int64, _rescale_objects
-from metastore.orcio.types import TypeDescription
-from metastore.orcio.vectors import DecimalVector
-from metastore.orcio.writer import OrcWriter
+from metastore.orcio import OrcReader
+from metastore.orcio import _rle as rle
+from metastore.orcio._column_readers import _rescale, _rescale_int64, _rescale_objects
+from metastore.orcio._types import TypeDescription
+from metastore.orcio._vectors import DecimalVector
+from metastore.orcio._writer import OrcWriter
 
 WIDE = [
     Decimal("12345678901234567890123456.789012345678"),

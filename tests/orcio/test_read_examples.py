@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from metastore.orcio import OrcError
-from metastore.orcio.compression import CompressionKind
-from metastore.orcio.jsonrows import json_lines
-from metastore.orcio.reader import OrcReader
+from metastore.orcio._compression import CompressionKind
+from metastore.orcio._jsonrows import json_lines
+from metastore.orcio._reader import OrcReader
 
 ORC_DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "orc"
 
@@ -247,7 +247,7 @@ def test_iter_batches_and_rows(orc_examples: Path) -> None:
 def test_hybrid_calendar_conversion() -> None:
     import numpy as np
 
-    from metastore.orcio.temporal import hybrid_to_proleptic_days
+    from metastore.orcio._temporal import hybrid_to_proleptic_days
 
     # Julian 1582-10-04 is the day before Gregorian 1582-10-15 in the hybrid calendar
     converted = hybrid_to_proleptic_days(np.array([-141428, -141427, 0]))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from metastore.orcio import OrcError
-from metastore.orcio.bloom import (
+from metastore.orcio._bloom import (
     BloomFilter,
     decimal_bloom_text,
     double_to_long_bits,
@@ -18,15 +18,15 @@ from metastore.orcio.bloom import (
     long_hash,
     long_hashes,
 )
-from metastore.orcio.compression import (
+from metastore.orcio._compression import (
     CompressionKind,
     chunk_header,
     compress_stream,
     decompress_stream,
     decompress_stream_indexed,
 )
-from metastore.orcio.describe import describe
-from metastore.orcio.types import Category, TypeDescription
+from metastore.orcio._describe import describe
+from metastore.orcio._types import Category, TypeDescription
 
 # ------------------------------------------------------------------------------------------------ schemas
 
@@ -86,7 +86,7 @@ def test_schema_errors(text: str, message: str) -> None:
 
 
 def test_proto_types_are_validated() -> None:
-    from metastore.orcio.proto import orc_proto_pb2 as pb
+    from metastore.orcio._proto import orc_proto_pb2 as pb
 
     cyclic = [pb.Type(kind=pb.Type.STRUCT, subtypes=[0], field_names=["a"])]
     with pytest.raises(OrcError, match="not after it"):
@@ -158,7 +158,7 @@ def test_decompression_rejects_bad_chunks() -> None:
 
 
 def test_lzo_blocks() -> None:
-    from metastore.orcio.lzo import lzo1x_decompress
+    from metastore.orcio._lzo import lzo1x_decompress
 
     # literal run "abcd", a match of 4 at distance 4 (via an M2 instruction), end marker
     block = bytes([17 + 4]) + b"abcd" + bytes([((4 - 1) << 5) | (3 << 2), 0]) + b"\x11\x00\x00"
@@ -184,7 +184,7 @@ def test_long_hash_vectors() -> None:
 
 
 def test_murmur3_test_vector() -> None:
-    from metastore.orcio.bloom import bytes_hash
+    from metastore.orcio._bloom import bytes_hash
 
     text = ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
             "foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light, "

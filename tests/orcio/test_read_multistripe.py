@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from metastore.orcio import OrcReader
-from metastore.orcio.vectors import concat
+from metastore.orcio._vectors import concat
 
 FILES = [
     "TestOrcFile.testSeek.orc",

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metastore.orcio.compression import CompressionKind
-from metastore.orcio.reader import OrcReader
-from metastore.orcio.vectors import TimestampVector
+from metastore.orcio._compression import CompressionKind
+from metastore.orcio._reader import OrcReader
+from metastore.orcio._vectors import TimestampVector
 
 pa = pytest.importorskip("pyarrow")
 po = pytest.importorskip("pyarrow.orc")
@@ -97,7 +97,7 @@ def test_pyarrow_files(tmp_path: Path, compression: str) -> None:
 
 
 def test_pyarrow_file_statistics_match_the_footer_pyarrow_serialises(tmp_path: Path) -> None:
-    from metastore.orcio.proto import orc_proto_pb2 as pb
+    from metastore.orcio._proto import orc_proto_pb2 as pb
 
     table = arrow_table(500)
     path = tmp_path / "stats.orc"

@@ -1,4 +1,4 @@
-"""The vectorised run-header scan (metastore.orcio.run_headers) against the scalar reference decoders.
+"""The vectorised run-header scan (metastore.orcio._run_headers) against the scalar reference decoders.
 
 Normally only streams of many short runs take the vectorised path; here the thresholds are lowered so that
 every stream does (after its first run), and long streams of short runs check the real thresholds and the
@@ -11,7 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metastore.orcio import OrcError, rle, run_headers
+from metastore.orcio import OrcError
+from metastore.orcio import _rle as rle
+from metastore.orcio import _run_headers as run_headers
 
 from .test_rle_decode import (
     byte_run,

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from metastore.orcio import OrcError
-from metastore.orcio.bloom import BloomFilter, value_hash
-from metastore.orcio.reader import OrcReader
-from metastore.orcio.statistics import (
+from metastore.orcio._bloom import BloomFilter, value_hash
+from metastore.orcio._reader import OrcReader
+from metastore.orcio._statistics import (
     BinaryStatistics,
     BooleanStatistics,
     CollectionStatistics,
@@ -25,7 +25,7 @@ from metastore.orcio.statistics import (
     TimestampStatistics,
     statistics_from_proto,
 )
-from metastore.orcio.types import TypeDescription
+from metastore.orcio._types import TypeDescription
 
 ORC_DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "orc"
 # pyorc 0.12 (ORC C++ 2.3.1) crashes the interpreter (SIGSEGV) reading statistics of these Hive 0.11 files; they
@@ -192,7 +192,7 @@ def test_statistics_round_trip_through_proto(orc_examples: Path) -> None:
 
 
 def test_timestamp_nanos_statistics() -> None:
-    from metastore.orcio.proto import orc_proto_pb2 as pb
+    from metastore.orcio._proto import orc_proto_pb2 as pb
 
     msg = pb.ColumnStatistics(number_of_values=2, has_null=False)
     msg.timestamp_statistics.minimum_utc = 1000
@@ -209,7 +209,7 @@ def test_timestamp_nanos_statistics() -> None:
 
 
 def test_statistics_say_whether_the_writer_counted_values() -> None:
-    from metastore.orcio.proto import orc_proto_pb2 as pb
+    from metastore.orcio._proto import orc_proto_pb2 as pb
 
     counted = statistics_from_proto(pb.ColumnStatistics(number_of_values=0, has_null=True), TypeDescription.parse("int"))
     uncounted = statistics_from_proto(pb.ColumnStatistics(has_null=True), TypeDescription.parse("int"))

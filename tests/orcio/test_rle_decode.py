@@ -8,7 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metastore.orcio import OrcError, rle, rle_widths
+from metastore.orcio import OrcError
+from metastore.orcio import _rle as rle
+from metastore.orcio import _rle_widths as rle_widths
 
 M64 = (1 << 64) - 1
 WIDTHS = list(range(1, 25)) + [26, 28, 30, 32, 40, 48, 56, 64]

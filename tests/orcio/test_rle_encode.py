@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metastore.orcio.rle_encode import (
+from metastore.orcio._rle_encode import (
     bit_lengths,
     encode_bool_rle,
     encode_byte_rle,
@@ -397,13 +397,13 @@ def test_bool_rle_round_trip(values: list[bool]) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# round trips through the reader's decoders (metastore.orcio.rle)
+# round trips through the reader's decoders (metastore.orcio._rle)
 
 
 @settings(max_examples=100, deadline=None)
 @given(values_strategy, st.booleans(), st.booleans())
 def test_reader_decodes_what_we_encode(values: list[int], aligned: bool, signed: bool) -> None:
-    from metastore.orcio import rle
+    from metastore.orcio import _rle as rle
 
     if not signed:
         values = [v & INT64_MAX for v in values]
@@ -427,7 +427,7 @@ def test_reader_decodes_what_we_encode(values: list[int], aligned: bool, signed:
 @given(st.lists(st.integers(0, 1 << 20), min_size=1, max_size=3000), st.data())
 def test_reader_seeks_to_our_positions(values: list[int], data) -> None:
     """Decoding from a recorded position (byte offset, values to skip) yields the values from that mark on."""
-    from metastore.orcio import rle
+    from metastore.orcio import _rle as rle
 
     marks = sorted(set(data.draw(st.lists(st.integers(0, len(values) - 1), max_size=6))))
     encoded = encode_int_rle_v2(values, False, marks)

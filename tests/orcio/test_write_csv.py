@@ -9,9 +9,9 @@ import pyarrow.orc as pa_orc
 import pyorc
 import pytest
 
-from metastore.orcio.csv_write import write_csv
-from metastore.orcio.errors import OrcError
-from metastore.orcio.reader import OrcReader
+from metastore.orcio._csv_write import write_csv
+from metastore.orcio._errors import OrcError
+from metastore.orcio._reader import OrcReader
 
 SCHEMA = (
     "struct<id:int,flag:boolean,tiny:tinyint,big:bigint,ratio:double,name:string,code:char(3),tag:varchar(2),"

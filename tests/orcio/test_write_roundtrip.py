@@ -11,10 +11,10 @@ import pyarrow.orc as pa_orc
 import pyorc
 import pytest
 
-from metastore.orcio.errors import OrcError
-from metastore.orcio.reader import OrcReader
-from metastore.orcio.types import Category, TypeDescription
-from metastore.orcio.writer import OrcWriter, write_orc
+from metastore.orcio._errors import OrcError
+from metastore.orcio._reader import OrcReader
+from metastore.orcio._types import Category, TypeDescription
+from metastore.orcio._writer import OrcWriter, write_orc
 
 from .write_cases import canonical, expected, has_wide_timestamps, random_columns, random_schema, untag
 

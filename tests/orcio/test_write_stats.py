@@ -15,17 +15,17 @@ import pyorc
 import pytest
 from pyorc import PredicateColumn, TypeKind
 
-from metastore.orcio.bloom import BloomFilter, doubles_to_long_bits, long_hashes
-from metastore.orcio.murmur3 import hash64_array_bytes
-from metastore.orcio.reader import OrcReader
-from metastore.orcio.statistics import decimal_to_text
-from metastore.orcio.stats_builder import (
+from metastore.orcio._bloom import BloomFilter, doubles_to_long_bits, long_hashes
+from metastore.orcio._murmur3 import hash64_array_bytes
+from metastore.orcio._reader import OrcReader
+from metastore.orcio._statistics import decimal_to_text
+from metastore.orcio._stats_builder import (
     WIDE_DECIMALS,
     hive_decimal_add,
     string_lower_bound,
     string_upper_bound,
 )
-from metastore.orcio.writer import OrcWriter
+from metastore.orcio._writer import OrcWriter
 
 from .java_oracle import ask_java, compiled_oracle
 

@@ -14,7 +14,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 
 import numpy as np
 
-from metastore.orcio.types import Category, TypeDescription
+from metastore.orcio._types import Category, TypeDescription
 
 INT_RANGES = {
     Category.BYTE: (-(1 << 7), (1 << 7) - 1),

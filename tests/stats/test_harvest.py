@@ -18,7 +18,7 @@ import pyarrow.orc as po
 import pytest
 
 from metastore.errors import InvalidInput
-from metastore.orcio.writer import OrcWriter
+from metastore.orcio import OrcWriter
 from metastore.stats.filecache import FileStatsCache
 from metastore.stats.harvest import (
     MISSING_MAX_LENGTH,

@@ -12,8 +12,7 @@ import pyarrow as pa
 import pyarrow.orc as po
 import pytest
 
-from metastore.orcio.reader import OrcReader
-from metastore.orcio.writer import OrcWriter
+from metastore.orcio import OrcReader, OrcWriter
 from metastore.stats.filecache import FileStatsCache
 from metastore.stats.harvest import MISSING_NDV, AnalyzeResult, analyze_files, basic_stats
 from metastore.stats.hll import HyperLogLog

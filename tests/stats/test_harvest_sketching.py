@@ -15,8 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from metastore.errors import InvalidInput
-from metastore.orcio.murmur3 import hash64, hash64_array_bytes
-from metastore.orcio.murmur3_packed import hash64_packed
+from metastore.orcio import hash64, hash64_array_bytes, hash64_packed
 from metastore.stats import harvest
 from metastore.stats.harvest import ColumnPartial, ColumnSketcher, analyze_files
 from metastore.stats.hll import HyperLogLog

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metastore.orcio.murmur3 import hash64_array_bytes, hash64_array_long
+from metastore.orcio import hash64_array_bytes, hash64_array_long
 from metastore.stats.hll import HllFormatError, HyperLogLog, merge_hlls
 
 RESOURCES = Path(__file__).resolve().parent / "resources"

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from metastore.orcio.murmur3 import (
+from metastore.orcio import (
     hash64,
     hash64_array_bytes,
     hash64_array_long,

@@ -10,7 +10,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from metastore.orcio.murmur3 import hash64, hash64_long
+from metastore.orcio import hash64, hash64_long
 from metastore.stats.fmsketch import FmFormatError, FMSketch
 from metastore.stats.hll import HyperLogLog
 from metastore.stats.model import StatsKind

@@ -16,10 +16,21 @@ import pyarrow.orc as po
 import pytest
 
 from metastore.errors import InvalidInput
-from metastore.orcio import statistics as st
-from metastore.orcio.reader import OrcReader
-from metastore.orcio.types import Category, TypeDescription
-from metastore.orcio.writer import OrcWriter
+from metastore.orcio import (
+    BinaryStatistics,
+    BooleanStatistics,
+    Category,
+    ColumnStatistics,
+    DateStatistics,
+    DecimalStatistics,
+    DoubleStatistics,
+    IntegerStatistics,
+    OrcReader,
+    OrcWriter,
+    StringStatistics,
+    TimestampStatistics,
+    TypeDescription,
+)
 from metastore.stats.model import (
     BinaryStats,
     BooleanStats,
@@ -54,119 +65,119 @@ JAVA_CURRENT = OrcWriterFacts(writer_id=0, writer_version=9)
 
 
 def test_integer_statistics_become_long_stats_with_nulls_from_the_row_count():
-    stats = st.IntegerStatistics(number_of_values=90, has_null=True, minimum=-5, maximum=7, sum=3)
+    stats = IntegerStatistics(number_of_values=90, has_null=True, minimum=-5, maximum=7, sum=3)
     result = column_stats_from_orc(stats, INT, "int", num_rows=100)
     assert result == LongStats(num_nulls=10, num_dvs=0, low=-5, high=7)
 
 
 def test_has_null_false_means_no_nulls_even_without_a_row_count():
-    stats = st.IntegerStatistics(number_of_values=100, has_null=False, minimum=1, maximum=2)
+    stats = IntegerStatistics(number_of_values=100, has_null=False, minimum=1, maximum=2)
     assert column_stats_from_orc(stats, BIGINT, "bigint").num_nulls == 0
 
 
 def test_double_float_and_decimal_units():
-    d = column_stats_from_orc(st.DoubleStatistics(number_of_values=3, has_null=False, minimum=-1.5, maximum=2.25),
+    d = column_stats_from_orc(DoubleStatistics(number_of_values=3, has_null=False, minimum=-1.5, maximum=2.25),
                               DOUBLE, "double")
     assert d == DoubleStats(num_nulls=0, num_dvs=0, low=-1.5, high=2.25)
     # ORC widens floats to double: the statistic is the double of the float, as Hive shows it
     f = column_stats_from_orc(
-        st.DoubleStatistics(number_of_values=1, has_null=False, minimum=float(np.float32(11.2)),
+        DoubleStatistics(number_of_values=1, has_null=False, minimum=float(np.float32(11.2)),
                             maximum=float(np.float32(67.2))), FLOAT, "float")
     assert f.low == float(np.float32(11.2)) and f.high == 67.19999694824219
     dec = column_stats_from_orc(
-        st.DecimalStatistics(number_of_values=2, has_null=True, minimum=Decimal("-12.3"), maximum=Decimal("12.2")),
+        DecimalStatistics(number_of_values=2, has_null=True, minimum=Decimal("-12.3"), maximum=Decimal("12.2")),
         TypeDescription.decimal(5, 2), "decimal(5,2)", num_rows=3)
     assert dec == DecimalStats(num_nulls=1, num_dvs=0, low=Decimal("-12.3"), high=Decimal("12.2"))
 
 
 def test_dates_are_days_and_timestamps_floor_seconds():
-    d = column_stats_from_orc(st.DateStatistics(number_of_values=2, has_null=False, minimum=18568, maximum=18573),
+    d = column_stats_from_orc(DateStatistics(number_of_values=2, has_null=False, minimum=18568, maximum=18573),
                               DATE, "date")
     assert d == DateStats(num_nulls=0, num_dvs=0, low=18568, high=18573)
-    ts = st.TimestampStatistics(number_of_values=2, has_null=False, minimum=-1500, maximum=1_604_275_200_999)
+    ts = TimestampStatistics(number_of_values=2, has_null=False, minimum=-1500, maximum=1_604_275_200_999)
     t = column_stats_from_orc(ts, TIMESTAMP, "timestamp", writer=JAVA_CURRENT)
     # -1.5 s floors to -2 s (Hive's TimestampWritable.getSeconds floors as well)
     assert t == TimestampStats(num_nulls=0, num_dvs=0, low=-2, high=1_604_275_200)
 
 
 def test_strings_and_binaries_average_over_non_null_values():
-    s = st.StringStatistics(number_of_values=4, has_null=True, minimum="a", maximum="zz", total_length=10)
+    s = StringStatistics(number_of_values=4, has_null=True, minimum="a", maximum="zz", total_length=10)
     assert column_stats_from_orc(s, STRING, "string", num_rows=6) == StringStats(
         num_nulls=2, max_col_len=3, avg_col_len=2.5, num_dvs=0)
-    b = st.BinaryStatistics(number_of_values=5, has_null=False, total_length=15)
+    b = BinaryStatistics(number_of_values=5, has_null=False, total_length=15)
     assert column_stats_from_orc(b, BINARY, "binary") == BinaryStats(num_nulls=0, max_col_len=3, avg_col_len=3.0)
 
 
 def test_string_bounds_do_not_matter_hive_strings_have_no_low_high():
     # Java writes lower/upper bounds instead of min/max for values over 1024 bytes; Hive's string statistics
     # carry no min/max, so the facts are complete anyway
-    s = st.StringStatistics(number_of_values=2, has_null=False, lower_bound="a" * 10, upper_bound="b", total_length=3000)
+    s = StringStatistics(number_of_values=2, has_null=False, lower_bound="a" * 10, upper_bound="b", total_length=3000)
     facts = orc_column_facts(s, STRING, "string", num_rows=2)
     assert facts.total_length == 3000 and facts.num_nulls == 0
 
 
 def test_booleans_count_trues_from_the_bucket_and_falses_from_the_rest():
-    b = st.BooleanStatistics(number_of_values=8, has_null=True, true_count=3)
+    b = BooleanStatistics(number_of_values=8, has_null=True, true_count=3)
     assert column_stats_from_orc(b, BOOLEAN, "boolean", num_rows=10) == BooleanStats(
         num_nulls=2, num_trues=3, num_falses=5)
     # a bucket count larger than the values is nonsense: not trusted
-    assert orc_column_facts(st.BooleanStatistics(number_of_values=2, has_null=False, true_count=5), BOOLEAN,
+    assert orc_column_facts(BooleanStatistics(number_of_values=2, has_null=False, true_count=5), BOOLEAN,
                             "boolean").num_trues is None
 
 
 def test_integers_widen_to_double_and_decimal_tables():
-    stats = st.IntegerStatistics(number_of_values=2, has_null=False, minimum=-3, maximum=9)
+    stats = IntegerStatistics(number_of_values=2, has_null=False, minimum=-3, maximum=9)
     assert orc_column_facts(stats, INT, "double").low == -3.0
     assert orc_column_facts(stats, INT, "decimal(10,2)").high == Decimal(9)
 
 
 def test_an_unfitting_storage_type_is_refused_with_a_clear_error():
     with pytest.raises(InvalidInput, match="a string column cannot be read from an ORC int column"):
-        orc_column_facts(st.IntegerStatistics(number_of_values=1), INT, "string")
+        orc_column_facts(IntegerStatistics(number_of_values=1), INT, "string")
     with pytest.raises(InvalidInput, match="array<int> has no column statistics"):
-        orc_column_facts(st.ColumnStatistics(), INT, "array<int>")
+        orc_column_facts(ColumnStatistics(), INT, "array<int>")
 
 
 def test_more_values_than_rows_is_an_inconsistent_file():
     with pytest.raises(InvalidInput, match="inconsistent"):
-        orc_column_facts(st.IntegerStatistics(number_of_values=11, has_null=True), INT, "int", num_rows=10)
+        orc_column_facts(IntegerStatistics(number_of_values=11, has_null=True), INT, "int", num_rows=10)
 
 
 # -------------------------------------------------------------------------------------------- trust
 
 
 def test_original_writer_version_ranges_are_not_trusted_but_counts_are():
-    stats = st.IntegerStatistics(number_of_values=9, has_null=True, minimum=1, maximum=5)
+    stats = IntegerStatistics(number_of_values=9, has_null=True, minimum=1, maximum=5)
     facts = orc_column_facts(stats, INT, "int", num_rows=10, writer=OrcWriterFacts(writer_version=0))
     assert facts.low is None and facts.high is None
     assert facts.num_nulls == 1 and facts.non_null == 9
 
 
 def test_missing_value_count_leaves_nulls_unknown():
-    stats = st.IntegerStatistics(number_of_values=0, has_null=True, minimum=1, maximum=5)
+    stats = IntegerStatistics(number_of_values=0, has_null=True, minimum=1, maximum=5)
     facts = orc_column_facts(stats, INT, "int", num_rows=10, has_value_count=False)
     assert facts.num_nulls is None and facts.non_null is None
 
 
 def test_nan_double_ranges_are_not_trusted():
-    stats = st.DoubleStatistics(number_of_values=3, has_null=False, minimum=float("nan"), maximum=float("nan"))
+    stats = DoubleStatistics(number_of_values=3, has_null=False, minimum=float("nan"), maximum=float("nan"))
     assert orc_column_facts(stats, DOUBLE, "double").low is None
 
 
 def test_timestamp_ranges_need_orc_135_and_utc_stripes_from_non_java_writers():
-    ts = st.TimestampStatistics(number_of_values=1, has_null=False, minimum=1000, maximum=2000)
+    ts = TimestampStatistics(number_of_values=1, has_null=False, minimum=1000, maximum=2000)
     assert orc_column_facts(ts, TIMESTAMP, "timestamp", writer=OrcWriterFacts(writer_version=5)).low is None
     cpp_local = OrcWriterFacts(writer_id=1, writer_version=6, utc_stripes=False)
     assert orc_column_facts(ts, TIMESTAMP, "timestamp", writer=cpp_local).low is None
     cpp_utc = OrcWriterFacts(writer_id=1, writer_version=6, utc_stripes=True)
     assert orc_column_facts(ts, TIMESTAMP, "timestamp", writer=cpp_utc).low == 1
     # the pre-ORC-135 local-time fields alone are never used
-    local_only = st.TimestampStatistics(number_of_values=1, has_null=False, minimum_local=5, maximum_local=9)
+    local_only = TimestampStatistics(number_of_values=1, has_null=False, minimum_local=5, maximum_local=9)
     assert orc_column_facts(local_only, TIMESTAMP, "timestamp", writer=JAVA_CURRENT).low is None
 
 
 def test_decimal64_ranges_before_orc_517_are_not_trusted_from_java():
-    dec = st.DecimalStatistics(number_of_values=1, has_null=False, minimum=Decimal(1), maximum=Decimal(2))
+    dec = DecimalStatistics(number_of_values=1, has_null=False, minimum=Decimal(1), maximum=Decimal(2))
     old_java = OrcWriterFacts(writer_id=0, writer_version=6)
     assert orc_column_facts(dec, TypeDescription.decimal(10, 2), "decimal(10,2)", writer=old_java).low is None
     assert orc_column_facts(dec, TypeDescription.decimal(30, 2), "decimal(30,2)", writer=old_java).low == 1
@@ -185,7 +196,7 @@ def test_hybrid_calendar_dates_are_converted_like_the_values():
     hybrid = _julian_epoch_day(1000, 1, 1)
     proleptic = dt.date(1000, 1, 1).toordinal() - dt.date(1970, 1, 1).toordinal()
     assert hybrid != proleptic
-    d = st.DateStatistics(number_of_values=1, has_null=False, minimum=hybrid, maximum=0)
+    d = DateStatistics(number_of_values=1, has_null=False, minimum=hybrid, maximum=0)
     facts = orc_column_facts(d, DATE, "date", writer=OrcWriterFacts(hybrid_calendar=True))
     assert facts.low == proleptic and facts.high == 0
 

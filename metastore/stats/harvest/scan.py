@@ -21,10 +21,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from metastore.errors import MetastoreError
-from metastore.orcio.column_scan import ScanMode, StripeColumn, column_request, scan_stripe_columns
-from metastore.orcio.errors import OrcError
-from metastore.orcio.reader import OrcReader
-from metastore.orcio.types import Category, TypeDescription
+from metastore.orcio import (
+    Category,
+    OrcError,
+    OrcReader,
+    ScanMode,
+    StripeColumn,
+    TypeDescription,
+    column_request,
+    scan_stripe_columns,
+)
 from metastore.stats.harvest.partial import (
     KLL_KINDS,
     LENGTH_KINDS,

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .errors import OrcError
-from .proto import orc_proto_pb2 as pb
-from .types import Category, TypeDescription
+from ._errors import OrcError
+from ._proto import orc_proto_pb2 as pb
+from ._types import Category, TypeDescription
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

@@ -1,8 +1,8 @@
 """The RLE v2 bit-width table, the one place it is written (ORC Java ``SerializationUtils``).
 
 A 5-bit code in each run header names the width of its packed values: codes 0..23 are widths 1..24, codes
-24..31 the wide ones 26, 28, 30, 32, 40, 48, 56, 64. The decoders (:mod:`.rle`, :mod:`.run_headers`) map codes
-to widths; the encoder (:mod:`.rle_encode`) rounds bit counts up to a width of the table and maps widths back to
+24..31 the wide ones 26, 28, 30, 32, 40, 48, 56, 64. The decoders (:mod:`._rle`, :mod:`._run_headers`) map codes
+to widths; the encoder (:mod:`._rle_encode`) rounds bit counts up to a width of the table and maps widths back to
 codes. Scalar forms serve per-run Python loops, the numpy arrays serve vectorised lookups.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .errors import OrcError
+from ._errors import OrcError
 
 __all__ = [
     "CLOSEST_ALIGNED",

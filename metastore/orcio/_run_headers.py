@@ -15,7 +15,7 @@ scalar scanner takes over there and reports it exactly). A malformed run after t
 never looked at by the caller, so it does not raise.
 
 The window scanners return the chain's runs as arrays (local header offsets and what each run holds); the
-callers in :mod:`.rle` turn them into values together with the runs they scanned one by one.
+callers in :mod:`._rle` turn them into values together with the runs they scanned one by one.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rle_widths import CLOSEST_FIXED as _FIXED_BITS
-from .rle_widths import WIDTHS
+from ._rle_widths import CLOSEST_FIXED as _FIXED_BITS
+from ._rle_widths import WIDTHS
 
 _LONGEST_VARINT = 10
 

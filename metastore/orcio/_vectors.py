@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .errors import OrcError
-from .types import Category, TypeDescription
+from ._errors import OrcError
+from ._types import Category, TypeDescription
 
 _EPOCH_DATE_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _MIN_DAYS = dt.date.min.toordinal() - _EPOCH_DATE_ORDINAL

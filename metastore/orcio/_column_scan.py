@@ -9,7 +9,7 @@ Statistics harvesting asks three kinds of question of a column, each cheaper tha
     of a DIRECT column, or the LENGTH stream of the dictionary (one length per distinct value) of a DICTIONARY
     column, plus the id stream when per-value lengths are wanted;
 ``"values"``
-    the non-null values themselves, dense (no slots for nulls), as the type's :mod:`.vectors` class; string
+    the non-null values themselves, dense (no slots for nulls), as the type's :mod:`._vectors` class; string
     dictionaries stay dictionaries (ids + entries), nothing is turned into Python objects.
 
 :func:`scan_stripe_columns` answers several columns' questions from one stripe (each stream read once);
@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from . import column_readers as cr
-from .errors import OrcError
-from .proto import orc_proto_pb2 as pb
-from .types import Category, TypeDescription
-from .vectors import ColumnVector
+from . import _column_readers as cr
+from ._errors import OrcError
+from ._proto import orc_proto_pb2 as pb
+from ._types import Category, TypeDescription
+from ._vectors import ColumnVector
 
 if TYPE_CHECKING:
-    from .reader import OrcReader
-    from .streams_in import StripeStreams
+    from ._reader import OrcReader
+    from ._streams_in import StripeStreams
 
 ScanMode = Literal["present", "lengths", "values"]
 

@@ -4,7 +4,7 @@ Every decoder works in two passes so that no Python loop runs per value:
 1. a scan over the run headers only, which validates each run against the bytes that remain and records what
    the run holds in a table (stream order). It starts as a short pure-Python loop per run; when the first
    :data:`PROBE_RUNS` runs turn out short (under :data:`SHORT_RUN_BYTES` bytes each) the rest of the stream's
-   headers are found with numpy, window by window (:mod:`.run_headers`), and a malformed run is handed back to
+   headers are found with numpy, window by window (:mod:`._run_headers`), and a malformed run is handed back to
    the Python loop so that the error says exactly what is wrong;
 2. numpy work over all runs of the same kind at once: arithmetic runs (repeats, fixed deltas) with one
    ``np.repeat`` or one cumulative sum, bit-packed runs that join into one bit string through eight strided
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import run_headers
-from .errors import OrcError
-from .rle_widths import WIDTH_FROM_CODE, closest_fixed_bits
+from . import _run_headers as run_headers
+from ._errors import OrcError
+from ._rle_widths import WIDTH_FROM_CODE, closest_fixed_bits
 
 _MASK64 = (1 << 64) - 1
 _U64 = np.uint64
@@ -31,7 +31,7 @@ _U64 = np.uint64
 #: runs scanned one by one before deciding whether the stream's runs are short enough for the vectorised scan
 PROBE_RUNS = 64
 #: average bytes per run below which the rest of a stream's headers are found with numpy
-#: (:mod:`.run_headers` costs about 30 ns per byte, the Python loop about 1.5 µs per run)
+#: (:mod:`._run_headers` costs about 30 ns per byte, the Python loop about 1.5 µs per run)
 SHORT_RUN_BYTES = 48
 #: most bytes one vectorised window covers (after each window the run lengths are judged again)
 MAX_WINDOW = 1 << 15

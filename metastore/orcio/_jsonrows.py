@@ -18,10 +18,10 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .column_readers import _rescale
-from .reader import OrcReader, OrcSource
-from .types import Category
-from .vectors import (
+from ._column_readers import _rescale
+from ._reader import OrcReader, OrcSource
+from ._types import Category
+from ._vectors import (
     BytesVector,
     ColumnVector,
     DecimalVector,
@@ -170,7 +170,7 @@ def format_vector(vec: ColumnVector) -> list[bytes]:
 def json_lines(
     source: OrcReader | OrcSource, columns: Sequence[str | int] | None = None, batch_size: int = 8192, **reader_options: Any
 ) -> Iterator[bytes]:
-    """Each row of an ORC file (a path or an open :class:`~metastore.orcio.reader.OrcReader`) as one JSON line
+    """Each row of an ORC file (a path or an open :class:`~metastore.orcio._reader.OrcReader`) as one JSON line
     (bytes, no newline)."""
     reader = source if isinstance(source, OrcReader) else OrcReader(source, **reader_options)
     try:

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from .rle_widths import CLOSEST_ALIGNED as _CLOSEST_ALIGNED
-from .rle_widths import CLOSEST_FIXED as _CLOSEST_FIXED
-from .rle_widths import WIDTH_CODE as _WIDTH_CODE
-from .rle_widths import WIDTHS as _DECODED_WIDTHS
+from ._rle_widths import CLOSEST_ALIGNED as _CLOSEST_ALIGNED
+from ._rle_widths import CLOSEST_FIXED as _CLOSEST_FIXED
+from ._rle_widths import WIDTH_CODE as _WIDTH_CODE
+from ._rle_widths import WIDTHS as _DECODED_WIDTHS
 
 __all__ = [
     "EncodedRle",

@@ -19,9 +19,9 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
 from typing import Self
 
-from .proto import orc_proto_pb2 as pb
-from .statistics import decimal_to_text
-from .types import Category, TypeDescription
+from ._proto import orc_proto_pb2 as pb
+from ._statistics import decimal_to_text
+from ._types import Category, TypeDescription
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1

@@ -29,17 +29,17 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from google.protobuf.message import DecodeError, Message
 
-from . import bloom as bloom_mod
-from . import vectors as vectors_mod
-from .bloom import BloomFilter
-from .column_readers import ReadContext, _present, decode_column
-from .compression import DEFAULT_BLOCK_SIZE, DEFAULT_MAX_STREAM_BYTES, CompressionKind, decompress_stream
-from .errors import OrcError, UnsupportedOrcFeature
-from .proto import orc_proto_pb2 as pb
-from .statistics import ColumnStatistics, statistics_from_proto
-from .streams_in import ENCODING_NAMES, FileSource, PositionCursor, SeekableInput, StripeStreams
-from .types import Category, TypeDescription
-from .vectors import Batch, ColumnVector, StructVector, concat
+from . import _bloom as bloom_mod
+from . import _vectors as vectors_mod
+from ._bloom import BloomFilter
+from ._column_readers import ReadContext, _present, decode_column
+from ._compression import DEFAULT_BLOCK_SIZE, DEFAULT_MAX_STREAM_BYTES, CompressionKind, decompress_stream
+from ._errors import OrcError, UnsupportedOrcFeature
+from ._proto import orc_proto_pb2 as pb
+from ._statistics import ColumnStatistics, statistics_from_proto
+from ._streams_in import ENCODING_NAMES, FileSource, PositionCursor, SeekableInput, StripeStreams
+from ._types import Category, TypeDescription
+from ._vectors import Batch, ColumnVector, StructVector, concat
 
 #: how much of the file end is read at first; enough for the whole tail of most files
 TAIL_GUESS = 16 * 1024

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from .column_input import ColumnValueError, TimestampValues
-from .errors import OrcError
-from .types import Category, TypeDescription
-from .writer import DEFAULT_SOFTWARE_VERSION, OrcWriter
+from ._column_input import ColumnValueError, TimestampValues
+from ._errors import OrcError
+from ._types import Category, TypeDescription
+from ._writer import DEFAULT_SOFTWARE_VERSION, OrcWriter
 
 _TRUE = frozenset({"true", "t", "yes", "y", "1"})
 _FALSE = frozenset({"false", "f", "no", "n", "0"})

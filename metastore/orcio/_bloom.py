@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import OrcError
-from .murmur3 import hash64, hash64_array_bytes
-from .proto import orc_proto_pb2 as pb
+from ._errors import OrcError
+from ._murmur3 import hash64, hash64_array_bytes
+from ._proto import orc_proto_pb2 as pb
 
 #: Java's default false-positive probability for the writer (``orc.bloom.filter.fpp``).
 DEFAULT_FPP = 0.01

@@ -17,7 +17,7 @@ The low 2 bits of the last distance byte give the number (0-3) of literals that 
 
 from __future__ import annotations
 
-from .errors import OrcError
+from ._errors import OrcError
 
 
 class _Truncated(Exception):

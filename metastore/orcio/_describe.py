@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .proto import orc_proto_pb2 as pb
-from .reader import OrcReader
-from .statistics import (
+from ._proto import orc_proto_pb2 as pb
+from ._reader import OrcReader
+from ._statistics import (
     BinaryStatistics,
     BooleanStatistics,
     CollectionStatistics,
@@ -21,7 +21,7 @@ from .statistics import (
     StringStatistics,
     TimestampStatistics,
 )
-from .streams_in import ENCODING_NAMES, STREAM_KIND_NAMES
+from ._streams_in import ENCODING_NAMES, STREAM_KIND_NAMES
 
 CALENDAR_NAMES = {0: "unknown", 1: "Julian/Gregorian", 2: "Proleptic Gregorian"}
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, cast
 
-from .errors import OrcError
-from .proto import orc_proto_pb2 as pb
+from ._errors import OrcError
+from ._proto import orc_proto_pb2 as pb
 
 DEFAULT_DECIMAL_PRECISION = 38
 DEFAULT_DECIMAL_SCALE = 10

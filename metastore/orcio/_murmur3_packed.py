@@ -1,6 +1,6 @@
 """Hive's Murmur3 ``hash64`` over byte values packed in one buffer (ORC's DATA/DICTIONARY_DATA layout).
 
-:func:`metastore.orcio.murmur3.hash64_array_bytes` takes a list of ``bytes`` objects; a decoded string column
+:func:`metastore.orcio._murmur3.hash64_array_bytes` takes a list of ``bytes`` objects; a decoded string column
 already has every value in one buffer with offsets, so building Python objects only to join them again is
 waste. :func:`hash64_packed` hashes straight from ``(buffer, offsets)``: for the j-th 8-byte word of every value
 it gathers the (unaligned) little-endian word through a byte-strided uint64 view of the zero-padded buffer,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .murmur3 import DEFAULT_SEED, _v_fmix, _v_mix_key, _v_rotl
+from ._murmur3 import DEFAULT_SEED, _v_fmix, _v_mix_key, _v_rotl
 
 _U64 = np.uint64
 _N1 = _U64(0x52DCE729)

@@ -14,19 +14,19 @@ from decimal import Decimal
 
 import numpy as np
 
-from . import murmur3
-from .bloom import BloomFilter, doubles_to_long_bits, long_hashes
-from .column_input import ColumnData, TimestampValues, Utf8Values, segment_sums
-from .proto import orc_proto_pb2 as pb
-from .rle_encode import (
+from . import _murmur3 as murmur3
+from ._bloom import BloomFilter, doubles_to_long_bits, long_hashes
+from ._column_input import ColumnData, TimestampValues, Utf8Values, segment_sums
+from ._proto import orc_proto_pb2 as pb
+from ._rle_encode import (
     encode_bool_rle,
     encode_byte_rle,
     encode_int_rle_v2,
     encode_varints,
     zigzag64,
 )
-from .statistics import decimal_to_text
-from .stats_builder import (
+from ._statistics import decimal_to_text
+from ._stats_builder import (
     MAX_DECIMAL64,
     BinaryStats,
     BooleanStats,
@@ -43,7 +43,7 @@ from .stats_builder import (
     new_stats,
     unscaled_decimal,
 )
-from .types import Category, TypeDescription
+from ._types import Category, TypeDescription
 
 Kind = pb.Stream
 #: 2015-01-01 00:00:00 UTC: timestamp seconds are stored relative to it

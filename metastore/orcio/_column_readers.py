@@ -1,4 +1,4 @@
-"""Per-type column decoding for one stripe (or one row group of it): streams in, :mod:`.vectors` out.
+"""Per-type column decoding for one stripe (or one row group of it): streams in, :mod:`._vectors` out.
 
 ``decode_column(node, count, ctx)`` reads ``count`` slots of column ``node``: first the PRESENT stream (if the
 stripe has one) to learn which slots hold values, then that many values from the type's streams. Children of a
@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import rle, temporal
-from .compression import DecompressedStream
-from .errors import OrcError
-from .proto import orc_proto_pb2 as pb
-from .streams_in import ENCODING_NAMES, STREAM_KIND_NAMES, PositionCursor, StripeStreams
-from .types import Category, TypeDescription
-from .vectors import (
+from . import _rle as rle
+from . import _temporal as temporal
+from ._compression import DecompressedStream
+from ._errors import OrcError
+from ._proto import orc_proto_pb2 as pb
+from ._streams_in import ENCODING_NAMES, STREAM_KIND_NAMES, PositionCursor, StripeStreams
+from ._types import Category, TypeDescription
+from ._vectors import (
     BytesVector,
     ColumnVector,
     DecimalVector,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compression import CompressionKind, compress_stream
-from .proto import orc_proto_pb2 as pb
+from ._compression import CompressionKind, compress_stream
+from ._proto import orc_proto_pb2 as pb
 
 # Java's getCustomizedCodec: data-like streams get the FAST zlib level, the small integer streams FASTEST
 _FASTEST_KINDS = frozenset(

@@ -16,9 +16,9 @@ from typing import BinaryIO, Protocol
 
 import numpy as np
 
-from .compression import CompressionKind, DecompressedStream, decompress_stream_indexed
-from .errors import OrcError
-from .proto import orc_proto_pb2 as pb
+from ._compression import CompressionKind, DecompressedStream, decompress_stream_indexed
+from ._errors import OrcError
+from ._proto import orc_proto_pb2 as pb
 
 STREAM_KIND_NAMES = {v.number: v.name for v in pb.Stream.Kind.DESCRIPTOR.values}
 ENCODING_NAMES = {v.number: v.name for v in pb.ColumnEncoding.Kind.DESCRIPTOR.values}

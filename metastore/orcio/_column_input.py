@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import OrcError
-from .types import Category, TypeDescription
+from ._errors import OrcError
+from ._types import Category, TypeDescription
 
 _INT_RANGES = {
     Category.BYTE: (-(1 << 7), (1 << 7) - 1),

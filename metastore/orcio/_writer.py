@@ -34,14 +34,14 @@ from typing import Any, BinaryIO, cast
 
 import numpy as np
 
-from .column_input import ColumnData, ColumnValueError, TimestampValues, concat_columns, shred
-from .column_writers import ColumnStripe, WriterSettings, create_writer
-from .compression import CompressionKind
-from .errors import OrcError
-from .out_streams import Codec, CompressedBytes, compress, map_positions
-from .proto import orc_proto_pb2 as pb
-from .stats_builder import ColumnStats, merged, new_stats
-from .types import Category, TypeDescription
+from ._column_input import ColumnData, ColumnValueError, TimestampValues, concat_columns, shred
+from ._column_writers import ColumnStripe, WriterSettings, create_writer
+from ._compression import CompressionKind
+from ._errors import OrcError
+from ._out_streams import Codec, CompressedBytes, compress, map_positions
+from ._proto import orc_proto_pb2 as pb
+from ._stats_builder import ColumnStats, merged, new_stats
+from ._types import Category, TypeDescription
 
 MAGIC = b"ORC"
 #: Footer.writer: 0 (the ORC Java format rules; see the module docstring for why not an unregistered id)

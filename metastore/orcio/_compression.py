@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import cramjam
 import numpy as np
 
-from .errors import OrcError, UnsupportedOrcFeature
-from .lzo import lzo1x_decompress
+from ._errors import OrcError, UnsupportedOrcFeature
+from ._lzo import lzo1x_decompress
 
 #: The block size a reader assumes when the PostScript does not say.
 DEFAULT_BLOCK_SIZE = 262144

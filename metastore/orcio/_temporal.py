@@ -18,7 +18,7 @@ import zoneinfo
 
 import numpy as np
 
-from .errors import OrcError
+from ._errors import OrcError
 
 #: First day of the Gregorian calendar (1582-10-15) as days since 1970-01-01; identical in both calendars.
 GREGORIAN_CUTOVER_DAYS = -141427
