@@ -3,8 +3,14 @@
 Hive stores a decimal as an unscaled integer (Java ``BigInteger`` bytes: big-endian two's complement) and a
 scale that is never negative, and a ``decimal(p,s)`` column holds at most ``p - s`` digits before the point
 and ``s`` after it (``HiveDecimal.enforcePrecisionScale``). Statistics of such a column are values of the
-column, so they must fit too; a value written with more fractional digits than the column's scale is
-accepted when the extra digits are trailing zeros (``1.50000`` is ``1.5000`` in a ``decimal(38,4)``).
+column. Their scale must fit the column's: a value written with more fractional digits than the column's scale
+is accepted only when the extra digits are trailing zeros (``1.50000`` is ``1.5000`` in a ``decimal(38,4)``).
+
+Digits before the point are bounded by what a Hive decimal of the column's scale can hold at all (38 - scale),
+not by the column's declared precision: Hive 2.3 stores whatever a client sends, and existing clients send
+bounds beyond the declared precision (pymetastore's own integration tests write a 19-digit bound for a
+``decimal(10,2)`` column). Such a bound is still a Hive decimal that every client can read back unchanged;
+a value past 38 digits is not, so it is refused.
 """
 
 from __future__ import annotations
@@ -69,7 +75,8 @@ def fit_decimal(value: Decimal, column_type: DecimalType, *, where: str, name: s
     sign, digit_tuple, exponent = value.as_tuple()
     if not isinstance(exponent, int):
         raise InvalidInput(f"{where}: {name} must be a finite decimal, got {value}")
-    if (-column_type.scale <= exponent <= 0 and len(digit_tuple) + exponent <= column_type.precision - column_type.scale
+    allowed = HIVE_MAX_PRECISION - column_type.scale
+    if (-column_type.scale <= exponent <= 0 and len(digit_tuple) + exponent <= allowed
             and not (sign and digit_tuple == (0,))):
         return value  # the common case: already a value of the column's type (and not a negative zero)
     digits = list(digit_tuple)
@@ -87,11 +94,10 @@ def fit_decimal(value: Decimal, column_type: DecimalType, *, where: str, name: s
         digits.extend([0] * exponent)
         exponent = 0
     integer_digits = len(digits) + exponent
-    allowed = column_type.precision - column_type.scale
     if integer_digits > allowed:
         raise InvalidInput(
             f"{where}: {name} {_shown(value)} has {integer_digits} digits before the decimal point; "
-            f"the column's type {column_type} allows {allowed}"
+            f"a Hive decimal at the scale of the column's type {column_type} holds at most {allowed}"
         )
     return Decimal((sign, tuple(digits), exponent))
 

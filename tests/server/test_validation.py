@@ -71,11 +71,12 @@ BAD_ENTRIES = {
     # decimal statistics must be values of the column's decimal(20,4) type (issue 16 §6)
     "5000-digit decimal": (
         _decimal_obj(b.dec("1"), _HUGE_DECIMAL),
-        ["'dec'", "highValue 9999", "(5000 digits) has 5000 digits before the decimal point", "decimal(20,4) allows 16"],
+        ["'dec'", "highValue 9999", "(5000 digits) has 5000 digits before the decimal point",
+         "decimal(20,4) holds at most 34"],
     ),
     "decimal integer digits": (
-        b.obj("dec", "decimal(20,4)", b.data_decimal("-12345678901234567", "1", 0, 2)),
-        ["'dec'", "lowValue -12345678901234567 has 17 digits before the decimal point", "decimal(20,4) allows 16"],
+        b.obj("dec", "decimal(20,4)", b.data_decimal("-" + "1" * 35, "1", 0, 2)),
+        ["'dec'", "lowValue -1111", "has 35 digits before the decimal point", "decimal(20,4) holds at most 34"],
     ),
     "decimal scale above the column's": (
         b.obj("dec", "decimal(20,4)", b.data_decimal("1.23456", "2", 0, 2)),

@@ -277,7 +277,7 @@ def test_decimal_bounds_must_fit_the_column_precision_and_scale() -> None:
     message = str(info.value)
     assert "column 'amount' of sales.orders: highValue 9999" in message
     assert "(5000 digits) has 5000 digits before the decimal point" in message
-    assert "decimal(38,4) allows 34" in message
+    assert "decimal(38,4) holds at most 34" in message
     assert len(message) < 300  # the value is shown cut short, not in full
     rejects(
         r"column 'amount' of sales.orders: lowValue 1.23456 has 5 digits after the decimal point; "
@@ -289,10 +289,20 @@ def test_decimal_bounds_must_fit_the_column_precision_and_scale() -> None:
     # decimal alone is Hive's decimal(10,0)
     rejects(r"lowValue 0.5 has 1 digits after the decimal point; the column's type decimal\(10,0\) allows 0",
             "n", "decimal", DecimalStats(num_nulls=0, num_dvs=1, low=Decimal("0.5")))
-    rejects(r"highValue 123 has 3 digits before the decimal point; the column's type decimal\(4,2\) allows 2",
-            "n", "decimal(4,2)", DecimalStats(num_nulls=0, num_dvs=1, high=123))
-    rejects(r"lowValue -1E\+3 has 4 digits before the decimal point; the column's type decimal\(5,2\) allows 3",
-            "n", "decimal(5,2)", DecimalStats(num_nulls=0, num_dvs=1, low=Decimal("-1E+3")))
+    rejects(r"highValue 1E\+36 has 37 digits before the decimal point; a Hive decimal at the scale of the "
+            r"column's type decimal\(4,2\) holds at most 36",
+            "n", "decimal(4,2)", DecimalStats(num_nulls=0, num_dvs=1, high=Decimal("1E+36")))
+    rejects(r"lowValue -1E\+38 has 39 digits before the decimal point; .* decimal\(5,0\) holds at most 38",
+            "n", "decimal(5,0)", DecimalStats(num_nulls=0, num_dvs=1, low=Decimal("-1E+38")))
+
+
+def test_decimal_bounds_past_the_declared_precision_are_kept_as_hive_keeps_them() -> None:
+    # Hive stores them, and clients write them (pymetastore's own tests: a 19-digit bound for decimal(10,2)).
+    out = check("n", "decimal(4,2)", DecimalStats(num_nulls=0, num_dvs=2, low=Decimal("-1E+3"), high=Decimal(123)))
+    stats = out.stats
+    assert isinstance(stats, DecimalStats)
+    assert stats.low == Decimal(-1000) and stats.high == Decimal(123)
+    assert stats.low is not None and stats.low.as_tuple().exponent == 0
 
 
 def test_decimal_bounds_that_fit_after_dropping_trailing_zeros_are_kept_at_the_column_scale() -> None:
