@@ -72,7 +72,7 @@ def test_environment_variables_configure_and_flags_win(tmp_path):
         assert "1 workers" in server.ready_line
         with server.client() as c:
             assert c.getMetaConf("metastore.stats.fetch.bitvector") == "true"
-            assert c.get_database("default").locationUri == str(tmp_path / "wh")
+            assert c.get_database("default").locationUri == f"file:{tmp_path / 'wh'}"  # qualified, as Hive qualifies the warehouse
     finally:
         assert server.stop() == 0
     port2 = free_port()
