@@ -76,17 +76,11 @@ class Store:
         raises (nothing is half-written). Read-only work may pass write=False: on SQLite it then does not
         take the write lock, so it never waits for writers. StoreUnavailable when the database cannot be
         reached."""
-        try:
-            with self.engine.connect() as conn:
-                if not write:
-                    conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
-                with conn.begin():
-                    yield UnitOfWork(conn)
-        except _DATABASE_ERRORS as exc:
-            error = _domain_error(exc)
-            if error is None:
-                raise
-            raise error from exc
+        with _domain_errors(), self.engine.connect() as conn:
+            if not write:
+                conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
+            with conn.begin():
+                yield UnitOfWork(conn)
 
     @contextmanager
     def autocommit(self) -> Iterator[UnitOfWork]:
@@ -98,32 +92,20 @@ class Store:
             with self.transaction(write=False) as uow:
                 yield uow
             return
-        try:
-            with autocommit_connection(self.engine) as conn:
-                yield UnitOfWork(conn)
-        except _DATABASE_ERRORS as exc:
-            error = _domain_error(exc)
-            if error is None:
-                raise
-            raise error from exc
+        with _domain_errors(), autocommit_connection(self.engine) as conn:
+            yield UnitOfWork(conn)
 
     @contextmanager
     def snapshot(self) -> Iterator[UnitOfWork]:
         """A read-only unit of work whose statements all see one snapshot (REPEATABLE READ on PostgreSQL;
         an SQLite transaction is one anyway)."""
-        try:
-            with self.engine.connect() as conn:
-                if self.features.autocommit_reads:
-                    conn.execution_options(isolation_level="REPEATABLE READ")
-                else:
-                    conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
-                with conn.begin():
-                    yield UnitOfWork(conn)
-        except _DATABASE_ERRORS as exc:
-            error = _domain_error(exc)
-            if error is None:
-                raise
-            raise error from exc
+        with _domain_errors(), self.engine.connect() as conn:
+            if self.features.autocommit_reads:
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            else:
+                conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
+            with conn.begin():
+                yield UnitOfWork(conn)
 
     def read(self) -> AbstractContextManager[UnitOfWork]:
         """A read-only unit of work (shorthand for transaction(write=False))."""
@@ -142,6 +124,18 @@ class Store:
 
 # Database errors that become domain errors (_domain_error); others pass as they are.
 _DATABASE_ERRORS = (sa.exc.DataError, sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
+@contextmanager
+def _domain_errors() -> Iterator[None]:
+    """Database errors raised inside the block become domain errors (_domain_error); others pass as they are."""
+    try:
+        yield
+    except _DATABASE_ERRORS as exc:
+        error = _domain_error(exc)
+        if error is None:
+            raise
+        raise error from exc
 
 
 def _domain_error(exc: sa.exc.DBAPIError) -> MetastoreError | None:
