@@ -83,11 +83,14 @@ class CatalogService:
             return uow.databases.list_names(pattern, catalog=catalog)
 
     def alter_database(self, name: str, db: Database, catalog: str = DEFAULT_CATALOG) -> None:
-        """Replace a database's definition; a new location is qualified as on create. (Hive 2.3 ignores a new
-        location here; Hive 4 takes it, as this does.)"""
-        db = replace(db, location_uri=locations.qualify(db.location_uri))
+        """Replace a database's definition, keeping its location as Hive 2.3 does.
+
+        Hive 2.3's alter_database ignores a new locationUri (the database keeps the one it was created with);
+        Hive 4 takes the new location. Where the two differ we follow 2.3 on the wire, so a location change
+        sent here is dropped rather than applied."""
         with self.store.transaction() as uow:
-            uow.databases.alter(name, db, catalog=catalog)
+            current = uow.databases.get(name, catalog=catalog)
+            uow.databases.alter(name, replace(db, location_uri=current.location_uri), catalog=catalog)
 
     def drop_database(self, name: str, *, delete_data: bool, cascade: bool, catalog: str = DEFAULT_CATALOG) -> None:
         """Drop a database (with its tables when cascade); delete_data removes its managed data directories."""

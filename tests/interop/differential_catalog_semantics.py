@@ -42,10 +42,6 @@ EXPECTED_DIFFERENCES: dict[str, str] = {
         "A relative location is InvalidObjectException saying so; HMS 2.3 answers MetaException with Java's "
         "URISyntaxException text."
     ),
-    "semantics_database_location_after_alter": (
-        "alter_database takes a new (qualified) location, as Hive 4 does; HMS 2.3 ignores every change but the "
-        "parameters and the owner."
-    ),
 }
 
 

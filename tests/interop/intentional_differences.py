@@ -141,14 +141,6 @@ INTENTIONAL_DIFFERENCES: tuple[IntentionalDifference, ...] = (
             "URISyntaxException text."
         ),
     ),
-    IntentionalDifference(
-        ("semantics_database_location_after_alter",),
-        None,
-        (
-            "alter_database takes a new (qualified) location, as Hive 4 does; HMS 2.3 ignores every change but "
-            "the parameters and the owner."
-        ),
-    ),
 )
 
 

@@ -86,10 +86,21 @@ def test_altered_locations_are_qualified(client, dbname, tmp_path):
     p.sd.location = f"{tmp_path}/pa"
     client.alter_partition(dbname, "t", p)
     assert client.get_partition(dbname, "t", ["a"]).sd.location == f"file:{tmp_path}/pa"
+
+
+def test_alter_database_keeps_the_location_as_hive_2_3_does(client, dbname, tmp_path):
+    # Hive 2.3 ignores a new locationUri in alter_database (Hive 4 would take it); the other changes apply.
+    client.create_database(b.database(dbname))
+    before = client.get_database(dbname)
     db = client.get_database(dbname)
     db.locationUri = f"{tmp_path}/newdb"
+    db.parameters = {"team": "stats"}
+    db.ownerName = "someone"
     client.alter_database(dbname, db)
-    assert client.get_database(dbname).locationUri == f"file:{tmp_path}/newdb"
+    after = client.get_database(dbname)
+    assert after.locationUri == before.locationUri
+    assert after.locationUri != f"file:{tmp_path}/newdb"
+    assert (after.parameters, after.ownerName) == ({"team": "stats"}, "someone")
 
 
 def test_a_relative_location_is_refused_with_a_clear_error(client, dbname):
