@@ -72,6 +72,12 @@ def add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
         help="MiB per worker of batched statistics replies kept for repeated requests, checked against the "
         "database on every call (PostgreSQL; default 64, 0 turns it off)",
     )
+    p.add_argument("--tls-cert", metavar="FILE", help="serve TLS (1.2+) with this PEM certificate (chain)")
+    p.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert (unencrypted)")
+    p.add_argument("--tls-client-ca", metavar="FILE",
+                   help="require client certificates signed by this PEM CA (needs --tls-cert and --tls-key)")
+    p.add_argument("--tls-handshake-timeout", type=float, metavar="SECONDS",
+                   help="time a new connection has to finish its TLS handshake (default 10)")
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (default INFO)")
     p.set_defaults(func=_run_serve)
 
@@ -94,6 +100,10 @@ def _run_serve(args: argparse.Namespace) -> int:
         fetch_bitvector=args.fetch_bitvector,
         fetch_kll=args.fetch_kll,
         stats_cache_mb=args.stats_cache_mb,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_client_ca=args.tls_client_ca,
+        tls_handshake_timeout=args.tls_handshake_timeout,
         log_level=args.log_level,
     )
     return serve(settings)

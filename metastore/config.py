@@ -58,6 +58,14 @@ class Settings:
     # planners asking again (PostgreSQL only; every hit is checked against the partitions' statistics
     # version, so a reply is never stale). 0 turns the cache off.
     stats_cache_mb: int = 64
+    # TLS on the Thrift port (PEM files; empty = plaintext). With tls_client_ca, clients must present a
+    # certificate signed by that CA. SIGHUP reloads the certificate and key.
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_client_ca: str = ""
+    # Seconds a new connection has to finish its TLS handshake: a client that never finishes must not hold a
+    # thread for ever.
+    tls_handshake_timeout: float = 10.0
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
@@ -81,6 +89,14 @@ def _parse(type_name: object, raw: str, name: str) -> object:
         if low in ("0", "false", "no", "off", ""):
             return False
         raise ValueError(f"METASTORE_{name.upper()}={raw!r} is not a boolean (use true or false)")
+    if t == "float":
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"METASTORE_{name.upper()}={raw!r} is not a number") from None
+        if not value > 0:
+            raise ValueError(f"METASTORE_{name.upper()}={raw!r} must be a positive number of seconds")
+        return value
     if t == "int":
         try:
             return int(raw)

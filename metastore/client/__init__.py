@@ -32,11 +32,14 @@ __all__ = [
 ]
 
 
-def connect(target: str, *, warehouse: str | None = None, timeout: float = 600.0) -> MetastoreClient:
-    """A client for `thrift://host:port[,thrift://...]` (a server) or a SQLAlchemy URL (embedded)."""
+def connect(
+    target: str, *, warehouse: str | None = None, timeout: float = 600.0, tls_ca: str | None = None
+) -> MetastoreClient:
+    """A client for `thrift://host:port[,thrift://...]` (a server; `thrifts://` over TLS, verified against
+    `tls_ca` or the system CAs) or a SQLAlchemy URL (embedded)."""
     text = target.strip()
-    if text.lower().startswith("thrift://"):
-        return ThriftMetastoreClient(text, timeout=timeout)
+    if text.lower().startswith(("thrift://", "thrifts://")):
+        return ThriftMetastoreClient(text, timeout=timeout, tls_ca=tls_ca)
     if "://" not in text:
         raise InvalidInput(
             f"{target!r} is neither a metastore URI (thrift://host:port) nor a database URL "

@@ -7,6 +7,7 @@ so a Spark executor or a query planner can use it with the thrift package alone.
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from urllib.parse import urlparse
 
 from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException
-from thrift.transport import TSocket, TTransport
+from thrift.transport import TSocket, TSSLSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
 from metastore.api.hive_metastore import ThriftHiveMetastore
@@ -43,29 +44,53 @@ DEFAULT_PORT = 9083
 class ServerAddress:
     host: str
     port: int
+    #: thrifts://: the connection speaks TLS.
+    tls: bool = False
 
     def __str__(self) -> str:
-        return f"thrift://{self.host}:{self.port}"
+        return f"{'thrifts' if self.tls else 'thrift'}://{self.host}:{self.port}"
 
 
 def parse_thrift_uris(uris: str) -> list[ServerAddress]:
-    """Addresses of a `hive.metastore.uris`-style value: `thrift://host:port`, comma-separated for failover."""
+    """Addresses of a `hive.metastore.uris`-style value: `thrift://host:port` (or `thrifts://` for TLS),
+    comma-separated for failover."""
     out: list[ServerAddress] = []
     for raw in uris.split(","):
         text = raw.strip()
         if not text:
             continue
         parsed = urlparse(text)
-        if parsed.scheme != "thrift" or not parsed.hostname:
-            raise InvalidInput(f"metastore URI {text!r} is not of the form thrift://host:port")
+        if parsed.scheme not in ("thrift", "thrifts") or not parsed.hostname:
+            raise InvalidInput(f"metastore URI {text!r} is not of the form thrift://host:port or thrifts://host:port")
         try:
             port = parsed.port or DEFAULT_PORT
         except ValueError:
             raise InvalidInput(f"metastore URI {text!r} has an invalid port") from None
-        out.append(ServerAddress(parsed.hostname, port))
+        out.append(ServerAddress(parsed.hostname, port, tls=parsed.scheme == "thrifts"))
     if not out:
         raise InvalidInput("no metastore URI given (expected thrift://host:port)")
     return out
+
+
+def client_ssl_context(ca: str | None, cert: str | None = None, key: str | None = None) -> ssl.SSLContext:
+    """The client side of TLS: TLS 1.2+, the server's certificate and host name verified against `ca` (PEM)
+    or the system CAs, and an optional client certificate."""
+    if (cert is None) != (key is None):
+        raise InvalidInput("a client certificate needs both tls_cert and tls_key")
+    try:
+        ctx = ssl.create_default_context(cafile=ca)
+    except (ssl.SSLError, OSError) as exc:
+        raise InvalidInput(f"cannot load the TLS CA file {ca}: {getattr(exc, 'strerror', None) or exc}") from None
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if cert is not None:
+        try:
+            ctx.load_cert_chain(cert, key)
+        except (ssl.SSLError, OSError) as exc:
+            raise InvalidInput(
+                f"cannot load the TLS client certificate {cert} with key {key}: "
+                f"{getattr(exc, 'strerror', None) or exc}"
+            ) from None
+    return ctx
 
 
 # Thrift exceptions a call may raise, as the domain errors the client raises instead.
@@ -87,13 +112,21 @@ class ThriftMetastoreClient(MetastoreClient):
     """A Hive-Metastore-compatible server over Thrift (buffered transport, binary protocol).
 
     A call that finds the connection broken (server restarted, idle connection dropped) reconnects and is
-    sent once more, as Hive's RetryingMetaStoreClient does; with several URIs the next one is tried."""
+    sent once more, as Hive's RetryingMetaStoreClient does; with several URIs the next one is tried.
+
+    `thrifts://` URIs speak TLS (1.2+), verifying the server's certificate and host name against `tls_ca` (a PEM
+    file) or, without it, the system's CAs; `tls_cert`/`tls_key` present a client certificate to a server
+    that requires one."""
 
     def __init__(self, uri: str = f"thrift://127.0.0.1:{DEFAULT_PORT}", *, timeout: float = 600.0,
-                 framed: bool = False) -> None:
+                 framed: bool = False, tls_ca: str | None = None, tls_cert: str | None = None,
+                 tls_key: str | None = None) -> None:
         self.addresses = parse_thrift_uris(uri)
         self.timeout = timeout
         self.framed = framed
+        self._ssl_context = (
+            client_ssl_context(tls_ca, tls_cert, tls_key) if any(a.tls for a in self.addresses) else None
+        )
         self.target = uri
         self._lock = threading.RLock()
         self._transport: Any = None
@@ -105,13 +138,21 @@ class ThriftMetastoreClient(MetastoreClient):
     def _connect(self) -> None:
         failures: list[str] = []
         for address in self.addresses:
-            sock = TSocket.TSocket(address.host, address.port)
+            sock: TSocket.TSocket
+            if address.tls:
+                sock = TSSLSocket.TSSLSocket(address.host, address.port, ssl_context=self._ssl_context,
+                                             server_hostname=address.host)
+            else:
+                sock = TSocket.TSocket(address.host, address.port)
             sock.setTimeout(self.timeout * 1000)
             transport = TTransport.TFramedTransport(sock) if self.framed else TTransport.TBufferedTransport(sock)
             try:
                 transport.open()
             except (TTransportException, OSError) as exc:
-                failures.append(f"{address}: {exc}")
+                # thrift's message says only "could not connect"; the inner error says why (e.g. a TLS
+                # certificate that does not verify).
+                inner = getattr(exc, "inner", None)
+                failures.append(f"{address}: {exc}" + (f" ({inner})" if inner is not None else ""))
                 continue
             self._transport = transport
             self._client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocolAccelerated(transport))

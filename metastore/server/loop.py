@@ -3,7 +3,7 @@
 Python's GIL would cap a single process at one core; N worker processes (default: one per core) each accept
 from the same socket, and each serves its connections on threads (clients hold connections open for long,
 and database round trips release the GIL). The parent only supervises: it restarts a worker that dies and
-forwards SIGTERM/SIGINT for a clean shutdown.
+forwards SIGTERM/SIGINT for a clean shutdown, and SIGHUP (reload the TLS certificate) to every worker.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import select
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -24,6 +25,7 @@ from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException
 from thrift.transport.TTransport import TTransportException
 
+from metastore.server.tls import TlsContext, TlsOptions
 from metastore.server.transport import open_connection
 
 log = logging.getLogger("metastore.server")
@@ -43,6 +45,8 @@ class ServeOptions:
     max_container_size: int
     # How long a worker waits for in-flight calls when asked to stop.
     grace_seconds: float = 10.0
+    # TLS on every accepted connection; None serves plaintext.
+    tls: TlsOptions | None = None
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -70,17 +74,25 @@ class Worker:
         # Set by the signal handler; the accept loop turns it into _stopping. A handler must take no lock:
         # a second signal arriving inside Event.set() would re-enter it and deadlock on the Event's lock.
         self._stop_requested = False
+        # Set by SIGHUP's handler, turned into a TLS reload by the accept loop (a handler must not do the work).
+        self._reload_requested = False
+        self._tls: TlsContext | None = None
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._busy = 0
 
     def install_signal_handlers(self) -> None:
-        """SIGTERM/SIGINT stop this worker (a request that arrives while it starts up is kept)."""
+        """SIGTERM/SIGINT stop this worker (a request that arrives while it starts up is kept); SIGHUP reloads
+        the TLS certificate when TLS is on."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        if self._options.tls is not None:
+            signal.signal(signal.SIGHUP, self._on_reload_signal)
 
     def run(self) -> None:
         self.install_signal_handlers()
+        if self._options.tls is not None:
+            self._tls = TlsContext(self._options.tls)
         processor = self._make_processor()
         _tune_garbage_collector()
         if self._stop_requested:
@@ -89,6 +101,10 @@ class Worker:
         # A timeout on accept lets the loop notice a stop request without another thread closing the socket.
         self._listener.settimeout(0.5)
         while not self._stop_requested:
+            if self._reload_requested:
+                self._reload_requested = False
+                if self._tls is not None:
+                    self._tls.reload()
             try:
                 conn, peer = self._listener.accept()
             except TimeoutError:
@@ -118,6 +134,30 @@ class Worker:
     def _on_signal(self, signum: int, _frame: object) -> None:
         self._stop_requested = True
 
+    def _on_reload_signal(self, signum: int, _frame: object) -> None:
+        self._reload_requested = True
+
+    def _handshake(self, conn: socket.socket, peer: object) -> socket.socket | None:
+        """Wrap the accepted socket in TLS within the handshake time limit; None (connection closed) if the
+        client does not speak TLS, fails verification or is too slow."""
+        assert self._tls is not None and self._options.tls is not None
+        conn.settimeout(self._options.tls.handshake_timeout)
+        try:
+            wrapped = self._tls.context.wrap_socket(conn, server_side=True)
+        except (ssl.SSLError, OSError) as exc:
+            reason = "handshake timed out" if isinstance(exc, TimeoutError) else str(exc)
+            log.info("TLS handshake with %s failed, closing the connection: %s", peer, reason)
+            with self._lock:
+                self._connections.discard(conn)
+            conn.close()
+            return None
+        wrapped.settimeout(None)
+        # wrap_socket detached the plain socket: shutdown (_drain) must now reach the wrapped one.
+        with self._lock:
+            self._connections.discard(conn)
+            self._connections.add(wrapped)
+        return wrapped
+
     def _drain(self) -> None:
         """Stop taking calls: wait for in-flight calls, then close idle connections."""
         deadline = time.monotonic() + self._options.grace_seconds
@@ -136,6 +176,11 @@ class Worker:
 
     def _serve_connection(self, processor: object, conn: socket.socket, peer: object) -> None:
         opts = self._options
+        if self._tls is not None:
+            wrapped = self._handshake(conn, peer)
+            if wrapped is None:
+                return
+            conn = wrapped
         trans, proto = open_connection(
             conn,
             framed=opts.framed,
@@ -148,7 +193,9 @@ class Worker:
             while not self._stopping.is_set():
                 # Wait for the first byte of the next call outside the busy count, so shutdown does not
                 # wait for idle clients.
-                if not (_has_buffered_input(trans) or _wait_readable(conn, self._stopping)):
+                if not (
+                    _has_buffered_input(trans) or _tls_pending(conn) or _wait_readable(conn, self._stopping)
+                ):
                     break
                 with self._lock:
                     self._busy += 1
@@ -195,6 +242,11 @@ def _has_buffered_input(trans: object) -> bool:
     return buf is not None and buf.tell() < len(buf.getbuffer())
 
 
+def _tls_pending(conn: socket.socket) -> bool:
+    """True when TLS already decrypted bytes the socket's descriptor will not signal again."""
+    return isinstance(conn, ssl.SSLSocket) and conn.pending() > 0
+
+
 def _wait_readable(conn: socket.socket, stopping: threading.Event) -> bool:
     """Block until the connection has data (True) or is closed / the worker is stopping (False).
 
@@ -227,7 +279,7 @@ def serve_forever(
     def spawn(slot: int) -> None:
         # Signals stay blocked across fork until the child has its own handlers: one arriving in between would
         # otherwise run the parent's handler in the child, and the child would never stop.
-        stop_signals = {signal.SIGTERM, signal.SIGINT}
+        stop_signals = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
         signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
         try:
             pid = os.fork()
@@ -259,8 +311,18 @@ def serve_forever(
             except ProcessLookupError:
                 pass
 
+    def on_reload(signum: int, _frame: object) -> None:
+        # Each worker holds its own SSLContext: every one of them must reload.
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGHUP)
+            except ProcessLookupError:
+                pass
+
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if options.tls is not None:
+        signal.signal(signal.SIGHUP, on_reload)
     for slot in range(options.workers):
         spawn(slot)
     on_ready()

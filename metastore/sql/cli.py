@@ -23,8 +23,11 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     target = p.add_mutually_exclusive_group()
     target.add_argument(
         "--connect", metavar="URI",
-        help="metastore server(s) to use: thrift://host:9083 (comma-separated URIs fail over in order)",
+        help="metastore server(s) to use: thrift://host:9083, or thrifts://host:9083 for TLS (comma-separated "
+        "URIs fail over in order)",
     )
+    p.add_argument("--tls-ca", metavar="FILE",
+                   help="PEM CA to verify a thrifts:// server's certificate with (default: the system's CAs)")
     target.add_argument(
         "--db", metavar="URL",
         help="run embedded on this database: a SQLAlchemy URL (default: METASTORE_DB, else the SQLite file in "
@@ -91,7 +94,7 @@ def run_sql(args: argparse.Namespace) -> int:
     client: MetastoreClient
     try:
         if args.connect:
-            client = ThriftMetastoreClient(args.connect)
+            client = ThriftMetastoreClient(args.connect, tls_ca=args.tls_ca)
         else:
             from metastore.config import Settings  # platformdirs: only where a default path is needed
 
