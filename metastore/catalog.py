@@ -56,6 +56,9 @@ class StorageDescriptor:
     parameters: dict[str, str] = field(default_factory=dict)
     skewed_info: SkewedInfo | None = None
     stored_as_sub_directories: bool = False
+    #: The descriptor has no column list (Thrift null) rather than an empty one; `cols` is then empty. Hive 2.3
+    #: stores a partition added so without a column descriptor and returns its columns as null, not the table's.
+    cols_unset: bool = False
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,8 @@ class PartitionRepository:
         self, ref: TableRef, partitions: Sequence[Partition], previous: Sequence[int | None] | None = None
     ) -> tuple[list[int | None], list[list[FieldSchema]]]:
         """A column descriptor per partition: its previous one or the table's when the columns are the same,
-        else a new one shared by partitions with equal columns. Also returns the normalised columns."""
+        else a new one shared by partitions with equal columns; none for a partition whose columns are unset
+        (Thrift null), as Hive 2.3 stores it. Also returns the normalised columns (the table's for unset ones)."""
         candidates = {cd for cd in (previous or []) if cd is not None}
         if ref.cd_id is not None:
             candidates.add(ref.cd_id)
@@ -194,6 +195,10 @@ class PartitionRepository:
         cd_ids: list[int | None] = []
         all_cols: list[list[FieldSchema]] = []
         for i, p in enumerate(partitions):
+            if p.sd.cols_unset:
+                cd_ids.append(None)
+                all_cols.append(list(table_cols))
+                continue
             cols = (
                 validate_columns(p.sd.cols, f"partition {p.values} of {ref.qualified_name}")
                 if p.sd.cols

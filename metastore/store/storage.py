@@ -282,6 +282,8 @@ def load_storage(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, Storag
     for sd_id, r in base.items():
         out[sd_id] = StorageDescriptor(
             cols=list(columns.get(r.CD_ID, [])),
+            # No column descriptor: the partition was added without columns (see _column_descriptors).
+            cols_unset=r.CD_ID is None,
             location=r.LOCATION,
             input_format=r.INPUT_FORMAT,
             output_format=r.OUTPUT_FORMAT,

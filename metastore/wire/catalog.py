@@ -64,14 +64,16 @@ def sd_from_thrift(sd: tt.StorageDescriptor | None) -> StorageDescriptor:
         if skewed is not None
         else None,
         stored_as_sub_directories=bool(sd.storedAsSubDirectories),
+        cols_unset=sd.cols is None,
     )
 
 
 def sd_to_thrift(sd: StorageDescriptor) -> tt.StorageDescriptor:
-    """A storage descriptor as Thrift, always with a SkewedInfo as Hive sends it."""
+    """A storage descriptor as Thrift, always with a SkewedInfo as Hive sends it; columns stored as unset (a
+    partition added without any) stay unset, as Hive 2.3 answers."""
     skewed = sd.skewed_info or SkewedInfo()
     return tt.StorageDescriptor(
-        cols=[field_to_thrift(c) for c in sd.cols],
+        cols=None if sd.cols_unset else [field_to_thrift(c) for c in sd.cols],
         location=sd.location,
         inputFormat=sd.input_format,
         outputFormat=sd.output_format,

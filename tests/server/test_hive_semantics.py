@@ -406,3 +406,26 @@ def test_renaming_a_managed_table_moves_its_directory_and_partitions(client, dbn
     assert client.get_partition(dbname, "new", ["a"]).sd.location == f"file:{old_dir.parent}/new/p=a"
     assert (old_dir.parent / "new" / "p=a" / "f.txt").read_text() == "x"
     assert not old_dir.exists()
+
+
+def test_a_partition_added_without_columns_keeps_them_unset_as_hive_2_3_does(client, dbname):
+    # Hive 2.3's TestHiveMetaStore.testPartition: sd.cols = null comes back null, not as the table's columns;
+    # an explicit column list still comes back as given.
+    client.create_database(b.database(dbname))
+    client.create_table(_table(dbname, "t"))
+    bare = _part(dbname, "t", ["none"])
+    bare.sd.cols = None
+    client.add_partition(bare)
+    client.add_partition(_part(dbname, "t", ["some"]))
+    assert client.get_partition(dbname, "t", ["none"]).sd.cols is None
+    assert client.get_partition_by_name(dbname, "t", "p=none").sd.cols is None
+    listed = {p.values[0]: p.sd.cols for p in client.get_partitions(dbname, "t", -1)}
+    assert listed == {"none": None, "some": [tt.FieldSchema(name="a", type="string", comment=None)]}
+    # Altering it with columns unset keeps them unset; giving columns then stores them.
+    bare = client.get_partition(dbname, "t", ["none"])
+    bare.parameters = {"k": "v"}
+    client.alter_partition(dbname, "t", bare)
+    assert client.get_partition(dbname, "t", ["none"]).sd.cols is None
+    bare.sd.cols = [tt.FieldSchema(name="a", type="string")]
+    client.alter_partition(dbname, "t", bare)
+    assert client.get_partition(dbname, "t", ["none"]).sd.cols == [tt.FieldSchema(name="a", type="string")]
