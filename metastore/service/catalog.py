@@ -12,6 +12,7 @@ from metastore import locations
 from metastore.catalog import DEFAULT_CATALOG, Database, Partition, Table
 from metastore.errors import InvalidObject, InvalidOperation
 from metastore.partnames import make_part_name, values_from_part_name
+from metastore.service import spark_statistics
 from metastore.store import Store
 
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
@@ -127,12 +128,17 @@ class CatalogService:
         return table
 
     def get_table(self, db_name: str, table_name: str, catalog: str = DEFAULT_CATALOG) -> Table:
+        """A table, its parameters with Spark's statistics properties composed from its column statistics."""
         with self.store.read() as uow:
-            return uow.tables.get(db_name, table_name, catalog=catalog)
+            return spark_statistics.spark_view(uow, uow.tables.get(db_name, table_name, catalog=catalog))
 
     def get_tables(self, db_name: str, table_names: Sequence[str], catalog: str = DEFAULT_CATALOG) -> list[Table]:
+        """Tables by name, each as get_table answers it."""
         with self.store.read() as uow:
-            return uow.tables.get_many(db_name, table_names, catalog=catalog)
+            return [
+                spark_statistics.spark_view(uow, t)
+                for t in uow.tables.get_many(db_name, table_names, catalog=catalog)
+            ]
 
     def list_tables(
         self, db_name: str, pattern: str | None = None, table_type: str | None = None, catalog: str = DEFAULT_CATALOG
@@ -153,6 +159,8 @@ class CatalogService:
         )
         with self.store.transaction() as uow:
             old = uow.tables.get(db_name, table_name, catalog=catalog)
+            # Spark's statistics properties are never stored: a new analysis among them goes to TAB_COL_STATS.
+            new_table, spark_entries = spark_statistics.absorb_spark_statistics(uow, old, new_table)
             renamed = (new_table.db_name, new_table.table_name) != (old.db_name, old.table_name)
             moved_from = moved_to = None
             if (
@@ -170,6 +178,7 @@ class CatalogService:
                         db_name, table_name, old_prefix=moved_from or "", new_prefix=moved_to, catalog=catalog
                     )
             uow.tables.alter(db_name, table_name, new_table, cascade=cascade, catalog=catalog)
+            spark_statistics.write_absorbed(uow, new_table, spark_entries)
             if moved_from and moved_to:
                 locations.move_dir(moved_from, moved_to)
 
