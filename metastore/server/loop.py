@@ -269,8 +269,11 @@ def serve_forever(
 ) -> int:
     """Fork `options.workers` workers on `listener` and supervise them until SIGTERM/SIGINT; returns an exit code."""
     if options.workers <= 1:
+        worker = Worker(listener, make_processor, options)
+        # Handlers before the ready line: a SIGTERM sent as soon as it appears must stop cleanly, not kill.
+        worker.install_signal_handlers()
         on_ready()
-        Worker(listener, make_processor, options).run()
+        worker.run()
         return 0
 
     children: dict[int, int] = {}
