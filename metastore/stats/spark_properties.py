@@ -98,8 +98,23 @@ def _double_text(value: float) -> str | None:
     return repr(float(value)) if math.isfinite(value) else None
 
 
-def _timestamp_text(seconds: int) -> str:
-    return (_EPOCH + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S.000000")
+def _date_text(days: int | None) -> str | None:
+    # Bounds outside years 1..9999 have no yyyy-MM-dd text: left out (Spark then knows no bound), never an error.
+    if days is None:
+        return None
+    try:
+        return (_EPOCH_DAY + dt.timedelta(days=days)).isoformat()
+    except OverflowError:
+        return None
+
+
+def _timestamp_text(seconds: int | None) -> str | None:
+    if seconds is None:
+        return None
+    try:
+        return (_EPOCH + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S.000000")
+    except OverflowError:
+        return None
 
 
 def _min_max_text(stats: ColumnStats) -> tuple[str | None, str | None]:
@@ -118,15 +133,9 @@ def _min_max_text(stats: ColumnStats) -> tuple[str | None, str | None]:
     if isinstance(stats, DecimalStats):
         return (None if stats.low is None else str(stats.low)), (None if stats.high is None else str(stats.high))
     if isinstance(stats, DateStats):
-        return (
-            None if stats.low is None else (_EPOCH_DAY + dt.timedelta(days=stats.low)).isoformat(),
-            None if stats.high is None else (_EPOCH_DAY + dt.timedelta(days=stats.high)).isoformat(),
-        )
+        return _date_text(stats.low), _date_text(stats.high)
     if isinstance(stats, TimestampStats):
-        return (
-            None if stats.low is None else _timestamp_text(stats.low),
-            None if stats.high is None else _timestamp_text(stats.high),
-        )
+        return _timestamp_text(stats.low), _timestamp_text(stats.high)
     return None, None
 
 

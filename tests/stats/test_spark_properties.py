@@ -119,3 +119,13 @@ def test_bad_table_numbers_and_complex_types() -> None:
         sp.parse_table_stats({sp.NUM_ROWS: "many"})
     assert sp.entry_from_properties("c", "array<int>", {"version": "2"}, num_rows=1) is None
     assert sp.spark_column_names({"spark.sql.sources.schema": "{not json"}) == {}
+
+
+def test_dates_and_timestamps_beyond_year_9999_have_no_bounds() -> None:
+    entries = [
+        ColumnStatsEntry("dt", "date", DateStats(num_nulls=0, num_dvs=1, low=-10**9, high=10**9)),
+        ColumnStatsEntry("ts", "timestamp", TimestampStats(num_nulls=0, num_dvs=1, low=0, high=10**15)),
+    ]
+    props = sp.with_spark_statistics({}, entries)
+    assert P + "dt.min" not in props and P + "dt.max" not in props and P + "ts.max" not in props
+    assert props[P + "ts.min"] == "1970-01-01 00:00:00.000000"

@@ -1,0 +1,102 @@
+"""Spark's statistics properties over Thrift (SQLite and PostgreSQL): composed from TAB_COL_STATS by get_table
+and friends, gone with the statistics they came from; Spark-style alter_table properties reach TAB_COL_STATS."""
+
+from __future__ import annotations
+
+from metastore.api.hive_metastore import ttypes as tt
+from server import thrift_builders as b
+
+P = "spark.sql.statistics.colStats."
+COLS = [("l", "bigint"), ("s", "string"), ("dec", "decimal(10,2)"), ("ts", "timestamp"), ("b", "boolean")]
+
+
+def _spark_keys(table: tt.Table) -> dict[str, str]:
+    return {k: v for k, v in table.parameters.items() if k.startswith("spark.sql.statistics.")}
+
+
+def _setup(client, dbname: str) -> None:  # noqa: ANN001
+    b.create_db_and_table(client, dbname, cols=COLS)
+    client.update_table_column_statistics(b.table_stats(dbname, "t", [
+        b.obj("l", "bigint", b.data_long(-3, 40, 1, 5)),
+        b.obj("s", "string", b.data_string(12, 3.5, 2, 9)),
+        b.obj("dec", "decimal(10,2)", b.data_decimal("-1.50", "99.25", 0, 4)),
+    ]))
+
+
+def test_statistics_writes_show_in_every_table_read(client, dbname: str) -> None:  # noqa: ANN001
+    _setup(client, dbname)
+    for table in (
+        client.get_table(dbname, "t"),
+        client.get_table_req(tt.GetTableRequest(dbName=dbname, tblName="t")).table,
+        client.get_table_objects_by_name(dbname, ["t"])[0],
+    ):
+        keys = _spark_keys(table)
+        assert keys["spark.sql.statistics.totalSize"] == "0"
+        assert (keys[P + "l.min"], keys[P + "l.max"], keys[P + "l.distinctCount"], keys[P + "l.nullCount"]) == (
+            "-3", "40", "5", "1")
+        assert (keys[P + "s.avgLen"], keys[P + "s.maxLen"]) == ("4", "12")
+        assert (keys[P + "dec.min"], keys[P + "dec.max"]) == ("-1.50", "99.25")
+        assert not any(k.startswith(P + "ts.") for k in keys)
+
+
+def test_deletes_and_column_changes_remove_the_keys(client, dbname: str) -> None:  # noqa: ANN001
+    _setup(client, dbname)
+    client.delete_table_column_statistics(dbname, "t", "l", "hive")
+    assert not any(k.startswith(P + "l.") for k in _spark_keys(client.get_table(dbname, "t")))
+    table = client.get_table(dbname, "t")
+    table.sd.cols = [c for c in table.sd.cols if c.name != "s"]  # drop s
+    for c in table.sd.cols:
+        if c.name == "dec":
+            c.type = "decimal(12,2)"  # retype: Hive drops its statistics
+    client.alter_table(dbname, "t", table)
+    keys = _spark_keys(client.get_table(dbname, "t"))
+    assert not any(k.startswith((P + "s.", P + "dec.")) for k in keys)
+    # the alter carried the properties it read forward: nothing was stored or resurrected
+    assert client.get_table_statistics_req(tt.TableStatsRequest(dbName=dbname, tblName="t", colNames=["s", "dec"])
+                                           ).tableStats == []
+
+
+def test_spark_analyze_through_alter_table_reaches_tab_col_stats(client, dbname: str) -> None:  # noqa: ANN001
+    _setup(client, dbname)
+    table = client.get_table(dbname, "t")
+    table.parameters.update({
+        "spark.sql.statistics.numRows": "50", "spark.sql.statistics.totalSize": "4096",
+        P + "l.version": "2", P + "l.distinctCount": "7", P + "l.nullCount": "0", P + "l.min": "1",
+        P + "l.max": "9", P + "l.avgLen": "8", P + "l.maxLen": "8",
+        P + "ts.version": "2", P + "ts.distinctCount": "3", P + "ts.nullCount": "1", P + "ts.avgLen": "8",
+        P + "ts.maxLen": "8", P + "ts.min": "2020-01-01 00:00:00.000000", P + "ts.max": "2020-01-02 03:04:05.500000",
+        P + "b.version": "2", P + "b.distinctCount": "1", P + "b.nullCount": "10", P + "b.avgLen": "1",
+        P + "b.maxLen": "1", P + "b.min": "false", P + "b.max": "false",
+    })
+    client.alter_table(dbname, "t", table)
+    got = {o.colName: o.statsData for o in client.get_table_statistics_req(
+        tt.TableStatsRequest(dbName=dbname, tblName="t", colNames=["l", "ts", "b", "s"])).tableStats}
+    assert got["l"].longStats == tt.LongColumnStatsData(lowValue=1, highValue=9, numNulls=0, numDVs=7)
+    assert (got["ts"].longStats.lowValue, got["ts"].longStats.highValue) == (1577836800, 1577934246)
+    assert (got["b"].booleanStats.numTrues, got["b"].booleanStats.numFalses, got["b"].booleanStats.numNulls) == (
+        0, 40, 10)
+    assert got["s"].stringStats.maxColLen == 12  # untouched column keeps our statistics
+    after = client.get_table(dbname, "t")
+    assert (after.parameters["numRows"], after.parameters["totalSize"]) == ("50", "4096")
+    keys = _spark_keys(after)
+    assert (keys["spark.sql.statistics.numRows"], keys[P + "l.max"], keys[P + "b.max"]) == ("50", "9", "false")
+
+
+def test_garbage_properties_are_ignored_with_a_warning(client, dbname: str, server) -> None:  # noqa: ANN001
+    _setup(client, dbname)
+    table = client.get_table(dbname, "t")
+    table.parameters.update({
+        P + "l.version": "2", P + "l.distinctCount": "lots", P + "l.nullCount": "0",
+        P + "nosuch.version": "2", "spark.sql.statistics.numRows": "12",
+    })
+    client.alter_table(dbname, "t", table)  # no error to the client
+    got = client.get_table_statistics_req(tt.TableStatsRequest(dbName=dbname, tblName="t", colNames=["l"]))
+    assert got.tableStats[0].statsData.longStats.numDVs == 5
+    assert client.get_table(dbname, "t").parameters["numRows"] == "12"
+    warning = [line for line in server.output.splitlines() if "distinctCount is not an integer" in line]
+    assert warning and "WARNING" in warning[0] and dbname in warning[0]
+
+
+def test_tables_without_statistics_have_no_spark_keys(client, dbname: str) -> None:  # noqa: ANN001
+    b.create_db_and_table(client, dbname, cols=COLS)
+    assert _spark_keys(client.get_table(dbname, "t")) == {}
