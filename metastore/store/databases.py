@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -19,7 +20,7 @@ from metastore.store.tables import drop_tables
 from metastore.store.upsert import insert_ignoring_duplicates
 
 
-def _row(db: Database, name: str, catalog: str) -> dict:
+def _row(db: Database, name: str, catalog: str) -> dict[str, Any]:
     return {
         "NAME": name,
         "CTLG_NAME": catalog,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from metastore.errors import MetastoreError
 from metastore.store.sqlite_files import create_private_database_file, is_file_database
@@ -49,14 +51,17 @@ def _sqlite_engine(parsed: sa.engine.URL, **kwargs: object) -> Engine:
     database = parsed.database
     if is_file_database(database):
         create_private_database_file(database)  # 0600 before SQLite creates it world-readable
-    connect_args = dict(kwargs.pop("connect_args", {}) or {})  # type: ignore[call-overload]
+    given = kwargs.pop("connect_args", None) or {}
+    if not isinstance(given, Mapping):
+        raise TypeError(f"connect_args must be a mapping, got {type(given).__name__}")
+    connect_args = dict(given)
     connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
     # Connections move between the server's threads through the pool, never used by two at once.
     connect_args.setdefault("check_same_thread", False)
     engine = sa.create_engine(parsed, connect_args=connect_args, **kwargs)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
+    def _on_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
         # Let SQLAlchemy's "begin" event below issue BEGIN itself; pysqlite's own implicit BEGIN is deferred
         # and would not be emitted before SELECTs.
         dbapi_connection.isolation_level = None
@@ -87,14 +92,18 @@ def _invalidate_connections_from_parent_process(engine: Engine) -> None:
     """Never hand a forked child a connection its parent opened (SQLAlchemy's documented multiprocessing recipe)."""
 
     @event.listens_for(engine, "connect")
-    def _remember_pid(_dbapi_connection, record) -> None:  # noqa: ANN001
+    def _remember_pid(_dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry) -> None:
         record.info["pid"] = os.getpid()
 
     @event.listens_for(engine, "checkout")
-    def _check_pid(_dbapi_connection, record, proxy) -> None:  # noqa: ANN001
+    def _check_pid(
+        _dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry, proxy: PoolProxiedConnection
+    ) -> None:
         pid = os.getpid()
         if record.info.get("pid", pid) != pid:
-            record.dbapi_connection = proxy.dbapi_connection = None
+            # The recipe's own assignment. The public interfaces SQLAlchemy types these events with declare empty
+            # __slots__, while the objects passed (its _ConnectionRecord and _ConnectionFairy) have the attribute.
+            record.dbapi_connection = proxy.dbapi_connection = None  # type: ignore[misc]
             raise sa.exc.DisconnectionError(
                 f"connection opened in process {record.info['pid']} used in child process {pid}"
             )
@@ -110,7 +119,7 @@ def autocommit_connection(engine: Engine) -> Iterator[sa.Connection]:
     every call. The connection is switched back before it returns to the pool; one that cannot be is
     discarded, so no pooled connection is ever left in autocommit."""
     with engine.connect() as conn:
-        dbapi = conn.connection.dbapi_connection
+        dbapi = dbapi_connection_of(conn)
         if dbapi.isolation_level is not None:
             # A connection that once ran at another level (the reply cache's REPEATABLE READ fills) comes back
             # from SQLAlchemy's reset with READ COMMITTED set explicitly, and psycopg2 would then send
@@ -126,6 +135,14 @@ def autocommit_connection(engine: Engine) -> Iterator[sa.Connection]:
                 dbapi.autocommit = False
             except Exception:  # noqa: BLE001 - a broken connection: it must not go back to the pool
                 conn.invalidate()
+
+
+def dbapi_connection_of(conn: sa.Connection) -> DBAPIConnection:
+    """The DB-API connection under `conn` (checked out from the pool, so present unless `conn` was closed)."""
+    dbapi = conn.connection.dbapi_connection
+    if dbapi is None:
+        raise sa.exc.ResourceClosedError("the connection was closed: it has no DB-API connection")
+    return dbapi
 
 
 def is_sqlite(engine_or_conn: Engine | sa.Connection) -> bool:

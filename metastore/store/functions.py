@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -32,7 +33,7 @@ class FunctionRepository:
         return inserted
 
     @staticmethod
-    def _row(func: Function) -> dict:
+    def _row(func: Function) -> dict[str, Any]:
         return {
             "FUNC_NAME": normalize(func.name),
             "CLASS_NAME": func.class_name,
@@ -73,7 +74,7 @@ class FunctionRepository:
         )
         return list(self._conn.execute(query).scalars())
 
-    def _load(self, where: Callable[[sa.Select], sa.Select]) -> list[Function]:
+    def _load(self, where: Callable[[sa.Select[Any]], sa.Select[Any]]) -> list[Function]:
         query = where(
             sa.select(FUNCS, DBS.c.NAME.label("DB_NAME")).join(DBS, DBS.c.DB_ID == FUNCS.c.DB_ID)
         ).order_by(DBS.c.NAME, FUNCS.c.FUNC_NAME)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
 import metastore
 from metastore.errors import MetastoreError, SchemaOutOfDate
+
+if TYPE_CHECKING:
+    from alembic.config import Config  # imported lazily at run time: the server never loads Alembic
 
 VERSION_TABLE = "alembic_version"
 
@@ -22,7 +26,7 @@ def alembic_dir() -> Path:
     return path
 
 
-def alembic_config(url: str | None = None):  # noqa: ANN201 - alembic.config.Config, imported lazily
+def alembic_config(url: str | None = None) -> Config:
     """An Alembic Config for our script directory, targeting `url` when given."""
     from alembic.config import Config
 

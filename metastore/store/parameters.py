@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -21,7 +22,7 @@ class ParameterTable:
     owner: str
 
     @property
-    def owner_column(self) -> sa.Column:
+    def owner_column(self) -> sa.Column[Any]:
         return self.table.c[self.owner]
 
     def load(self, conn: sa.Connection, owner_ids: Sequence[int]) -> dict[int, dict[str, str]]:

@@ -45,7 +45,7 @@ def database_ref(conn: sa.Connection, catalog: str, name: str) -> DatabaseRef:
     return DatabaseRef(db_id=row.DB_ID, name=db_name, catalog=normalize(catalog))
 
 
-def table_id_query(catalog: str, db_name: str, table_name: str) -> sa.ScalarSelect:
+def table_id_query(catalog: str, db_name: str, table_name: str) -> sa.ScalarSelect[int]:
     """A scalar subquery giving the table's TBL_ID, to resolve and query in one statement."""
     return (
         sa.select(TBLS.c.TBL_ID)

@@ -16,6 +16,8 @@ Deliberate differences from Hive, each for a reason:
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 metadata = sa.MetaData(
@@ -39,11 +41,11 @@ PARAM_KEY_LEN = 256
 URI_LEN = 4000
 
 
-def _id_column(name: str) -> sa.Column:
+def _id_column(name: str) -> sa.Column[int]:
     return sa.Column(name, Id, primary_key=True, autoincrement=True)
 
 
-def _fk(name: str, target: str, *, nullable: bool = False, cascade: bool = True) -> sa.Column:
+def _fk(name: str, target: str, *, nullable: bool = False, cascade: bool = True) -> sa.Column[int]:
     return sa.Column(
         name, Id, sa.ForeignKey(target, ondelete="CASCADE" if cascade else None), nullable=nullable
     )
@@ -224,7 +226,7 @@ PARTITION_PARAMS = sa.Table(
 )
 
 
-def _stats_value_columns() -> list[sa.Column]:
+def _stats_value_columns() -> list[sa.Column[Any]]:
     """The typed statistics columns shared by TAB_COL_STATS and PART_COL_STATS (Hive 4 names and types)."""
     return [
         sa.Column("COLUMN_NAME", sa.String(COLUMN_NAME_LEN), nullable=False),

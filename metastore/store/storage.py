@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -127,7 +128,7 @@ def _skewed_from_text(text: str | None) -> SkewedInfo | None:
     )
 
 
-def _sd_row(sd: StorageDescriptor, cd_id: int | None, serde_id: int) -> dict:
+def _sd_row(sd: StorageDescriptor, cd_id: int | None, serde_id: int) -> dict[str, Any]:
     return {
         "CD_ID": cd_id,
         "SERDE_ID": serde_id,
@@ -141,7 +142,9 @@ def _sd_row(sd: StorageDescriptor, cd_id: int | None, serde_id: int) -> dict:
     }
 
 
-def _insert_with_new_ids(conn: sa.Connection, table: sa.Table, id_col: str, rows: list[dict]) -> list[int]:
+def _insert_with_new_ids(
+    conn: sa.Connection, table: sa.Table, id_col: str, rows: list[dict[str, Any]]
+) -> list[int]:
     """Insert rows under freshly allocated ids (in a few statements) and return the ids in row order."""
     ids = allocate_ids(conn, table, id_col, len(rows))
     insert_rows(conn, table, [{id_col: i, **row} for i, row in zip(ids, rows, strict=True)])
@@ -207,6 +210,8 @@ def replace_storage(
     sd_rows = []
     serde_rows = []
     for ref, sd, cd in zip(refs, sds, cd_ids, strict=True):
+        # ref.serde_id is never None here: insert_storage gives every descriptor it writes a SerDe row
+        # (SDS.SERDE_ID is nullable only because Hive's schema has it so). Same below.
         row = {f"p_{k}": v for k, v in _sd_row(sd, cd, ref.serde_id).items()}  # type: ignore[arg-type]
         row["p_key"] = ref.sd_id
         sd_rows.append(row)
@@ -252,7 +257,7 @@ def storage_refs(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, Storag
 def load_storage(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, StorageDescriptor]:
     """{SD_ID: descriptor}, six queries per thousand descriptors."""
     ids = [s for s in dict.fromkeys(sd_ids) if s is not None]
-    base: dict[int, sa.Row] = {}
+    base: dict[int, sa.Row[Any]] = {}
     for batch in chunks(ids):
         rows = conn.execute(
             sa.select(SDS, SERDES.c.NAME.label("SERDE_NAME"), SERDES.c.SLIB)
@@ -266,18 +271,18 @@ def load_storage(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, Storag
     buckets: dict[int, list[str]] = {sd: [] for sd in base}
     sorts: dict[int, list[Order]] = {sd: [] for sd in base}
     for batch in chunks(list(base)):
-        for r in conn.execute(
+        for b in conn.execute(
             sa.select(BUCKETING_COLS.c.SD_ID, BUCKETING_COLS.c.BUCKET_COL_NAME)
             .where(BUCKETING_COLS.c.SD_ID.in_(batch))
             .order_by(BUCKETING_COLS.c.SD_ID, BUCKETING_COLS.c.INTEGER_IDX)
         ):
-            buckets[r.SD_ID].append(r.BUCKET_COL_NAME)
-        for r in conn.execute(
+            buckets[b.SD_ID].append(b.BUCKET_COL_NAME)
+        for s in conn.execute(
             sa.select(SORT_COLS.c.SD_ID, SORT_COLS.c.COLUMN_NAME, SORT_COLS.c.ORDER)
             .where(SORT_COLS.c.SD_ID.in_(batch))
             .order_by(SORT_COLS.c.SD_ID, SORT_COLS.c.INTEGER_IDX)
         ):
-            sorts[r.SD_ID].append(Order(col=r.COLUMN_NAME, order=r.ORDER))
+            sorts[s.SD_ID].append(Order(col=s.COLUMN_NAME, order=s.ORDER))
     out: dict[int, StorageDescriptor] = {}
     for sd_id, r in base.items():
         out[sd_id] = StorageDescriptor(

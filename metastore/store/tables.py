@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -39,7 +40,7 @@ from metastore.store.storage import (
 )
 
 
-def _table_row(table: Table, db_id: int, sd_id: int | None, name: str) -> dict:
+def _table_row(table: Table, db_id: int, sd_id: int | None, name: str) -> dict[str, Any]:
     return {
         "DB_ID": db_id,
         "SD_ID": sd_id,
@@ -199,7 +200,7 @@ class TableRepository:
                 keys[k.TBL_ID].append(FieldSchema(name=k.PKEY_NAME, type=k.PKEY_TYPE, comment=k.PKEY_COMMENT))
         out = []
         for r in rows:
-            kwargs = {}
+            kwargs: dict[str, Any] = {}
             if r.SD_ID in sds:
                 kwargs["sd"] = sds[r.SD_ID]
             out.append(

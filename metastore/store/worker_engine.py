@@ -17,6 +17,8 @@ import time
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from metastore.store.engine import create_engine
 
@@ -56,11 +58,13 @@ def create_worker_engine(url: str, *, workers: int) -> Engine:
 
 def _ping_when_idle(engine: Engine) -> None:
     @event.listens_for(engine, "checkin")
-    def _idle_from(_dbapi_connection, record) -> None:  # noqa: ANN001 - DBAPI objects
+    def _idle_from(_dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry) -> None:
         record.info["idle_since"] = time.monotonic()
 
     @event.listens_for(engine, "checkout")
-    def _ping_if_idle(dbapi_connection, record, _proxy) -> None:  # noqa: ANN001
+    def _ping_if_idle(
+        dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+    ) -> None:
         idle_since = record.info.get("idle_since")
         if idle_since is None or time.monotonic() - idle_since < IDLE_PING_SECONDS:
             return
