@@ -34,6 +34,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -262,7 +263,7 @@ class _Parser:
         tok = self.peek()
         if self.accept_keyword("NOT"):
             self.nest(tok.pos)
-            node = Not(self.parse_not())
+            node: Node = Not(self.parse_not())
             self.depth -= 1
             return node
         if tok.kind == "(":
@@ -556,7 +557,7 @@ class _Compiler:
         if node.op == "LIKE":
             return self.like(node, column)
         if numeric:
-            lhs: sa.ColumnElement = self.numeric(column)
+            lhs: sa.ColumnElement[Any] = self.numeric(column)
             rhs: object = self.int_value(node.value, node.key)
         else:
             lhs = self.ordered(column) if node.op not in ("=", "!=") else column
@@ -574,10 +575,10 @@ class _Compiler:
         # Byte order on PostgreSQL too (its default collation may be linguistic), as SQLite compares.
         return sa.collate(column, "C") if self.dialect == "postgresql" else column
 
-    def numeric(self, column: sa.ColumnElement[str]) -> sa.ColumnElement:
+    def numeric(self, column: sa.ColumnElement[str]) -> sa.ColumnElement[Any]:
         """The key value as a number, NULL where it is not an integer (so it matches no comparison)."""
         if self.dialect == "postgresql":
-            is_integer = column.op("~")(r"^-?[0-9]+$")
+            is_integer: sa.ColumnElement[bool] = column.op("~")(r"^-?[0-9]+$")
         else:
             is_integer = sa.or_(
                 sa.and_(column != "", column.op("NOT GLOB")("*[^0-9]*")),
@@ -585,7 +586,7 @@ class _Compiler:
             )
         return sa.case((is_integer, sa.cast(column, sa.Numeric)), else_=sa.null())
 
-    def int_value(self, lit: Literal, key: Key) -> sa.BindParameter:
+    def int_value(self, lit: Literal, key: Key) -> sa.BindParameter[int]:
         value = lit.value
         if lit.kind == "string" and isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
             value = int(value)

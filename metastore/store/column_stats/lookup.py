@@ -91,7 +91,7 @@ def _table_target_sql(dialect: str, by_id: bool) -> sa.TextClause:
     )
 
 
-def _json(value: Any) -> list:
+def _json(value: Any) -> list[Any]:
     if value is None:
         return []
     return json.loads(value) if isinstance(value, str) else list(value)

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
+
+from metastore.store.engine import dbapi_connection_of
 
 _PREPARED = "metastore_prepared"
 _PARAMETER = re.compile(r"(?<![:\w]):(\w+)")
@@ -30,12 +32,12 @@ def _cursor_events(conn: sa.Connection) -> Any:
     return None
 
 
-def driver_rows(conn: sa.Connection, sql: str, params: dict | None) -> list:
+def driver_rows(conn: sa.Connection, sql: str, params: Mapping[str, Any] | None) -> Sequence[Any]:
     """Rows (tuples) of `sql` run on the connection's DB-API cursor, inside whatever transaction the
     connection is in. Errors arrive as SQLAlchemy's exceptions (sa.exc.DataError etc.; a lost connection is
     invalidated and flagged connection_invalidated, as conn.execute does), and listeners of the engine's
     before/after_cursor_execute events see every statement."""
-    dbapi = conn.connection.dbapi_connection
+    dbapi = dbapi_connection_of(conn)
     if not dbapi.autocommit and not conn.in_transaction():
         # What conn.execute's autobegin does: the transaction psycopg2 opens implicitly is then SQLAlchemy's to
         # end, and cannot go back to the pool still open.
@@ -67,10 +69,10 @@ def execute_prepared(
     name: str,
     stmt: sa.TextClause | str,
     params_spec: Sequence[tuple[str, str]],
-    params: dict,
+    params: Mapping[str, Any],
     *,
     in_transaction: bool = False,
-) -> list:
+) -> Sequence[Any]:
     """Rows of `stmt` run as the prepared statement `name` of this database connection (PostgreSQL): planned
     once per connection instead of on every call, which is much of the cost of the hot statements.
     params_spec names the parameters in order with their PostgreSQL types (for PREPARE).
@@ -85,7 +87,7 @@ def execute_prepared(
     # their own that PostgreSQL could coerce (ARRAY[NULL] is text[], which does not become bytea[]).
     execute = f"EXECUTE {name}(" + ", ".join(f"%({p})s::{t}" for p, t in params_spec) + ")"
 
-    def run() -> list:
+    def run() -> Sequence[Any]:
         return driver_rows(conn, execute, params)
 
     def prepare() -> None:

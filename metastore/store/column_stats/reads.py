@@ -71,7 +71,7 @@ def reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStatsEnt
 def table_stats_rows(
     conn: sa.Connection, prepared_name: str | None, stmt: sa.TextClause, catalog: str, db_name: str,
     table_name: str, engine: str, columns: list[str],
-) -> list:
+) -> Sequence[Any]:
     """Rows of a statement over one table's statistics (:db, :catalog, :tbl, :engine, :columns), run as the
     prepared statement `prepared_name` on PostgreSQL when one is given."""
     params = {**table_names(catalog, db_name, table_name), "engine": engine, "columns": bind_list(columns, conn.dialect.name)}

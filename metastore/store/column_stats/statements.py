@@ -83,9 +83,9 @@ class Statements:
 
     def __init__(self, dialect: str) -> None:
         self.dialect = dialect
-        self._cache: dict[tuple, Any] = {}
+        self._cache: dict[tuple[object, ...], Any] = {}
 
-    def get(self, key: tuple, build: Callable[[], Any]) -> Any:
+    def get(self, key: tuple[object, ...], build: Callable[[], Any]) -> Any:
         """The statement cached under `key`, built by `build` the first time."""
         stmt = self._cache.get(key)
         if stmt is None:

@@ -39,7 +39,7 @@ def _upsert(conn: sa.Connection, table: sa.Table, owner: str, rows: Sequence[dic
 _PG_TYPES = {sa.BigInteger: "bigint", sa.Double: "float8", sa.String: "text", sa.LargeBinary: "bytea"}
 
 
-def _pg_type(column: sa.Column) -> str:
+def _pg_type(column: sa.Column[Any]) -> str:
     for cls, name in _PG_TYPES.items():
         if isinstance(column.type, cls):
             return name
