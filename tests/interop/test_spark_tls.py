@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from interop.test_spark_client import EXPECTED_ROWS, SCRIPT
 from server.harness import start_server
 from server.test_tls import make_pki
+
+from interop.test_spark_client import EXPECTED_ROWS, SCRIPT
 
 pytestmark = [
     pytest.mark.spark,

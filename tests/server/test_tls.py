@@ -17,11 +17,13 @@ from pathlib import Path
 import pytest
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSSLSocket, TTransport
+from thrift.transport.TTransport import TTransportException
 
 from metastore.api.hive_metastore import ThriftHiveMetastore
 from metastore.catalog import Database
 from metastore.client import ConnectionFailed, ThriftMetastoreClient, connect
-from server.harness import ServerProcess, connect as plain_connect, metastore_exe, start_server
+from server.harness import ServerProcess, metastore_exe, start_server
+from server.harness import connect as plain_connect
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command is not installed")
 
@@ -175,9 +177,8 @@ def test_plaintext_garbage_and_stalled_handshakes_close_only_that_connection(tmp
         assert "default" in keep.list_databases()
         # A plaintext Thrift client: its call bytes are not a TLS ClientHello, the server closes the connection.
         plain = plain_connect(server.port, timeout=10)
-        with pytest.raises(Exception) as caught:
+        with pytest.raises((TTransportException, ConnectionResetError)):  # closed: no reply, no hang
             plain.get_all_databases()
-        assert "TLS" not in type(caught.value).__name__  # a transport error, not a hang or a reply
         plain._iprot.trans.close()
         # Garbage bytes in place of a handshake.
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as junk:
