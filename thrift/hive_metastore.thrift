@@ -854,7 +854,13 @@ service ThriftHiveMetastore extends fb303.FacebookService {
       throws (1: InvalidObjectException o1, 2: AlreadyExistsException o2, 3: MetaException o3)
   Partition append_partition(1: string db_name, 2: string tbl_name, 3: list<string> part_vals)
       throws (1: InvalidObjectException o1, 2: AlreadyExistsException o2, 3: MetaException o3)
+  Partition append_partition_with_environment_context(1: string db_name, 2: string tbl_name,
+      3: list<string> part_vals, 4: EnvironmentContext environment_context)
+      throws (1: InvalidObjectException o1, 2: AlreadyExistsException o2, 3: MetaException o3)
   Partition append_partition_by_name(1: string db_name, 2: string tbl_name, 3: string part_name)
+      throws (1: InvalidObjectException o1, 2: AlreadyExistsException o2, 3: MetaException o3)
+  Partition append_partition_by_name_with_environment_context(1: string db_name, 2: string tbl_name,
+      3: string part_name, 4: EnvironmentContext environment_context)
       throws (1: InvalidObjectException o1, 2: AlreadyExistsException o2, 3: MetaException o3)
 
   // --- partitions: drop ----------------------------------------------------------------

@@ -532,7 +532,21 @@ class Handler:
         return convert.partition_to_thrift(self.ms.catalog.append_partition(db_name, tbl_name, list(part_vals or [])))
 
     @_thrift_method
+    def append_partition_with_environment_context(
+        self, db_name: str, tbl_name: str, part_vals: Sequence[str], environment_context: object | None
+    ) -> tt.Partition:
+        return convert.partition_to_thrift(self.ms.catalog.append_partition(db_name, tbl_name, list(part_vals or [])))
+
+    @_thrift_method
     def append_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> tt.Partition:
+        values = [v for _, v in parse_part_name(part_name)]
+        return convert.partition_to_thrift(self.ms.catalog.append_partition(db_name, tbl_name, values))
+
+    @_thrift_method
+    def append_partition_by_name_with_environment_context(
+        self, db_name: str, tbl_name: str, part_name: str, environment_context: object | None
+    ) -> tt.Partition:
+        # Hive 2.3's HiveMetaStoreClient.appendPartition(db, table, name) calls this one.
         values = [v for _, v in parse_part_name(part_name)]
         return convert.partition_to_thrift(self.ms.catalog.append_partition(db_name, tbl_name, values))
 

@@ -429,3 +429,15 @@ def test_a_partition_added_without_columns_keeps_them_unset_as_hive_2_3_does(cli
     bare.sd.cols = [tt.FieldSchema(name="a", type="string")]
     client.alter_partition(dbname, "t", bare)
     assert client.get_partition(dbname, "t", ["none"]).sd.cols == [tt.FieldSchema(name="a", type="string")]
+
+
+def test_append_partition_with_environment_context_as_hive_2_3_clients_call_it(client, dbname):
+    # Hive 2.3's HiveMetaStoreClient.appendPartition sends the *_with_environment_context variants.
+    client.create_database(b.database(dbname))
+    client.create_table(_table(dbname, "t"))
+    by_values = client.append_partition_with_environment_context(dbname, "t", ["x"], None)
+    by_name = client.append_partition_by_name_with_environment_context(dbname, "t", "p=y", None)
+    assert (by_values.values, by_name.values) == (["x"], ["y"])
+    assert sorted(client.get_partition_names(dbname, "t", -1)) == ["p=x", "p=y"]
+    with pytest.raises(tt.AlreadyExistsException):
+        client.append_partition_by_name_with_environment_context(dbname, "t", "p=y", None)
