@@ -6,9 +6,12 @@ statement per partition.
 
 from __future__ import annotations
 
+import builtins
+import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any, cast
 
 import sqlalchemy as sa
 
@@ -59,14 +62,14 @@ class _KeyValueJoins:
     """PARTITION_KEY_VALS joined once per partition key a condition uses."""
 
     def __init__(self) -> None:
-        self.aliases: dict[int, sa.Alias] = {}
+        self.aliases: dict[int, sa.FromClause] = {}
 
     def value(self, idx: int) -> sa.ColumnElement[str]:
         if idx not in self.aliases:
             self.aliases[idx] = PARTITION_KEY_VALS.alias(f"kv{idx}")
         return self.aliases[idx].c.PART_KEY_VAL
 
-    def apply(self, query: sa.Select) -> sa.Select:
+    def apply(self, query: sa.Select[Any]) -> sa.Select[Any]:
         source: sa.FromClause = PARTITIONS
         for idx, alias in sorted(self.aliases.items()):
             source = source.join(
@@ -127,8 +130,8 @@ class PartitionRepository:
         condition: sa.ColumnElement[bool] | None = None,
         joins: _KeyValueJoins | None = None,
         max_parts: int = -1,
-        columns: Sequence[sa.ColumnElement] = _ROW_COLUMNS,
-    ) -> list[sa.Row]:
+        columns: Sequence[sa.ColumnElement[Any]] = _ROW_COLUMNS,
+    ) -> Sequence[sa.Row[Any]]:
         query = sa.select(*columns).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
         if condition is not None:
             query = query.where(condition)
@@ -138,8 +141,10 @@ class PartitionRepository:
             query = query.limit(limit)
         return self._conn.execute(query).all()
 
-    def _rows_by_names(self, ref: TableRef, names: Sequence[str], *, lock: bool = False) -> dict[str, sa.Row]:
-        found: dict[str, sa.Row] = {}
+    def _rows_by_names(
+        self, ref: TableRef, names: Sequence[str], *, lock: bool = False
+    ) -> dict[str, sa.Row[Any]]:
+        found: dict[str, sa.Row[Any]] = {}
         for batch in chunks(list(dict.fromkeys(names))):
             query = (
                 sa.select(*_ROW_COLUMNS)
@@ -151,7 +156,7 @@ class PartitionRepository:
             found.update({r.PART_NAME: r for r in self._conn.execute(query)})
         return found
 
-    def _load(self, ref: TableRef, rows: Sequence[sa.Row]) -> list[Partition]:
+    def _load(self, ref: TableRef, rows: Sequence[sa.Row[Any]]) -> list[Partition]:
         if not rows:
             return []
         part_ids = [r.PART_ID for r in rows]
@@ -191,7 +196,7 @@ class PartitionRepository:
             candidates.add(ref.cd_id)
         known = load_columns(self._conn, list(candidates))
         table_cols = known.get(ref.cd_id, []) if ref.cd_id is not None else []
-        created: dict[tuple, int] = {}
+        created: dict[tuple[tuple[str, str, str | None], ...], int] = {}
         cd_ids: list[int | None] = []
         all_cols: list[list[FieldSchema]] = []
         for i, p in enumerate(partitions):
@@ -348,7 +353,7 @@ class PartitionRepository:
 
     def list_names(
         self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """The table's partition names in order, at most max_parts (-1: all)."""
         ref, _ = self._table(db_name, table_name, catalog)
         return [r.PART_NAME for r in self._rows(ref, max_parts=max_parts, columns=[PARTITIONS.c.PART_NAME])]
@@ -381,7 +386,7 @@ class PartitionRepository:
         *,
         max_parts: int = -1,
         catalog: str = DEFAULT_CATALOG,
-    ) -> list[Partition]:
+    ) -> builtins.list[Partition]:
         """Partitions whose leading key values match `values` ('' matches any value; Hive's
         get_partitions_ps), ordered by name."""
         ref, keys = self._table(db_name, table_name, catalog)
@@ -396,7 +401,7 @@ class PartitionRepository:
         *,
         max_parts: int = -1,
         catalog: str = DEFAULT_CATALOG,
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Names of the partitions list_by_partial_values returns."""
         ref, keys = self._table(db_name, table_name, catalog)
         condition, joins = self._partial(ref, keys, values)
@@ -415,7 +420,8 @@ class PartitionRepository:
         joins = _KeyValueJoins()
         dialect = self._conn.dialect.name
         if dialect == "sqlite":
-            register_sqlite_functions(self._conn.connection.driver_connection)
+            # The sqlite dialect's driver is pysqlite (engine.create_engine), whose connections are sqlite3's.
+            register_sqlite_functions(cast(sqlite3.Connection, self._conn.connection.driver_connection))
 
         def key_values(idx: int) -> list[str]:
             # LIKE on PostgreSQL: the distinct values of one key, matched against the regex in Python.
@@ -438,7 +444,7 @@ class PartitionRepository:
         *,
         max_parts: int = -1,
         catalog: str = DEFAULT_CATALOG,
-    ) -> list[Partition]:
+    ) -> builtins.list[Partition]:
         """Partitions accepted by a Hive partition filter (`ds = '2024-01-01' and hr > 5`), ordered by name;
         InvalidInput for a bad filter."""
         ref, keys = self._filtered_table(db_name, table_name, catalog)
@@ -453,7 +459,7 @@ class PartitionRepository:
         *,
         max_parts: int = -1,
         catalog: str = DEFAULT_CATALOG,
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Names of the partitions list_by_filter returns."""
         ref, keys = self._filtered_table(db_name, table_name, catalog)
         condition, joins = self._filter(ref, keys, filter_text)
@@ -504,7 +510,7 @@ class PartitionRepository:
             )
         self._rewrite(ref, [rows[n] for n in names], partitions)
 
-    def _rewrite(self, ref: TableRef, rows: Sequence[sa.Row], partitions: Sequence[Partition]) -> None:
+    def _rewrite(self, ref: TableRef, rows: Sequence[sa.Row[Any]], partitions: Sequence[Partition]) -> None:
         """Overwrite stored partitions (rows) with new definitions, keeping their ids."""
         refs = storage_refs(self._conn, [r.SD_ID for r in rows])
         previous_cds = [refs[r.SD_ID].cd_id if r.SD_ID in refs else None for r in rows]
@@ -651,12 +657,12 @@ class PartitionRepository:
 
     def drop_by_names(
         self, db_name: str, table_name: str, names: Sequence[str], *, catalog: str = DEFAULT_CATALOG
-    ) -> list[Partition]:
+    ) -> builtins.list[Partition]:
         """Drop many partitions by name in a few statements; NoSuchObject (dropping none) if one is missing."""
         ref, keys = self._table(db_name, table_name, catalog)
         return self._drop(ref, [self._canonical_name(ref, keys, n) for n in names])
 
-    def _drop(self, ref: TableRef, names: Sequence[str]) -> list[Partition]:
+    def _drop(self, ref: TableRef, names: Sequence[str]) -> builtins.list[Partition]:
         rows = self._rows_by_names(ref, names, lock=True)
         missing = [n for n in dict.fromkeys(names) if n not in rows]
         if missing:
