@@ -141,21 +141,28 @@ class Worker:
         """Wrap the accepted socket in TLS within the handshake time limit; None (connection closed) if the
         client does not speak TLS, fails verification or is too slow."""
         assert self._tls is not None and self._options.tls is not None
-        conn.settimeout(self._options.tls.handshake_timeout)
         try:
-            wrapped = self._tls.context.wrap_socket(conn, server_side=True)
+            wrapped = self._tls.context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
         except (ssl.SSLError, OSError) as exc:
-            reason = "handshake timed out" if isinstance(exc, TimeoutError) else str(exc)
-            log.info("TLS handshake with %s failed, closing the connection: %s", peer, reason)
+            log.info("TLS handshake with %s failed, closing the connection: %s", peer, exc)
             with self._lock:
                 self._connections.discard(conn)
             conn.close()
             return None
-        wrapped.settimeout(None)
         # wrap_socket detached the plain socket: shutdown (_drain) must now reach the wrapped one.
         with self._lock:
             self._connections.discard(conn)
             self._connections.add(wrapped)
+        try:
+            _handshake_within(wrapped, self._options.tls.handshake_timeout)
+        except (ssl.SSLError, OSError) as exc:
+            reason = "handshake timed out" if isinstance(exc, TimeoutError) else str(exc)
+            log.info("TLS handshake with %s failed, closing the connection: %s", peer, reason)
+            with self._lock:
+                self._connections.discard(wrapped)
+            wrapped.close()
+            return None
+        wrapped.setblocking(True)
         return wrapped
 
     def _drain(self) -> None:
@@ -240,6 +247,28 @@ def _has_buffered_input(trans: object) -> bool:
     """True when the transport already holds bytes of the next call (a client that pipelined calls)."""
     buf = getattr(trans, "cstringio_buf", None)
     return buf is not None and buf.tell() < len(buf.getbuffer())
+
+
+def _handshake_within(sock: ssl.SSLSocket, seconds: float) -> None:
+    """Run the server side of the TLS handshake, all of it within `seconds` (TimeoutError otherwise).
+
+    Non-blocking with poll, so the limit covers the whole handshake: a socket timeout would restart with each
+    byte a slow client trickles in."""
+    deadline = time.monotonic() + seconds
+    sock.setblocking(False)
+    poller = select.poll()
+    while True:
+        try:
+            sock.do_handshake()
+            return
+        except ssl.SSLWantReadError:
+            poller.register(sock, select.POLLIN)
+        except ssl.SSLWantWriteError:
+            poller.register(sock, select.POLLOUT)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not poller.poll(remaining * 1000):
+            raise TimeoutError("handshake timed out")
+        poller.unregister(sock)
 
 
 def _tls_pending(conn: socket.socket) -> bool:

@@ -195,6 +195,23 @@ def test_plaintext_garbage_and_stalled_handshakes_close_only_that_connection(tmp
         assert _closed_by_server(stalled, within=10)
         assert time.monotonic() - started < 8
         stalled.close()
+        # A client trickling its handshake one byte at a time still gets only the handshake timeout in all.
+        trickle = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        started = time.monotonic()
+        hello = b"\x16\x03\x01\x02\x00" + b"\x01" + b"\x00" * 40
+        closed = False
+        for byte in hello:
+            try:
+                trickle.sendall(bytes([byte]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            time.sleep(0.4)
+            if time.monotonic() - started > 6:
+                break
+        assert closed or _closed_by_server(trickle, within=1)
+        assert time.monotonic() - started < 6
+        trickle.close()
         silent = socket.create_connection(("127.0.0.1", server.port), timeout=10)
         assert _closed_by_server(silent, within=10)  # nothing sent at all: closed after the timeout too
         silent.close()
