@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -71,7 +72,7 @@ class Settings:
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
         """Build settings from defaults, then METASTORE_* variables, then non-None keyword overrides."""
         env = os.environ if environ is None else environ
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}  # each of its field's type (_parse), which mypy cannot follow through fields()
         for f in fields(cls):
             raw = env.get(f"METASTORE_{f.name.upper()}")
             if raw is not None:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE
 from metastore.errors import InvalidInput, InvalidObject, MetastoreError, NoSuchObject
@@ -298,8 +299,7 @@ class StatisticsService:
                 for name, entries in by_part.items()
             }
         now = _now()
-        when = {name: now if tw.partition_last_analyzed.get(name) is None else tw.partition_last_analyzed[name]
-                for name in by_part}
+        when = {name: now if (at := tw.partition_last_analyzed.get(name)) is None else at for name in by_part}
         repo.write_partition_stats(parts, by_part, engine=engine, last_analyzed=when)
 
     # ------------------------------------------------------------------ reads
@@ -487,9 +487,9 @@ class StatisticsService:
             slow = cols
             if self.aggregate_in_sql:
                 by_column, parts_found = repo.sum_partition_stats(catalog, db_name, table_name, names, cols, engine)
-                for col, found in by_column.items():
-                    if len(found) == 1 and self._summable(found[0], len(names)):
-                        summed[col] = found[0].sums
+                for col, col_sums in by_column.items():
+                    if len(col_sums) == 1 and self._summable(col_sums[0], len(names)):
+                        summed[col] = col_sums[0].sums
                 slow = [c for c in cols if c not in summed and c in by_column]
                 if not by_column:
                     _target(repo, catalog, db_name, table_name)  # NoSuchObject for a missing table
@@ -537,7 +537,7 @@ class StatisticsService:
     def _visible(self, entry: ColumnStatsEntry) -> ColumnStatsEntry:
         """The entry with sketches only where the configuration returns them (as every read)."""
         stats = entry.stats
-        changes = {}
+        changes: dict[str, Any] = {}  # fields of stats' own dataclass, whichever kind it is
         if stats.bit_vector is not None and not self.fetch_bitvector:
             changes["bit_vector"] = None
         if getattr(stats, "histogram", None) is not None and not self.fetch_kll:

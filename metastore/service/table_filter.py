@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
+from typing import Any
 
 from metastore.catalog import Table
 from metastore.errors import InvalidInput, MetastoreError, NoSuchObject
@@ -37,7 +38,9 @@ OWNER_KEY = "hive_filter_field_owner__"
 LAST_ACCESS_KEY = "hive_filter_field_last_access__"
 PARAMS_PREFIX = "hive_filter_field_params__"
 
-_OPS: dict[str, Callable[[object, object], bool]] = {
+# Any: operands are the field's str or int and the literal of the same kind (_value); typeshed types the
+# ordering operators over comparable pairs, which a str | int union is not.
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
 _PARAMS_OPS = frozenset({"=", "!=", "LIKE"})
