@@ -42,7 +42,7 @@ def connect(
         return ThriftMetastoreClient(text, timeout=timeout, tls_ca=tls_ca)
     if "://" not in text:
         raise InvalidInput(
-            f"{target!r} is neither a metastore URI (thrift://host:port) nor a database URL "
+            f"{target!r} is neither a metastore URI (thrift://host:port, thrifts://host:port for TLS) nor a database URL "
             "(sqlite:///path/metastore.db, postgresql+psycopg2://user@host/db)"
         )
     # Deliberate lazy load, not a cycle: the embedded client brings the service, the store and SQLAlchemy,
