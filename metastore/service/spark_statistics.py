@@ -45,7 +45,8 @@ def spark_view(uow: UnitOfWork, table: Table) -> Table:
     entries = _table_entries(uow, table)
     if not entries and not has_spark_statistics(table.parameters):
         return table
-    return replace(table, parameters=sp.with_spark_statistics(table.parameters, entries))
+    columns = [c.name for c in table.sd.cols]
+    return replace(table, parameters=sp.with_spark_statistics(table.parameters, entries, columns))
 
 
 def absorb_spark_statistics(uow: UnitOfWork, old: Table, new_table: Table) -> tuple[Table, list[ColumnStatsEntry]]:
@@ -56,7 +57,7 @@ def absorb_spark_statistics(uow: UnitOfWork, old: Table, new_table: Table) -> tu
     if not has_spark_statistics(incoming):
         return new_table, []
     stored_entries = _table_entries(uow, old)
-    shown = sp.with_spark_statistics(old.parameters, stored_entries)
+    shown = sp.with_spark_statistics(old.parameters, stored_entries, [c.name for c in old.sd.cols])
     kept = {k: v for k, v in incoming.items() if not k.startswith(sp.STATISTICS_PREFIX)}
     where = f"{new_table.db_name}.{new_table.table_name}"
     try:
@@ -71,15 +72,24 @@ def absorb_spark_statistics(uow: UnitOfWork, old: Table, new_table: Table) -> tu
     shown_columns = sp.parse_table_stats(shown).columns
     by_name = {e.column.lower(): e for e in stored_entries}
     types = {c.name.lower(): c.type for c in new_table.sd.cols}
+    old_types = {c.name.lower(): c.type for c in old.sd.cols}
+
+    def keep_as_given(column: str, fields: Mapping[str, str]) -> None:
+        # Spark's own statistics of a column we hold none of (e.g. a boolean with both values: Spark does not say
+        # how many of each) stay stored for Spark, until the column is analysed, dropped or retyped.
+        if column.lower() not in by_name and old_types.get(column.lower()) == types.get(column.lower()):
+            kept.update({f"{sp.COL_STATS_PREFIX}{column}.{f}": v for f, v in fields.items()})
+
     num_rows = spark.num_rows
     if num_rows is None:
         rows_text = kept.get("numRows")
         num_rows = int(rows_text) if rows_text is not None and rows_text.isdigit() else None
     entries = []
     for column, fields in spark.columns.items():
-        if dict(fields) == dict(shown_columns.get(column, {})):
-            continue  # carried forward from what the client read
         hive_type = types.get(column.lower())
+        if dict(fields) == dict(shown_columns.get(column, {})):
+            keep_as_given(column, fields)  # carried forward from what the client read
+            continue
         if hive_type is None:
             log.warning("Spark statistics of %s ignored for column %r: no such column", where, column)
             continue
@@ -89,6 +99,7 @@ def absorb_spark_statistics(uow: UnitOfWork, old: Table, new_table: Table) -> tu
             )
         except sp.SparkPropertyError as e:
             log.warning("Spark statistics of %s ignored for column %r: %s", where, column, e)
+            keep_as_given(column, fields)
             continue
         if entry is not None:
             entries.append(entry)

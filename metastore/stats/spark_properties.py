@@ -16,7 +16,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -196,13 +196,25 @@ def _positive(parameters: Mapping[str, str], key: str) -> int | None:
     return number if number is not None and number > 0 else None
 
 
+def _key_column(key: str) -> str:
+    return key[len(COL_STATS_PREFIX):].rpartition(".")[0]
+
+
 def with_spark_statistics(
-    parameters: Mapping[str, str], entries: Sequence[ColumnStatsEntry], spark_names: Mapping[str, str] | None = None,
+    parameters: Mapping[str, str], entries: Sequence[ColumnStatsEntry], columns: Collection[str] | None = None,
+    spark_names: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The table's parameters as Spark should read them: stored colStats keys replaced by those of ``entries``
-    (the table's statistics, the one source of truth); when any statistics key is present, totalSize from
-    Hive's totalSize, else rawDataSize, else 0 (Spark's reader requires it), numRows from Hive's numRows > 0."""
-    result = {k: v for k, v in parameters.items() if not k.startswith(COL_STATS_PREFIX)}
+    """The table's parameters as Spark should read them: the colStats of ``entries`` (the table's statistics,
+    the one source of truth) replace any stored for those columns; stored colStats of other columns stay only if
+    the column is among ``columns`` (all when None). When any statistics key is present, totalSize from Hive's
+    totalSize, else rawDataSize, else 0 (Spark's reader requires it), numRows from Hive's numRows > 0."""
+    analysed = {e.column.lower() for e in entries}
+    present = None if columns is None else {c.lower() for c in columns}
+    result = {
+        k: v for k, v in parameters.items()
+        if not k.startswith(COL_STATS_PREFIX)
+        or (_key_column(k).lower() not in analysed and (present is None or _key_column(k).lower() in present))
+    }
     names = spark_names if spark_names is not None else spark_column_names(parameters)
     for entry in entries:
         result.update(column_properties(names.get(entry.column.lower(), entry.column.lower()), entry))

@@ -100,3 +100,22 @@ def test_garbage_properties_are_ignored_with_a_warning(client, dbname: str, serv
 def test_tables_without_statistics_have_no_spark_keys(client, dbname: str) -> None:  # noqa: ANN001
     b.create_db_and_table(client, dbname, cols=COLS)
     assert _spark_keys(client.get_table(dbname, "t")) == {}
+
+
+def test_spark_statistics_we_cannot_hold_stay_for_spark_until_the_column_changes(client, dbname: str) -> None:  # noqa: ANN001
+    _setup(client, dbname)
+    table = client.get_table(dbname, "t")
+    both = {P + "b.version": "2", P + "b.distinctCount": "2", P + "b.nullCount": "0", P + "b.avgLen": "1",
+            P + "b.maxLen": "1", P + "b.min": "false", P + "b.max": "true"}
+    table.parameters.update({"spark.sql.statistics.numRows": "50", **both})
+    client.alter_table(dbname, "t", table)
+    assert client.get_table_statistics_req(
+        tt.TableStatsRequest(dbName=dbname, tblName="t", colNames=["b"])).tableStats == []
+    table = client.get_table(dbname, "t")
+    assert {k: v for k, v in _spark_keys(table).items() if k.startswith(P + "b.")} == both
+    client.alter_table(dbname, "t", table)  # carried forward again: still there
+    table = client.get_table(dbname, "t")
+    assert {k: v for k, v in _spark_keys(table).items() if k.startswith(P + "b.")} == both
+    table.sd.cols = [c for c in table.sd.cols if c.name != "b"] + [tt.FieldSchema(name="b", type="int")]
+    client.alter_table(dbname, "t", table)  # retyped: Spark's statistics of the boolean go
+    assert not any(k.startswith(P + "b.") for k in _spark_keys(client.get_table(dbname, "t")))

@@ -58,7 +58,7 @@ def test_total_size_falls_back_to_raw_data_size_then_zero_and_zero_rows_are_left
 
 
 def test_stale_stored_column_keys_are_replaced() -> None:
-    props = sp.with_spark_statistics({P + "gone.version": "2", sp.TOTAL_SIZE: "3"}, ENTRIES[:1])
+    props = sp.with_spark_statistics({P + "gone.version": "2", sp.TOTAL_SIZE: "3"}, ENTRIES[:1], ["b"])
     assert not any(k.startswith(P + "gone.") for k in props)
     assert props[P + "b.max"] == "70"
 
@@ -129,3 +129,10 @@ def test_dates_and_timestamps_beyond_year_9999_have_no_bounds() -> None:
     props = sp.with_spark_statistics({}, entries)
     assert P + "dt.min" not in props and P + "dt.max" not in props and P + "ts.max" not in props
     assert props[P + "ts.min"] == "1970-01-01 00:00:00.000000"
+
+
+def test_stored_keys_of_columns_without_statistics_stay_only_while_the_column_exists() -> None:
+    stored = {P + "b.version": "2", P + "b.min": "false", P + "l.version": "2", P + "l.max": "1"}
+    props = sp.with_spark_statistics(stored, ENTRIES[:1], ["b", "l"])  # ENTRIES[0] is column b (bigint)
+    assert props[P + "b.min"] == "-5" and props[P + "l.max"] == "1"
+    assert P + "l.version" not in sp.with_spark_statistics(stored, ENTRIES[:1], ["b"])
