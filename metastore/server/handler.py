@@ -36,6 +36,7 @@ from metastore.partnames import parse_part_name
 from metastore.service import Metastore, StatsWrite, transactional
 from metastore.service.meta_conf import ConnectionMetaConf
 from metastore.service.table_filter import table_names_by_filter
+from metastore.stats.model import ColumnStatsEntry
 from metastore.wire import catalog as convert
 from metastore.wire import functions as convert_functions
 from metastore.wire.encoded import EncodedResult, encode_struct, partitions_stats_result, table_stats_result
@@ -260,7 +261,7 @@ class Handler:
         self._meta_conf.set(key, value)
 
     @_thrift_method
-    def get_config_value(self, name: str, defaultValue: str | None) -> str:  # noqa: N803
+    def get_config_value(self, name: str, defaultValue: str | None) -> str | None:  # noqa: N803
         return self._conf.get(name, defaultValue)
 
     # ------------------------------------------------------------------ functions and legacy types
@@ -453,7 +454,7 @@ class Handler:
         table = self.ms.catalog.get_table(db_name, table_name)
         return [convert.field_to_thrift(c) for c in (*table.sd.cols, *table.partition_keys)]
 
-    def _alter_table(self, dbname: str, tbl_name: str, new_tbl: tt.Table, cascade: bool | None) -> None:
+    def _alter_table(self, dbname: str, tbl_name: str, new_tbl: tt.Table, cascade: bool) -> None:
         # Hive's transactional checks come first: its own tests alter with a Table that holds only parameters.
         params = transactional.checked_alter_parameters(
             self.ms.catalog.get_table(dbname, tbl_name).parameters if new_tbl.parameters else {},
@@ -762,7 +763,7 @@ class Handler:
 
     # ------------------------------------------------------------------ column statistics: reads
 
-    def _obj(self, entry: object) -> tt.ColumnStatisticsObj:
+    def _obj(self, entry: ColumnStatsEntry) -> tt.ColumnStatisticsObj:
         return self._to_thrift(entry)
 
     @_thrift_method

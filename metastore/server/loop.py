@@ -355,8 +355,8 @@ def serve_forever(
     signal.signal(signal.SIGINT, on_signal)
     if options.tls is not None:
         signal.signal(signal.SIGHUP, on_reload)
-    for slot in range(options.workers):
-        spawn(slot)
+    for first in range(options.workers):
+        spawn(first)
     on_ready()
     restarts: list[float] = []
     while children:
