@@ -43,6 +43,13 @@ INTENTIONAL_FAILURES = {
         "it writes doubleStats for an int column; statistics that contradict the column type are refused "
         "(intentional_differences.py: update_table_column_statistics_kind_mismatch), HMS 2.3 stores them",
     ),
+    "testPartition": (
+        "Partitions are not same",
+        "Hive 2.3.10's generated Partition.equals compares catName, which we send as 'hive' (Hive 3+ catalogs, "
+        "intentional_differences.py: '*catName') and HMS 2.3 leaves unset; with catName left unset the test "
+        "passes, but pymetastore's own integration tests (issue 14 needs them too) then fail, expecting 'hive'. "
+        "Every other field of those partitions is compared with the reference by test_differential.py",
+    ),
 }
 
 _FAILED_TEST = re.compile(r"^\d+\) (test\w+)\(", re.MULTILINE)
