@@ -52,6 +52,10 @@ __all__ = [
 
 STATISTICS_PREFIX = "spark.sql.statistics."
 TOTAL_SIZE = STATISTICS_PREFIX + "totalSize"
+#: The size composed when neither Hive's totalSize nor rawDataSize is known: Spark's own value for a table of
+#: unknown size (spark.sql.defaultSizeInBytes, Long.MaxValue). Never 0: Spark would take a table of size 0 as
+#: small enough to broadcast to every executor. With CBO on and a row count, Spark estimates the size itself.
+UNKNOWN_SIZE = str(2**63 - 1)
 NUM_ROWS = STATISTICS_PREFIX + "numRows"
 COL_STATS_PREFIX = STATISTICS_PREFIX + "colStats."
 #: The only colStats format Spark 2.4+ reads; a column without ``version`` is ignored by Spark.
@@ -207,7 +211,7 @@ def with_spark_statistics(
     """The table's parameters as Spark should read them: the colStats of ``entries`` (the table's statistics,
     the one source of truth) replace any stored for those columns; stored colStats of other columns stay only if
     the column is among ``columns`` (all when None). When any statistics key is present, totalSize from Hive's
-    totalSize, else rawDataSize, else 0 (Spark's reader requires it), numRows from Hive's numRows > 0."""
+    totalSize, else rawDataSize, else UNKNOWN_SIZE (Spark's reader requires the key), numRows from numRows > 0."""
     analysed = {e.column.lower() for e in entries}
     present = None if columns is None else {c.lower() for c in columns}
     result = {
@@ -224,7 +228,7 @@ def with_spark_statistics(
     if size is not None:
         result[TOTAL_SIZE] = str(size)
     elif TOTAL_SIZE not in result:
-        result[TOTAL_SIZE] = "0"
+        result[TOTAL_SIZE] = UNKNOWN_SIZE
     rows = _positive(parameters, "numRows")
     if rows is not None:
         result[NUM_ROWS] = str(rows)

@@ -15,6 +15,7 @@ difference's message (INTENTIONAL_FAILURES).
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -25,7 +26,18 @@ from interop.our_server import OurServer, OurServerUnavailable, start_our_server
 from interop.postgres_db import create_scratch_database, drop_scratch_database
 from interop.reference_hms import ReferenceHmsUnavailable, pyspark_jars_dir
 
-HARNESS = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "hive-metastore-2.3" / "run.sh"
+_HARNESS_IN_SHARED = Path("conformance") / "hive-metastore-2.3" / "run.sh"
+#: Where the shared folder may be: METASTORE_SHARED_DIR when set, beside the clone (../shared, as in a session's
+#: checkout), or this workplace's fixed /work/shared (CI clones main elsewhere on the same machine).
+_SHARED_DIRS = [
+    *([Path(os.environ["METASTORE_SHARED_DIR"])] if os.environ.get("METASTORE_SHARED_DIR") else []),
+    Path(__file__).resolve().parents[2].parent / "shared",
+    Path("/work/shared"),
+]
+HARNESS = next(
+    (d / _HARNESS_IN_SHARED for d in _SHARED_DIRS if (d / _HARNESS_IN_SHARED).is_file()),
+    _SHARED_DIRS[0] / _HARNESS_IN_SHARED,
+)
 
 #: Tests of the harness (TestOurHMS = TestHiveMetaStore in Thrift client mode) as run against the reference.
 REFERENCE_TESTS_RUN = 36
@@ -59,8 +71,9 @@ _TESTS_RUN = re.compile(r"Tests run: (\d+)|^OK \((\d+) tests?\)", re.MULTILINE)
 def _harness() -> Path:
     if not HARNESS.is_file():
         pytest.fail(
-            f"Hive 2.3's conformance harness is missing: expected {HARNESS} (the clone sits beside a copy of "
-            "shared/, as in CI; see issue 14)",
+            f"Hive 2.3's conformance harness is missing: looked for {_HARNESS_IN_SHARED} under "
+            + ", ".join(str(d) for d in _SHARED_DIRS)
+            + " (set METASTORE_SHARED_DIR to the folder holding conformance/; see issue 14)",
             pytrace=False,
         )
     return HARNESS

@@ -50,10 +50,11 @@ def test_text_formats_are_spark_s() -> None:
     assert (props[P + "t.min"], props[P + "t.max"], props[P + "t.distinctCount"]) == ("true", "true", "1")
 
 
-def test_total_size_falls_back_to_raw_data_size_then_zero_and_zero_rows_are_left_out() -> None:
+def test_total_size_falls_back_to_raw_data_size_then_unknown_and_zero_rows_are_left_out() -> None:
     assert sp.with_spark_statistics({"rawDataSize": "77", "numRows": "0"}, ENTRIES[:1])[sp.TOTAL_SIZE] == "77"
     props = sp.with_spark_statistics({"numRows": "0"}, ENTRIES[:1])
-    assert props[sp.TOTAL_SIZE] == "0" and sp.NUM_ROWS not in props
+    # unknown is Spark's defaultSizeInBytes (Long.MaxValue), never 0 (which Spark would broadcast)
+    assert props[sp.TOTAL_SIZE] == "9223372036854775807" and sp.NUM_ROWS not in props
     assert sp.with_spark_statistics({"numRows": "5"}, []) == {"numRows": "5"}
 
 
