@@ -18,7 +18,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from metastore.catalog import FieldSchema, Partition, Table
@@ -29,8 +28,9 @@ from metastore.sql.errors import SqlError
 from metastore.sql.output import Result
 from metastore.sql.partition_specs import partial_values, partition_name, resolve_spec, spec_text
 from metastore.sql.statements import Analyze, AnalyzeMode
-from metastore.sql.table_files import data_files, local_dir, qualified, require_orc
+from metastore.sql.table_files import data_location, list_data_files, qualified, require_orc
 from metastore.stats.model import ColumnStats, ColumnStatsEntry, kind_for_type
+from metastore.storage import FileRef
 
 if TYPE_CHECKING:
     from metastore.sql.session import Session
@@ -41,12 +41,12 @@ ALTER_BATCH = 500
 
 @dataclass
 class _Target:
-    """The table (partition None) or one partition, its directory and data files."""
+    """The table (partition None) or one partition, its location and data files."""
 
     partition: Partition | None
     name: str | None  # partition name
-    directory: Path
-    files: list[Path]
+    location: str
+    files: list[FileRef]
 
 
 @dataclass
@@ -92,8 +92,8 @@ def _targets(ex: Session, table: Table, st: Analyze) -> tuple[list[_Target], int
     if not table.partition_keys:
         if st.spec is not None:
             raise SqlError(f"{qualified(table)} is not partitioned; ANALYZE takes no PARTITION", st.spec.position)
-        directory = local_dir(table.sd.location, qualified(table), st.table.position)
-        return [_Target(None, None, directory, data_files(directory))], 0
+        location = data_location(table.sd.location, qualified(table), st.table.position)
+        return [_Target(None, None, location, list_data_files(location, ex.options.storage))], 0
     all_names = ex.client.list_partition_names(table.db_name, table.table_name)
     if st.spec is None:
         partitions = ex.client.list_partitions(table.db_name, table.table_name)
@@ -115,8 +115,8 @@ def _targets(ex: Session, table: Table, st: Analyze) -> tuple[list[_Target], int
     targets = []
     for p in partitions:
         name = partition_name(table, p.values)
-        directory = local_dir(p.sd.location, f"{qualified(table)} partition {name}", st.table.position)
-        targets.append(_Target(p, name, directory, data_files(directory)))
+        location = data_location(p.sd.location, f"{qualified(table)} partition {name}", st.table.position)
+        targets.append(_Target(p, name, location, list_data_files(location, ex.options.storage)))
     return targets, len(all_names)
 
 
@@ -167,11 +167,11 @@ def _human_bytes(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
-def _basic(target: _Target, scan: bool, cache: Any) -> tuple[int | None, int, int, int | None]:
+def _basic(ex: Session, target: _Target, scan: bool, cache: Any) -> tuple[int | None, int, int, int | None]:
     """(numRows, numFiles, totalSize, rawDataSize) of a target's files (rows and raw size None for NOSCAN)."""
     from metastore.stats.harvest import basic_stats
 
-    stats = basic_stats(target.files, scan=scan, cache=cache)
+    stats = basic_stats(target.files, scan=scan, cache=cache, storage_options=ex.options.storage)
     return stats.num_rows, stats.num_files, stats.total_size, stats.raw_data_size
 
 
@@ -242,6 +242,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
                     target.files, [c.name for c in columns], hive_types=hive_types,
                     table_columns=[c.name for c in table.sd.cols], want_ndv=True,
                     want_histograms=ex.options.histograms, cache=cache, progress=progress.callback,
+                    storage_options=ex.options.storage,
                 )
                 outcomes.append(_Outcome(
                     target, result.num_rows, result.num_files, result.total_size, result.raw_data_size,
@@ -249,7 +250,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
                 ))
             else:
                 scan = st.mode is AnalyzeMode.BASIC
-                num_rows, num_files, total_size, raw = _basic(target, scan, cache)
+                num_rows, num_files, total_size, raw = _basic(ex, target, scan, cache)
                 outcomes.append(_Outcome(target, num_rows, num_files, total_size, raw, {}))
             progress.finish_target(len(target.files))
     finally:
