@@ -51,7 +51,7 @@ from metastore.stats.harvest.scan import (
 from metastore.stats.model import StatsKind
 from metastore.stats.orc_convert import hive_kind
 
-__all__ = ["SPLIT_MIN_BYTES", "analyze_files", "basic_stats"]
+__all__ = ["SPLIT_MIN_BYTES", "analyze_files", "basic_stats", "cached_partials", "column_specs"]
 
 # A file still to analyse: (position, path, size, mtime_ns, columns to compute, partials the cache had).
 _Todo = tuple[int, str, int, int, tuple[ColumnSpec, ...], dict[str, ColumnPartial]]
@@ -84,7 +84,7 @@ def analyze_files(
     """
     started = time.perf_counter()
     order = list(table_columns) if table_columns is not None else list(hive_types)
-    specs = _column_specs(columns, hive_types, order)
+    specs = column_specs(columns, hive_types, order)
     options = ScanOptions(want_ndv=want_ndv, want_histograms=want_histograms, scan=scan)
     paths = [os.path.abspath(os.fspath(f)) for f in files]
     total = len(paths)
@@ -93,7 +93,7 @@ def analyze_files(
     done = 0
     for i, path in enumerate(paths):
         size, mtime_ns = stat_file(path)
-        reused = _from_cache(cache, path, size, mtime_ns, specs, options) if cache is not None else None
+        reused = cached_partials(cache, path, size, mtime_ns, specs, options) if cache is not None else None
         if reused is not None and len(reused[1]) == len(specs):
             info, partials = reused
             results[i] = FileAnalysis(path, size, mtime_ns, info["rows"], info["raw"], partials, "cache")
@@ -195,7 +195,9 @@ def basic_stats(
 # ------------------------------------------------------------------------------------------ planning
 
 
-def _column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: Sequence[str]) -> list[ColumnSpec]:
+def column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: Sequence[str]) -> list[ColumnSpec]:
+    """The requested columns with their Hive types and table positions (``order``: the table's columns);
+    InvalidInput for an unknown or repeated column or a type without statistics."""
     if isinstance(columns, str):
         raise InvalidInput("columns must be a sequence of column names, not one string")
     lowered = {k.lower(): k for k in hive_types}
@@ -277,9 +279,11 @@ def _join_outcomes(parts: list[FileOutcome]) -> FileOutcome:
 # -------------------------------------------------------------------------------------------- cache
 
 
-def _from_cache(
+def cached_partials(
     cache: FileStatsCache, path: str, size: int, mtime_ns: int, specs: list[ColumnSpec], options: ScanOptions
 ) -> tuple[dict[str, Any], dict[str, ColumnPartial]] | None:
+    """What the cache holds for an unchanged file: its info (rows, raw size) and the partials of those ``specs``
+    it has with every fact ``options`` need (None when the file is unknown or changed)."""
     cached = cache.get(path, size, mtime_ns)
     if cached is None:
         return None
