@@ -98,3 +98,26 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[object]:
+    """A real S3-compatible server (moto_server) on 127.0.0.1 for the whole run."""
+    from s3server import start_s3_server
+
+    server = start_s3_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: object, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh bucket on the test S3 server, with the environment (AWS_*) pointing boto/s3fs at it."""
+    from s3server import S3Server
+
+    assert isinstance(s3_server, S3Server)
+    for key, value in s3_server.env().items():
+        monkeypatch.setenv(key, value)
+    return s3_server.new_bucket()

@@ -37,13 +37,12 @@ from metastore.stats.harvest.runner import cached_partials, column_specs
 from metastore.stats.harvest.scan import (
     ColumnSpec,
     FilePiece,
-    HarvestError,
     ScanOptions,
     absent_partial,
     join_file_pieces,
-    stat_file,
 )
 from metastore.stats.orc_convert import hive_kind
+from metastore.storage import StorageOptions
 
 __all__ = ["DEFAULT_SPLIT_BYTES", "DEFAULT_TASK_BYTES", "analyze_table", "harvest_targets"]
 
@@ -72,6 +71,7 @@ def analyze_table(
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     task_bytes: int = DEFAULT_TASK_BYTES,
     parallelism: int | None = None,
+    storage_options: StorageOptions | Mapping[str, str] | None = None,
 ) -> AnalyzeSummary:
     """Hive's ``ANALYZE TABLE table [PARTITION (...)] COMPUTE STATISTICS FOR COLUMNS`` computed on Spark and
     written through the metastore at ``metastore`` (``thrift://host:9083``, or a database URL for embedded use).
@@ -80,10 +80,13 @@ def analyze_table(
     statistics only; ``partition`` is a (possibly partial) spec such as ``{"ds": "2024-01-01"}``; ``histograms``
     adds KLL histograms. ``cache`` keeps per-file results on the driver for incremental re-runs ("default": the
     user's cache directory, a path, or None). Returns the summary (rows per partition, the summary line, failed
-    partitions with the file that failed them). Raises MetastoreError subclasses for bad input or an unreachable
-    metastore.
+    partitions with the file that failed them). ``storage_options`` reach object stores (``{"endpoint_url":
+    ...}``, as ``--storage-option``). Raises MetastoreError subclasses for bad input, an unreachable metastore or
+    object store.
     """
     started = time.monotonic()
+    storage = (storage_options if isinstance(storage_options, StorageOptions)
+               else StorageOptions(tuple((k, str(v)) for k, v in (storage_options or {}).items())))
     db_name, _, name = table.rpartition(".")
     db_name = (db_name or "default").lower()
     if not name:
@@ -99,7 +102,7 @@ def analyze_table(
         if columns is None and not wanted:
             raise InvalidInput(f"{qualified(tbl)} has no column with statistics to compute")
         values = None if partition is None else spec_values(tbl, partition)
-        targets, partitions_total = list_targets(client, tbl, values)
+        targets, partitions_total = list_targets(client, tbl, values, storage)
         if not targets:
             return summarize(tbl, wanted, True, [], time.monotonic() - started, engine="Spark")
         bar = FileProgress(progress, _stderr(), sum(len(t.files) for t in targets), f"analyze {qualified(tbl)}")
@@ -107,7 +110,7 @@ def analyze_table(
         try:
             outcomes = harvest_targets(
                 spark, targets, tbl, wanted, histograms=histograms, cache=opened, progress=bar,
-                split_bytes=split_bytes, task_bytes=task_bytes, parallelism=parallelism,
+                split_bytes=split_bytes, task_bytes=task_bytes, parallelism=parallelism, storage_options=storage,
             )
         finally:
             bar.close()
@@ -191,9 +194,11 @@ def harvest_targets(
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     task_bytes: int = DEFAULT_TASK_BYTES,
     parallelism: int | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> list[TargetOutcome]:
     """Each target's outcome computed on Spark: column statistics of ``columns`` (none: basic statistics from the
-    footers), equal to what the local runner gives. A target with an unreadable file fails alone, naming it."""
+    footers), equal to what the local runner gives. A target with an unreadable file fails alone, naming it.
+    Executors read object stores with ``storage_options``."""
     started = time.perf_counter()
     if split_bytes < 1 or task_bytes < 1:
         raise InvalidInput("split_bytes and task_bytes must be positive")
@@ -204,17 +209,13 @@ def harvest_targets(
     merges = [_TargetMerge(t, names) for t in targets]
     units: list[Unit] = []
     files_done = 0
-    outcomes_pending: list[tuple[str, int, int, bytes, dict[str, bytes]]] = []
+    versions: dict[str, str] = {}  # object versions of the files in flight, for the cache
+    outcomes_pending: list[tuple[str, int, int, bytes, dict[str, bytes], str]] = []
     for ti, target in enumerate(targets):
         merge = merges[ti]
-        for fi, file in enumerate(target.files):
-            path = str(file)
-            try:
-                size, mtime_ns = stat_file(path)
-            except HarvestError as exc:
-                merge.error = merge.error or str(exc)
-                continue
-            reused = cached_partials(cache, path, size, mtime_ns, list(specs), options) if cache is not None else None
+        for fi, ref in enumerate(target.files):
+            path, size, mtime_ns = ref.url, ref.size, ref.mtime_ns
+            reused = cached_partials(cache, ref, list(specs), options) if cache is not None else None
             slot = merge.slot(fi)
             assert slot is not None
             if reused is not None and len(reused[1]) == len(specs):
@@ -224,10 +225,12 @@ def harvest_targets(
                 continue
             if reused is not None:
                 slot.have = reused[1]
+            if ref.version:
+                versions[path] = ref.version
             todo = tuple(i for i, s in enumerate(specs) if s.name not in slot.have)
             # only a scan is worth splitting: basic statistics read each footer once
             pieces = math.ceil(size / split_bytes) if specs and size > split_bytes else 1
-            units.extend(Unit(ti, fi, path, size, mtime_ns, k, pieces, todo) for k in range(pieces))
+            units.extend(Unit(ti, fi, path, size, mtime_ns, k, pieces, todo, ref.version) for k in range(pieces))
     if progress is not None:
         progress.advance_to(files_done)
 
@@ -235,7 +238,7 @@ def harvest_targets(
         cores = parallelism or _default_parallelism(spark)
         total = sum(u.size // u.pieces for u in units)
         per_task = min(task_bytes, max(_MIN_TASK_BYTES, total // max(cores, 1)))
-        tasks = _group(units, per_task, specs, options)
+        tasks = _group(units, per_task, specs, options, storage_options or StorageOptions())
         per_wave = max(2 * cores, _WAVE_RESULT_BYTES // max(1, _RESULT_BYTES_PER_COLUMN * max(1, len(specs))
                                                           * max(1, len(units) // len(tasks))))
         for start in range(0, len(tasks), per_wave):
@@ -259,7 +262,7 @@ def harvest_targets(
                 if slot.have:
                     analysis = replace(analysis, columns={**slot.have, **analysis.columns})
                 outcomes_pending.append((analysis.path, analysis.size, analysis.mtime_ns, outcome.info,
-                                         outcome.entries))
+                                         outcome.entries, versions.pop(analysis.path, "")))
                 merge.complete(row["file"], analysis)
                 files_done += 1
             if cache is not None and outcomes_pending:
@@ -285,11 +288,12 @@ def harvest_targets(
     return out
 
 
-def _group(units: list[Unit], per_task: int, specs: tuple[ColumnSpec, ...], options: ScanOptions) -> list[TaskPlan]:
+def _group(units: list[Unit], per_task: int, specs: tuple[ColumnSpec, ...], options: ScanOptions,
+           storage: StorageOptions) -> list[TaskPlan]:
     """Consecutive units in tasks of about ``per_task`` bytes (a piece of a large file is a task of its own)."""
     tasks = _group_units(units, per_task, specs, options)
     failing = failing_tasks()
-    return [replace(t, fail_first_attempt=True) if t.task in failing else t for t in tasks]
+    return [replace(t, storage=storage, fail_first_attempt=t.task in failing) for t in tasks]
 
 
 def _group_units(units: list[Unit], per_task: int, specs: tuple[ColumnSpec, ...], options: ScanOptions

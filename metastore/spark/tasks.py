@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metastore.stats.harvest.scan import ColumnSpec, ScanOptions
+from metastore.storage import StorageOptions
 
 __all__ = ["FAIL_FIRST_ATTEMPT_ENV", "RESULT_SCHEMA", "TaskPlan", "Unit", "failing_tasks", "harvest_tasks"]
 
@@ -38,6 +39,7 @@ class Unit:
     piece: int
     pieces: int
     columns: tuple[int, ...]  # indexes into TaskPlan.specs
+    version: str = ""  # an object's version tag (ETag) as listed
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class TaskPlan:
     specs: tuple[ColumnSpec, ...]
     options: ScanOptions
     units: tuple[Unit, ...]
+    storage: StorageOptions = StorageOptions()
     fail_first_attempt: bool = False  # the FAIL_FIRST_ATTEMPT_ENV testing hook
 
 
@@ -72,7 +75,8 @@ def harvest_tasks(batches: Iterator[Any]) -> Iterator[Any]:
                 error: str | None = None
                 try:
                     piece = analyze_file_piece(unit.path, unit.size, unit.mtime_ns, wanted, plan.options,
-                                               unit.piece, unit.pieces)
+                                               unit.piece, unit.pieces, storage_options=plan.storage,
+                                               version=unit.version)
                     result = pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL)
                 except HarvestError as exc:
                     error = str(exc)

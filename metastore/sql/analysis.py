@@ -19,17 +19,16 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from metastore.catalog import FieldSchema, Partition, Table
 from metastore.client import MetastoreClient, StatsWrite
 from metastore.errors import InvalidInput, NoSuchObject
-from metastore.locations import local_path
 from metastore.partnames import make_part_name
 from metastore.sql.basic_stats import with_basic_stats
-from metastore.sql.table_files import data_files, qualified
+from metastore.sql.table_files import list_data_files, qualified
 from metastore.stats.model import ColumnStats, ColumnStatsEntry, kind_for_type
+from metastore.storage import FileRef, StorageOptions
 
 if TYPE_CHECKING:
     from metastore.stats.harvest import AnalyzeResult
@@ -64,12 +63,12 @@ class ColumnRequestError(InvalidInput):
 
 @dataclass
 class AnalyzeTarget:
-    """The table (partition None) or one partition, its directory and data files."""
+    """The table (partition None) or one partition, its location (local or object store) and data files."""
 
     partition: Partition | None
     name: str | None  # partition name
-    directory: Path
-    files: list[Path]
+    location: str
+    files: list[FileRef]
 
 
 @dataclass
@@ -155,29 +154,28 @@ def _spec_text(table: Table, values: Sequence[str | None]) -> str:
     return ", ".join(f"{k.name}='{v}'" for k, v in zip(table.partition_keys, values, strict=True) if v is not None)
 
 
-def _local_dir(location: str | None, owner: str) -> Path:
+def _location(location: str | None, owner: str) -> str:
     if not location:
         raise InvalidInput(f"{owner} has no location")
-    path = local_path(location)
-    if path is None:
-        raise InvalidInput(f"{owner} is at {location}, which is not on the local filesystem; ANALYZE reads local "
-                           "files only")
-    return path
+    return location
 
 
 def list_targets(
-    client: MetastoreClient, table: Table, values: Sequence[str | None] | None
+    client: MetastoreClient, table: Table, values: Sequence[str | None] | None,
+    storage_options: StorageOptions | None = None,
 ) -> tuple[list[AnalyzeTarget], int]:
-    """The targets of ANALYZE and how many partitions the table has in all (0 when unpartitioned).
+    """The targets of ANALYZE, their files listed, and how many partitions the table has in all (0 when
+    unpartitioned).
 
     ``values`` are the partition spec's values in key order (None leaves a key open; ``values`` None: every
-    partition). Raises NoSuchObject when no partition matches, InvalidInput for a target without a local location.
+    partition). Raises NoSuchObject when no partition matches, InvalidInput for a target without a location,
+    StorageError when a location cannot be listed.
     """
     if not table.partition_keys:
         if values is not None:
             raise InvalidInput(f"{qualified(table)} is not partitioned; ANALYZE takes no PARTITION")
-        directory = _local_dir(table.sd.location, qualified(table))
-        return [AnalyzeTarget(None, None, directory, data_files(directory))], 0
+        location = _location(table.sd.location, qualified(table))
+        return [AnalyzeTarget(None, None, location, list_data_files(location, storage_options))], 0
     all_names = client.list_partition_names(table.db_name, table.table_name)
     if values is None:
         partitions = client.list_partitions(table.db_name, table.table_name)
@@ -196,8 +194,8 @@ def list_targets(
     keys = [k.name for k in table.partition_keys]
     for p in partitions:
         name = make_part_name(keys, p.values)
-        directory = _local_dir(p.sd.location, f"{qualified(table)} partition {name}")
-        targets.append(AnalyzeTarget(p, name, directory, data_files(directory)))
+        location = _location(p.sd.location, f"{qualified(table)} partition {name}")
+        targets.append(AnalyzeTarget(p, name, location, list_data_files(location, storage_options)))
     return targets, len(all_names)
 
 

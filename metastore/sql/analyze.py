@@ -65,7 +65,7 @@ def _targets(ex: Session, table: Table, st: Analyze) -> tuple[list[AnalyzeTarget
             raise SqlError(f"{qualified(table)} is not partitioned; ANALYZE takes no PARTITION", st.spec.position)
         values = resolve_spec(table, st.spec, full=False, what="ANALYZE")
     try:
-        return list_targets(ex.client, table, values)
+        return list_targets(ex.client, table, values, ex.options.storage)
     except NoSuchObject as exc:
         raise SqlError(str(exc), st.spec.position if st.spec is not None else st.table.position) from None
     except InvalidInput as exc:
@@ -81,7 +81,7 @@ def _open_cache(option: str | None) -> Any:
 
 
 def _analyze_local(
-    targets: list[AnalyzeTarget], table: Table, columns: list[FieldSchema], mode: AnalyzeMode, histograms: bool,
+    ex: Session, targets: list[AnalyzeTarget], table: Table, columns: list[FieldSchema], mode: AnalyzeMode,
     cache: Any, progress: FileProgress,
 ) -> list[TargetOutcome]:
     """Each target analysed in this process (a process pool over its files); a failing target fails alone."""
@@ -95,11 +95,13 @@ def _analyze_local(
                 result = analyze_files(
                     target.files, [c.name for c in columns], hive_types=hive_types,
                     table_columns=[c.name for c in table.sd.cols], want_ndv=True,
-                    want_histograms=histograms, cache=cache, progress=progress.callback,
+                    want_histograms=ex.options.histograms, cache=cache, progress=progress.callback,
+                    storage_options=ex.options.storage,
                 )
                 outcomes.append(outcome_of(target, result))
             else:
-                stats = basic_stats(target.files, scan=mode is AnalyzeMode.BASIC, cache=cache)
+                stats = basic_stats(target.files, scan=mode is AnalyzeMode.BASIC, cache=cache,
+                                    storage_options=ex.options.storage)
                 outcomes.append(TargetOutcome(target, stats.num_rows, stats.num_files, stats.total_size,
                                               stats.raw_data_size, {}))
         except HarvestError as exc:
@@ -119,7 +121,7 @@ def _engine(ex: Session, mode: AnalyzeMode, targets: list[AnalyzeTarget]) -> str
                            "with --spark MASTER (local[4], spark://host:7077, sc://host:15002)")
         return "spark"
     if options.analyze_engine == "auto" and options.spark_master:
-        size = sum(f.stat().st_size for t in targets for f in t.files)
+        size = sum(f.size for t in targets for f in t.files)
         if size > options.spark_threshold:
             return "spark"
     return "local"
@@ -151,14 +153,14 @@ def analyze(ex: Session, st: Analyze) -> Result:
             try:
                 outcomes = harvest_targets(
                     ex.spark_session(), targets, table, columns, histograms=ex.options.histograms, cache=cache,
-                    progress=progress,
+                    progress=progress, storage_options=ex.options.storage,
                 )
             except MetastoreError:
                 raise
             except Exception as exc:  # noqa: BLE001 - Spark's errors (py4j, Connect) become one shell error line
                 raise SqlError(f"Spark failed: {' '.join(str(exc).split())[:500]}", st.position) from None
         else:
-            outcomes = _analyze_local(targets, table, columns, st.mode, ex.options.histograms, cache, progress)
+            outcomes = _analyze_local(ex, targets, table, columns, st.mode, cache, progress)
     finally:
         progress.close()
         if cache is not None:

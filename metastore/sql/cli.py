@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from metastore.sql.output import OUTPUT_FORMATS
+from metastore.storage import add_storage_option_argument
 
 HISTORY_FILE = "sql_history"
 
@@ -53,6 +54,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                        help="per-file statistics cache for incremental ANALYZE (default: METASTORE_ANALYZE_CACHE, "
                        "else the user's cache directory)")
     cache.add_argument("--no-stats-cache", action="store_true", help="analyze every file afresh, keep no cache")
+    add_storage_option_argument(p)
 
 
 def add_sql_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], help_text: str) -> None:
@@ -81,6 +83,7 @@ def run_sql(args: argparse.Namespace) -> int:
     from metastore.sql.executor import Executor
     from metastore.sql.session import ExecutorOptions
     from metastore.sql.shell import Shell, one_line
+    from metastore.storage import StorageOptions
 
     script: str | None = None
     if args.file is not None:
@@ -97,6 +100,7 @@ def run_sql(args: argparse.Namespace) -> int:
         interactive = False
     client: MetastoreClient
     try:
+        storage_options = StorageOptions.parse(args.storage_options)
         if args.connect:
             client = ThriftMetastoreClient(args.connect, tls_ca=args.tls_ca)
         else:
@@ -109,7 +113,7 @@ def run_sql(args: argparse.Namespace) -> int:
         return 1
     stats_cache = None if args.no_stats_cache else (args.stats_cache or "default")
     options = ExecutorOptions(progress=interactive or args.progress, histograms=args.histograms,
-                              stats_cache=stats_cache, spark_master=args.spark)
+                              stats_cache=stats_cache, storage=storage_options, spark_master=args.spark)
     executor: Executor | None = None
     try:
         executor = Executor(client, options=options)

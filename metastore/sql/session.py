@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from metastore.storage import StorageOptions
+
 if TYPE_CHECKING:
     from metastore.catalog import Table
     from metastore.client import MetastoreClient
@@ -36,6 +38,8 @@ class ExecutorOptions:
     histograms: bool = False
     #: Per-file statistics cache for incremental ANALYZE: "default" (the user's data dir), a path, or None.
     stats_cache: str | None = "default"
+    #: Options for object stores (`--storage-option KEY=VALUE`): endpoint, credentials...
+    storage: StorageOptions = field(default_factory=StorageOptions)
     #: Owner recorded for new databases and tables.
     user: str = field(default_factory=lambda: _user_name())
     #: Spark master for ANALYZE on Spark (`metastore sql --spark MASTER`): local[4], spark://h:7077, sc://h:15002.

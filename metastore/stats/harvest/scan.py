@@ -11,15 +11,14 @@ entries the file cache keeps. This is the unit of work a process pool or a Spark
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from metastore import storage
 from metastore.errors import InvalidInput, MetastoreError
 from metastore.orcio import (
     Category,
@@ -60,6 +59,7 @@ from metastore.stats.orc_convert import (
 )
 from metastore.stats.orc_sketch_metadata import SketchRecord, read_sketch_metadata
 from metastore.stats.sketcher import SKETCH_P, ColumnSketcher
+from metastore.storage import FileRef, RangeFile, StorageError, StorageOptions
 
 __all__ = [
     "ColumnPlan",
@@ -79,6 +79,7 @@ __all__ = [
     "raw_size",
     "resolve_field",
     "stat_file",
+    "stat_ref",
 ]
 
 _POSITIONAL_NAME = re.compile(r"^_col\d+$")
@@ -113,12 +114,18 @@ class ScanOptions:
     scan: bool
 
 
-def stat_file(path: str) -> tuple[int, int]:
+def stat_file(path: str, storage_options: StorageOptions | None = None) -> tuple[int, int]:
+    """(size, mtime_ns) of a data file (a local path or a URL); HarvestError naming it when it cannot be read."""
+    ref = stat_ref(path, storage_options)
+    return ref.size, ref.mtime_ns
+
+
+def stat_ref(path: str, storage_options: StorageOptions | None = None) -> FileRef:
+    """The FileRef of a data file (a local path or a URL); HarvestError naming it when it cannot be read."""
     try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise HarvestError(f"cannot analyze {path}: {exc.strerror or exc}") from None
-    return st.st_size, st.st_mtime_ns
+        return storage.stat(path, storage_options)
+    except StorageError as exc:
+        raise HarvestError(str(exc).replace("cannot read ", "cannot analyze ", 1)) from None
 
 
 INFO_KEY_VERSION = 1
@@ -138,65 +145,28 @@ def cache_entry_key(spec: ColumnSpec, field_ref: tuple[int, str] | None) -> str:
 
 
 
-class _CountingFile(io.RawIOBase):
-    """A read-only file that counts the bytes read through it (handed to OrcReader as its source)."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__()
-        self.name = path
-        self._fd = os.open(path, os.O_RDONLY)
-        self._pos = 0
-        self.bytes_read = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        self._pos = os.lseek(self._fd, offset, whence)
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def read(self, size: int = -1) -> bytes:
-        if size is None or size < 0:
-            size = os.fstat(self._fd).st_size - self._pos
-        chunks = []
-        remaining = size
-        while remaining > 0:
-            chunk = os.pread(self._fd, remaining, self._pos)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            self._pos += len(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks) if len(chunks) != 1 else chunks[0]
-        self.bytes_read += len(data)
-        return data
-
-    def close(self) -> None:
-        if not self.closed:
-            os.close(self._fd)
-        super().close()
-
-
 class open_orc:  # noqa: N801 - used as a context manager: with open_orc(path) as (reader, counter)
-    def __init__(self, path: str) -> None:
-        self.path = path
+    """An ORC reader over a data file (a local path, a URL or a FileRef) opened for range reads; the counter
+    is the opened file, which counts the bytes read through it."""
 
-    def __enter__(self) -> tuple[OrcReader, _CountingFile]:
+    def __init__(self, file: str | FileRef, storage_options: StorageOptions | None = None) -> None:
+        self.file = file
+        self.path = file.url if isinstance(file, FileRef) else file
+        self.storage_options = storage_options
+
+    def __enter__(self) -> tuple[OrcReader, RangeFile]:
         try:
-            self.counter = _CountingFile(self.path)
-        except OSError as exc:
-            raise HarvestError(f"cannot analyze {self.path}: {exc.strerror or exc}") from None
+            self.counter = storage.open_file(self.file, self.storage_options)
+        except StorageError as exc:
+            raise HarvestError(str(exc).replace("cannot read ", "cannot analyze ", 1)) from None
         try:
             self.reader = OrcReader(self.counter)
         except OrcError as err:
             self.counter.close()
             raise HarvestError(f"cannot analyze {self.path}: not a readable ORC file: {err.reason}") from None
+        except StorageError:
+            self.counter.close()
+            raise
         except Exception as exc:  # noqa: BLE001 - any failure to parse a tail means a corrupt file
             self.counter.close()
             raise HarvestError(f"cannot analyze {self.path}: not a readable ORC file: {exc}") from None
@@ -214,10 +184,13 @@ def raw_size(reader: OrcReader, path: str) -> int:
 
 
 def analyze_file(
-    path: str, size: int, mtime_ns: int, wanted: tuple[ColumnSpec, ...], options: ScanOptions
+    path: str, size: int, mtime_ns: int, wanted: tuple[ColumnSpec, ...], options: ScanOptions,
+    storage_options: StorageOptions | None = None, version: str = "",
 ) -> FileOutcome:
-    """Analyse one file for ``wanted`` columns (the others came from the cache)."""
-    return join_file_pieces([analyze_file_piece(path, size, mtime_ns, wanted, options)])
+    """Analyse one file (a local path or a URL, as listed with this size, mtime and version) for ``wanted``
+    columns (the others came from the cache). Object stores are reached with ``storage_options``."""
+    return join_file_pieces([analyze_file_piece(path, size, mtime_ns, wanted, options,
+                                                storage_options=storage_options, version=version)])
 
 
 def stripes_of_piece(offsets: Sequence[int], size: int, piece: int, pieces: int) -> list[int]:
@@ -231,14 +204,14 @@ def stripes_of_piece(offsets: Sequence[int], size: int, piece: int, pieces: int)
 
 def analyze_file_piece(
     path: str, size: int, mtime_ns: int, wanted: tuple[ColumnSpec, ...], options: ScanOptions,
-    piece: int = 0, pieces: int = 1,
+    piece: int = 0, pieces: int = 1, *, storage_options: StorageOptions | None = None, version: str = "",
 ) -> FilePiece:
     """Plan one file from its footer and scan only the stripes of piece ``piece`` of ``pieces``
     (:func:`stripes_of_piece`); :func:`join_file_pieces` of all pieces is the file's outcome."""
     if not 0 <= piece < pieces:
         raise InvalidInput(f"piece {piece} of {pieces} does not exist")
     started = time.perf_counter()
-    with open_orc(path) as (reader, counter):
+    with open_orc(FileRef(path, size, mtime_ns, version), storage_options) as (reader, counter):
         try:
             found = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options, piece, pieces)
             return replace(found, seconds=time.perf_counter() - started)
@@ -383,7 +356,7 @@ def _merge_scans(scans: Sequence[ColumnScan]) -> ColumnScan:
 
 
 def _analyze_open_file(
-    reader: OrcReader, counter: _CountingFile, path: str, size: int, mtime_ns: int,
+    reader: OrcReader, counter: RangeFile, path: str, size: int, mtime_ns: int,
     wanted: tuple[ColumnSpec, ...], options: ScanOptions, piece: int, pieces: int,
 ) -> FilePiece:
     schema = reader.schema
