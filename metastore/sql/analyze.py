@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 #: Partitions whose parameters are replaced per alter_partitions call.
 ALTER_BATCH = 500
+#: ExecutorOptions.stats_cache value: per-file results live in the metastore's database (issue 10).
+METASTORE_CACHE = "metastore"
 
 
 @dataclass
@@ -120,11 +122,18 @@ def _targets(ex: Session, table: Table, st: Analyze) -> tuple[list[_Target], int
     return targets, len(all_names)
 
 
-def _open_cache(option: str | None) -> Any:
+def _open_cache(ex: Session, table: Table) -> Any:
+    """The PartialStore this run keeps per-file results in: the metastore's database ("metastore", the default
+    against a server: shared by every host), the local file cache ("default" or a path), or none."""
+    option = ex.options.stats_cache
     if option is None:
         return None
     from metastore.stats.filecache import FileStatsCache
 
+    if option == METASTORE_CACHE:
+        from metastore.client.file_partials import MetastorePartialStore
+
+        return MetastorePartialStore(ex.client, table.db_name, table.table_name, fallback=FileStatsCache.open_default())
     return FileStatsCache.open_default() if option == "default" else FileStatsCache(option)
 
 
@@ -171,7 +180,8 @@ def _basic(ex: Session, target: _Target, scan: bool, cache: Any) -> tuple[int | 
     """(numRows, numFiles, totalSize, rawDataSize) of a target's files (rows and raw size None for NOSCAN)."""
     from metastore.stats.harvest import basic_stats
 
-    stats = basic_stats(target.files, scan=scan, cache=cache, storage_options=ex.options.storage)
+    stats = basic_stats(target.files, scan=scan, cache=cache, storage_options=ex.options.storage,
+                        partition=target.name)
     return stats.num_rows, stats.num_files, stats.total_size, stats.raw_data_size
 
 
@@ -231,7 +241,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
     hive_types = {c.name: c.type for c in columns}
     total_files = sum(len(t.files) for t in targets)
     progress = _Progress(ex, total_files, f"analyze {qualified(table)}")
-    cache = _open_cache(ex.options.stats_cache) if st.mode is not AnalyzeMode.NOSCAN else None
+    cache = _open_cache(ex, table) if st.mode is not AnalyzeMode.NOSCAN else None
     outcomes: list[_Outcome] = []
     try:
         for target in targets:
@@ -242,7 +252,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
                     target.files, [c.name for c in columns], hive_types=hive_types,
                     table_columns=[c.name for c in table.sd.cols], want_ndv=True,
                     want_histograms=ex.options.histograms, cache=cache, progress=progress.callback,
-                    storage_options=ex.options.storage,
+                    storage_options=ex.options.storage, partition=target.name,
                 )
                 outcomes.append(_Outcome(
                     target, result.num_rows, result.num_files, result.total_size, result.raw_data_size,
@@ -252,6 +262,8 @@ def analyze(ex: Session, st: Analyze) -> Result:
                 scan = st.mode is AnalyzeMode.BASIC
                 num_rows, num_files, total_size, raw = _basic(ex, target, scan, cache)
                 outcomes.append(_Outcome(target, num_rows, num_files, total_size, raw, {}))
+            if cache is not None:
+                cache.retain(target.files, target.name)
             progress.finish_target(len(target.files))
     finally:
         progress.close()
