@@ -45,6 +45,10 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="show progress bars on stderr in batch mode too (interactive mode always does)")
     p.add_argument("--histograms", action="store_true",
                    help="ANALYZE ... FOR COLUMNS also computes KLL histograms (numeric, date, timestamp columns)")
+    p.add_argument("--spark", metavar="MASTER",
+                   help="run ANALYZE on Spark (local[4], spark://host:7077 or sc://host:15002) when "
+                   "metastore.analyze.engine is spark, or auto and the data is larger than "
+                   "metastore.analyze.spark.threshold (1 GiB); needs the `spark` extra")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--stats-cache", metavar="PATH",
                        help="where incremental ANALYZE keeps per-file results: 'metastore' (the metastore's "
@@ -116,7 +120,8 @@ def run_sql(args: argparse.Namespace) -> int:
         # against a server, per-file results live in its database, so every host's re-ANALYZE reuses them
         stats_cache = "metastore" if args.connect else "default"
     options = ExecutorOptions(progress=interactive or args.progress, histograms=args.histograms,
-                              stats_cache=stats_cache, storage=storage_options)
+                              stats_cache=stats_cache, storage=storage_options, spark_master=args.spark)
+    executor: Executor | None = None
     try:
         executor = Executor(client, options=options)
         shell = Shell(executor, output=args.output)
@@ -134,6 +139,8 @@ def run_sql(args: argparse.Namespace) -> int:
         assert script is not None
         return shell.run_script(script)
     finally:
+        if executor is not None:
+            executor.close()
         client.close()
 
 

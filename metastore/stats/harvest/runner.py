@@ -53,7 +53,9 @@ from metastore.stats.orc_convert import hive_kind
 from metastore.stats.partial_store import FilePartials, PartialStore
 from metastore.storage import FileRef, StorageOptions
 
-__all__ = ["SPLIT_MIN_BYTES", "DataFile", "analyze_files", "basic_stats"]
+__all__ = [
+    "SPLIT_MIN_BYTES", "DataFile", "analyze_files", "basic_stats", "cached_partials", "column_specs", "stored_partials",
+]
 
 # A file still to analyse: (position, path, size, mtime_ns, columns to compute, partials the cache had).
 _Todo = tuple[int, str, int, int, tuple[ColumnSpec, ...], dict[str, ColumnPartial]]
@@ -114,7 +116,7 @@ def analyze_files(
     """
     started = time.perf_counter()
     order = list(table_columns) if table_columns is not None else list(hive_types)
-    specs = _column_specs(columns, hive_types, order)
+    specs = column_specs(columns, hive_types, order)
     options = ScanOptions(want_ndv=want_ndv, want_histograms=want_histograms, scan=scan)
     refs = _refs(files, storage_options)
     versions = {ref.url: ref.version for ref in refs}
@@ -125,8 +127,7 @@ def analyze_files(
     done = 0
     for i, ref in enumerate(refs):
         path, size, mtime_ns = ref.url, ref.size, ref.mtime_ns
-        found = stored.get(ref.url)
-        reused = _from_cache(found, specs, options) if found is not None and found.matches(ref) else None
+        reused = cached_partials(stored.get(ref.url), ref, specs, options)
         if reused is not None and len(reused[1]) == len(specs):
             info, partials = reused
             results[i] = FileAnalysis(path, size, mtime_ns, info["rows"], info["raw"], partials, "cache")
@@ -187,7 +188,7 @@ def analyze_files(
                     analysed(futures[future], future.result())
     analyses = tuple(r for r in results if r is not None)
     if cache is not None and outcomes:
-        cache.store([_stored(o, versions[o.analysis.path], partition) for o in outcomes])
+        cache.store([stored_partials(o, versions[o.analysis.path], partition) for o in outcomes])
     return _combine(analyses, specs, options, started)
 
 
@@ -227,7 +228,9 @@ def basic_stats(
 # ------------------------------------------------------------------------------------------ planning
 
 
-def _column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: Sequence[str]) -> list[ColumnSpec]:
+def column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: Sequence[str]) -> list[ColumnSpec]:
+    """The requested columns with their Hive types and table positions (``order``: the table's columns);
+    InvalidInput for an unknown or repeated column or a type without statistics."""
     if isinstance(columns, str):
         raise InvalidInput("columns must be a sequence of column names, not one string")
     lowered = {k.lower(): k for k in hive_types}
@@ -321,15 +324,21 @@ def _info(found: FilePartials) -> dict[str, Any] | None:
     return info
 
 
-def _stored(outcome: FileOutcome, version: str, partition: str | None) -> FilePartials:
+def stored_partials(outcome: FileOutcome, version: str, partition: str | None) -> FilePartials:
+    """What a PartialStore keeps of a freshly analysed file (of ``partition``, listed with ``version``)."""
     analysis = outcome.analysis
     return FilePartials(analysis.path, analysis.size, analysis.mtime_ns, version, partition, analysis.num_rows,
                         analysis.raw_data_size, outcome.info, outcome.entries)
 
 
-def _from_cache(
-    cached: FilePartials, specs: list[ColumnSpec], options: ScanOptions
+def cached_partials(
+    cached: FilePartials | None, ref: FileRef, specs: list[ColumnSpec], options: ScanOptions
 ) -> tuple[dict[str, Any], dict[str, ColumnPartial]] | None:
+    """What a PartialStore's ``cached`` result (from ``lookup``) holds for the file ``ref`` if it is unchanged:
+    its info (rows, raw size) and the partials of those ``specs`` it has with every fact ``options`` need (None
+    when nothing was stored or the file changed)."""
+    if cached is None or not cached.matches(ref):
+        return None
     info = _info(cached)
     if info is None:
         return None
