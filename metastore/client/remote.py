@@ -23,6 +23,8 @@ from metastore.api.hive_metastore import ThriftHiveMetastore
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE, Database, Partition, Table
 from metastore.client.base import AggregateResult, ConnectionFailed, MetastoreClient, StatsWrite
+from metastore.client.sasl import SaslClientTransport, SaslCredentials, SaslFailed
+from metastore.client.sasl import negotiate as sasl_negotiate
 from metastore.errors import (
     AlreadyExists,
     InvalidInput,
@@ -37,7 +39,7 @@ from metastore.wire import catalog as convert
 from metastore.wire.file_partials import file_partials_from_thrift, file_partials_to_thrift
 from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 
-__all__ = ["DEFAULT_PORT", "ServerAddress", "ThriftMetastoreClient", "parse_thrift_uris"]
+__all__ = ["DEFAULT_PORT", "SaslCredentials", "ServerAddress", "ThriftMetastoreClient", "parse_thrift_uris"]
 
 DEFAULT_PORT = 9083
 
@@ -118,14 +120,20 @@ class ThriftMetastoreClient(MetastoreClient):
 
     `thrifts://` URIs speak TLS (1.2+), verifying the server's certificate and host name against `tls_ca` (a PEM
     file) or, without it, the system's CAs; `tls_cert`/`tls_key` present a client certificate to a server
-    that requires one."""
+    that requires one.
+
+    `sasl` authenticates each connection: `SaslCredentials("GSSAPI", kerberos_principal="metastore/_HOST@REALM")`
+    with the Kerberos ticket cache, or `SaslCredentials("PLAIN", user=..., password=...)` (thrifts:// only)."""
 
     def __init__(self, uri: str = f"thrift://127.0.0.1:{DEFAULT_PORT}", *, timeout: float = 600.0,
                  framed: bool = False, tls_ca: str | None = None, tls_cert: str | None = None,
-                 tls_key: str | None = None) -> None:
+                 tls_key: str | None = None, sasl: SaslCredentials | None = None) -> None:
         self.addresses = parse_thrift_uris(uri)
         self.timeout = timeout
         self.framed = framed
+        if sasl is not None and sasl.mechanism == "PLAIN" and not all(a.tls for a in self.addresses):
+            raise InvalidInput("PLAIN authentication sends the password: connect with thrifts:// (TLS)")
+        self.sasl = sasl
         self._ssl_context = (
             client_ssl_context(tls_ca, tls_cert, tls_key) if any(a.tls for a in self.addresses) else None
         )
@@ -147,9 +155,24 @@ class ThriftMetastoreClient(MetastoreClient):
             else:
                 sock = TSocket.TSocket(address.host, address.port)
             sock.setTimeout(self.timeout * 1000)
-            transport = TTransport.TFramedTransport(sock) if self.framed else TTransport.TBufferedTransport(sock)
+            transport: Any
             try:
-                transport.open()
+                if self.sasl is None:
+                    transport = TTransport.TFramedTransport(sock) if self.framed else TTransport.TBufferedTransport(sock)
+                    transport.open()
+                else:
+                    sock.open()
+                    try:
+                        layer = sasl_negotiate(sock, address.host, self.sasl)
+                    except BaseException:
+                        sock.close()
+                        raise
+                    transport = SaslClientTransport(sock, layer)
+                    if self.framed:
+                        transport = TTransport.TFramedTransport(transport)
+            except SaslFailed as exc:
+                failures.append(f"{address}: authentication failed: {exc}")
+                continue
             except (TTransportException, OSError) as exc:
                 # thrift's message says only "could not connect"; the inner error says why (e.g. a TLS
                 # certificate that does not verify).
