@@ -34,7 +34,9 @@ from metastore.errors import (
     NoSuchObject,
 )
 from metastore.stats.model import ColumnStatsEntry
+from metastore.stats.partial_store import FilePartials
 from metastore.wire import catalog as convert
+from metastore.wire.file_partials import file_partials_from_thrift, file_partials_to_thrift
 from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 
 __all__ = ["DEFAULT_PORT", "SaslCredentials", "ServerAddress", "ThriftMetastoreClient", "parse_thrift_uris"]
@@ -376,6 +378,38 @@ class ThriftMetastoreClient(MetastoreClient):
             col_names=None if columns is None else list(columns), engine=engine, tableLevel=False,
         )
         self._call("delete_column_statistics_req", request)
+
+    # ------------------------------------------------------------------ per-file partials (issue 10)
+
+    def get_file_partials(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
+    ) -> list[FilePartials]:
+        request = tt.MetastoreGetFilePartialsRequest(
+            dbName=db_name, tblName=table_name, catName=DEFAULT_CATALOG,
+            partNames=None if partition_names is None else list(partition_names),
+            paths=None if paths is None else list(paths),
+        )
+        result = self._call("metastore_get_file_partials", request)
+        return [file_partials_from_thrift(f) for f in result.files or []]
+
+    def put_file_partials(self, db_name: str, table_name: str, files: Sequence[FilePartials]) -> None:
+        request = tt.MetastorePutFilePartialsRequest(
+            dbName=db_name, tblName=table_name, catName=DEFAULT_CATALOG,
+            files=[file_partials_to_thrift(f) for f in files],
+        )
+        self._call("metastore_put_file_partials", request)
+
+    def delete_file_partials(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
+    ) -> None:
+        request = tt.MetastoreDeleteFilePartialsRequest(
+            dbName=db_name, tblName=table_name, catName=DEFAULT_CATALOG,
+            partNames=None if partition_names is None else list(partition_names),
+            paths=None if paths is None else list(paths),
+        )
+        self._call("metastore_delete_file_partials", request)
 
     def close(self) -> None:
         with self._lock:

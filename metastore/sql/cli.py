@@ -62,8 +62,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    "metastore.analyze.spark.threshold (1 GiB); needs the `spark` extra")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--stats-cache", metavar="PATH",
-                       help="per-file statistics cache for incremental ANALYZE (default: METASTORE_ANALYZE_CACHE, "
-                       "else the user's cache directory)")
+                       help="where incremental ANALYZE keeps per-file results: 'metastore' (the metastore's "
+                       "database, shared by every host; the default with --connect) or a local cache file "
+                       "(default with --db: METASTORE_ANALYZE_CACHE, else the user's cache directory)")
     cache.add_argument("--no-stats-cache", action="store_true", help="analyze every file afresh, keep no cache")
     add_storage_option_argument(p)
 
@@ -122,7 +123,13 @@ def run_sql(args: argparse.Namespace) -> int:
     except MetastoreError as exc:
         print(one_line(f"Error: {exc}"), file=sys.stderr)
         return 1
-    stats_cache = None if args.no_stats_cache else (args.stats_cache or "default")
+    if args.no_stats_cache:
+        stats_cache = None
+    elif args.stats_cache:
+        stats_cache = args.stats_cache
+    else:
+        # against a server, per-file results live in its database, so every host's re-ANALYZE reuses them
+        stats_cache = "metastore" if args.connect else "default"
     options = ExecutorOptions(progress=interactive or args.progress, histograms=args.histograms,
                               stats_cache=stats_cache, storage=storage_options, spark_master=args.spark)
     executor: Executor | None = None
