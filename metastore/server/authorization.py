@@ -477,6 +477,10 @@ METHOD_RULES: dict[str, Rule] = {
     "delete_table_column_statistics": Rule(W, _table("db_name", "tbl_name")),
     "delete_partition_column_statistics": Rule(W, _table("db_name", "tbl_name")),
     "delete_column_statistics_req": Rule(W, _in_request("req", "db_name", "tbl_name")),
+    # issue 10's per-file statistics partials (ANALYZE's shared cache): statistics data of the table
+    "metastore_get_file_partials": Rule(R, _in_request("req", "dbName", "tblName")),
+    "metastore_put_file_partials": Rule(W, _in_request("req", "dbName", "tblName")),
+    "metastore_delete_file_partials": Rule(W, _in_request("req", "dbName", "tblName")),
 }
 
 # Parameters ANALYZE (Hive's, Spark's, ours) writes: an alter changing only these is a statistics write.

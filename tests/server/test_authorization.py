@@ -209,6 +209,10 @@ CALLS: dict[str, Callable[[Any], tuple]] = {
     "delete_partition_column_statistics": lambda c: (DB, TBL, "ds=1", "a", None),
     "delete_column_statistics_req": lambda c: (tt.DeleteColumnStatisticsRequest(db_name=DB, tbl_name=TBL,
                                                                                 col_names=["a"], tableLevel=True),),
+    "metastore_get_file_partials": lambda c: (tt.MetastoreGetFilePartialsRequest(dbName=DB, tblName=TBL),),
+    "metastore_put_file_partials": lambda c: (tt.MetastorePutFilePartialsRequest(dbName=DB, tblName=TBL, files=[
+        tt.MetastoreFilePartials(path="/w/x.orc", size=1, mtimeNs=2, partName="ds=1", partials={"k": b"\xff"})]),),
+    "metastore_delete_file_partials": lambda c: (tt.MetastoreDeleteFilePartialsRequest(dbName=DB, tblName=TBL),),
 }
 
 
@@ -218,7 +222,9 @@ _ADMIN_CALLS = {"setOption", "getCpuProfile", "reinitialize", "shutdown", "creat
 _STATS_WRITES = {"update_table_column_statistics", "update_partition_column_statistics",
                  "update_table_column_statistics_req", "update_partition_column_statistics_req",
                  "set_aggr_stats_for", "delete_table_column_statistics", "delete_partition_column_statistics",
-                 "delete_column_statistics_req"}
+                 "delete_column_statistics_req",
+                 # issue 10's per-file partials are statistics too (reading them needs read)
+                 "metastore_put_file_partials", "metastore_delete_file_partials"}
 _CATALOG_CHANGES = {
     "create_database", "drop_database", "alter_database", "create_function", "drop_function", "alter_function",
     "create_table", "create_table_with_environment_context", "drop_table", "drop_table_with_environment_context",
@@ -456,9 +462,9 @@ def test_policy_without_authentication_believes_set_ugi_and_warns(tmp_path: Path
     try:
         assert f"authorization policy {policy}" in server.ready_line
         assert "principals are the user names clients claim in set_ugi" in server.output
-        with server.client() as anonymous:
-            with pytest.raises(tt.MetaException, match="principal anonymous has no ddl permission on database m_x"):
-                anonymous.create_database(b.database("m_x"))
+        with server.client() as anonymous, pytest.raises(
+                tt.MetaException, match="principal anonymous has no ddl permission on database m_x"):
+            anonymous.create_database(b.database("m_x"))
         with server.client() as c:
             c.set_ugi("ddler", [])
             c.create_database(b.database("m_x", f"file:{tmp_path / 'm_x'}"))
