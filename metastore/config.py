@@ -67,6 +67,8 @@ class Settings:
     # Seconds a new connection has to finish its TLS handshake: a client that never finishes must not hold a
     # thread for ever.
     tls_handshake_timeout: float = 10.0
+    # Where split-filtering index files go (issue 11): a directory or URI; empty means <warehouse>/.indexes.
+    index_root: str = ""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:

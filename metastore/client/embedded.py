@@ -13,6 +13,7 @@ from metastore.catalog import DEFAULT_ENGINE, Database, Partition, Table
 from metastore.client.base import AggregateResult, MetastoreClient, StatsWrite
 from metastore.config import Settings
 from metastore.errors import InvalidInput, MetastoreError
+from metastore.index.model import FilterResult, IndexPart, IndexRecord, Split
 from metastore.service import Metastore
 from metastore.stats.model import ColumnStatsEntry
 
@@ -154,6 +155,26 @@ class EmbeddedMetastoreClient(MetastoreClient):
             None if partition_names is None else list(partition_names),
             None if columns is None else list(columns), engine=engine,
         )
+
+    def create_index(self, record: IndexRecord) -> IndexRecord:
+        return self._run(self._ms.indexes.create, record)
+
+    def get_index(self, name: str) -> IndexRecord:
+        return self._run(self._ms.indexes.get, name)
+
+    def list_indexes(self, db_name: str | None = None, table_name: str | None = None) -> list[IndexRecord]:
+        return self._run(self._ms.indexes.list, db_name, table_name)
+
+    def finish_index_build(
+        self, name: str, parts: Sequence[IndexPart], *, built: int, partitions: tuple[str, ...] | None = None
+    ) -> IndexRecord:
+        return self._run(self._ms.indexes.finish_build, name, list(parts), built=built, partitions=partitions)
+
+    def drop_index(self, name: str, partitions: Sequence[str] | None = None) -> None:
+        self._run(self._ms.indexes.drop, name, None if partitions is None else list(partitions))
+
+    def filter_splits(self, db_name: str, table_name: str, predicate: str, splits: Sequence[Split]) -> FilterResult:
+        return self._run(self._ms.indexes.filter_splits, db_name, table_name, predicate, list(splits))
 
     def close(self) -> None:
         self._ms.close()

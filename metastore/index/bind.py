@@ -448,7 +448,7 @@ def evaluate(node: Bound, keys: Mapping[str, Keys], count: int) -> np.ndarray:
     present = column.present
     if isinstance(node, NullTest):
         if present is None:
-            return np.full(count, node.is_null, dtype=bool)
+            return np.full(count, not node.is_null, dtype=bool)
         return ~present if node.is_null else present.copy()
     mask = _range_mask(column.values, node) if isinstance(node, KeyRange) else _set_mask(column.values, node)
     return mask if present is None else mask & present

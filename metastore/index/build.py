@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metastore.index.columns import ColumnType, column_type, require_indexable
-from metastore.index.coverage import DataFile, FileValues
+from metastore.index.coverage import FileValues
 from metastore.index.errors import IndexFileCorrupt
-from metastore.index.model import IndexLevel, IndexPart, IndexRecord
+from metastore.index.model import DataFile, IndexLevel, IndexPart, IndexRecord
 from metastore.index.parts import PartReader, write_part
 from metastore.index.scan import scan_column
 from metastore.locations import local_path

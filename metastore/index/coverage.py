@@ -17,20 +17,8 @@ import numpy as np
 from metastore.index.columns import Domain
 from metastore.index.container import BlockRef, IndexFileReader, IndexFileWriter
 from metastore.index.errors import IndexFileCorrupt
+from metastore.index.model import DataFile
 from metastore.orcio import BloomFilter
-
-
-@dataclass(frozen=True)
-class DataFile:
-    """A data file as an index saw it; a file whose size or mtime differs now is a different file."""
-
-    path: str
-    size: int
-    mtime_ns: int
-
-    @property
-    def identity(self) -> tuple[str, int, int]:
-        return (self.path, self.size, self.mtime_ns)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,49 +29,23 @@ from metastore.catalog import Table
 from metastore.errors import MetastoreError
 from metastore.index.bind import AllOf, AnyOf, Bound, KeyRange, KeySet, NullTest, Truth, bind, leaves
 from metastore.index.columns import ColumnType, column_type
-from metastore.index.coverage import DataFile, StripeSpan
+from metastore.index.coverage import StripeSpan
 from metastore.index.errors import IndexFileCorrupt, UnsupportedColumn
-from metastore.index.model import IndexPart, IndexRecord, IndexState
+from metastore.index.model import (
+    DataFile,
+    FilterResult,
+    IndexCount,
+    IndexPart,
+    IndexRecord,
+    IndexState,
+    Split,
+)
 from metastore.index.parts import PartReader
 from metastore.index.predicate import Expr, from_json
 from metastore.locations import local_path, qualify
 
 #: warnings returned at most (the rest are counted in the last line)
 MAX_WARNINGS = 100
-
-
-@dataclass(frozen=True)
-class Split:
-    """A byte range of a data file a planner would read. ``file_size``/``file_mtime_ns`` are the file's as the
-    planner listed it; without them the filter looks the file up itself."""
-
-    path: str
-    start: int
-    length: int
-    file_size: int | None = None
-    file_mtime_ns: int | None = None
-
-
-@dataclass(frozen=True)
-class IndexCount:
-    """One index's work: splits whose file it covers (considered) and, of those, the splits it alone keeps."""
-
-    name: str
-    kind: str
-    column: str
-    considered: int
-    kept: int
-
-
-@dataclass(frozen=True)
-class FilterResult:
-    """Positions of the kept splits (in input order), per-index counts and warnings."""
-
-    kept: tuple[int, ...]
-    counts: tuple[IndexCount, ...]
-    warnings: tuple[str, ...] = ()
-    #: per data file judged by an index: its stripes and which of them may match (readers skip the others)
-    stripes: dict[str, tuple[tuple[StripeSpan, ...], np.ndarray]] = field(default_factory=dict, compare=False)
 
 
 class PartCache:

@@ -9,8 +9,20 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
-from metastore.index.coverage import DataFile
+
+@dataclass(frozen=True)
+class DataFile:
+    """A data file as an index saw it; a file whose size or mtime differs now is a different file."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+    @property
+    def identity(self) -> tuple[str, int, int]:
+        return (self.path, self.size, self.mtime_ns)
 
 
 class IndexKind(enum.Enum):
@@ -81,3 +93,41 @@ class IndexRecord:
     def files(self) -> dict[str, tuple[IndexPart, DataFile]]:
         """Covered data files by path, with their part."""
         return {f.path: (p, f) for p in self.parts for f in p.files}
+
+
+# ---------------------------------------------------------------------------------------------- the split filter
+
+
+@dataclass(frozen=True)
+class Split:
+    """A byte range of a data file a planner would read. ``file_size``/``file_mtime_ns`` are the file's as the
+    planner listed it; without them the filter looks the file up itself."""
+
+    path: str
+    start: int
+    length: int
+    file_size: int | None = None
+    file_mtime_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class IndexCount:
+    """One index's work: splits whose file it covers (considered) and, of those, the splits it alone keeps."""
+
+    name: str
+    kind: str
+    column: str
+    considered: int
+    kept: int
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """Positions of the kept splits (in input order), per-index counts and warnings."""
+
+    kept: tuple[int, ...]
+    counts: tuple[IndexCount, ...]
+    warnings: tuple[str, ...] = ()
+    #: per data file judged by an index (in-process calls only): its stripes (coverage.StripeSpan) and a bool
+    #: array of those that may match, so a reader can skip the others
+    stripes: dict[str, tuple[Any, Any]] = field(default_factory=dict, compare=False)

@@ -18,9 +18,10 @@ from metastore.index.bloom import BloomReader, write_filters
 from metastore.index.btree import BTreeReader, postings_of, write_stripe_sets, write_tree
 from metastore.index.columns import ColumnType, Domain
 from metastore.index.container import IndexFileReader, IndexFileWriter
-from metastore.index.coverage import Coverage, DataFile, FileValues, StripeValues
+from metastore.index.coverage import Coverage, FileValues, StripeValues
 from metastore.index.errors import IndexFileCorrupt
 from metastore.index.minmax import MinMaxReader, write_bounds
+from metastore.index.model import DataFile
 
 BTREE = "btree"
 BLOOM = "bloom"

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from metastore.index.columns import ColumnType, Domain, Family, KeyConversionError, keys_of
-from metastore.index.coverage import DataFile, FileValues, StripeValues
+from metastore.index.coverage import FileValues, StripeValues
 from metastore.index.errors import IndexBuildError
+from metastore.index.model import DataFile
 from metastore.locations import local_path, qualify
 from metastore.orcio import (
     Category,

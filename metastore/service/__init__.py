@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from metastore.config import Settings
 from metastore.service.catalog import CatalogService
 from metastore.service.functions import FunctionService
+from metastore.service.indexes import IndexService, default_index_root
 from metastore.service.statistics import AggregateResult, StatisticsService, StatsWrite
 from metastore.service.stats_cache import ReplyCache
 from metastore.service.user_types import TypeService
@@ -17,7 +18,7 @@ from metastore.store import Store, migrate
 from metastore.store.worker_engine import create_worker_engine
 
 __all__ = [
-    "AggregateResult", "CatalogService", "FunctionService", "Metastore", "StatisticsService", "StatsWrite", "TypeService",
+    "AggregateResult", "CatalogService", "FunctionService", "IndexService", "Metastore", "StatisticsService", "StatsWrite", "TypeService",
 ]
 
 
@@ -30,6 +31,7 @@ class Metastore:
     stats: StatisticsService
     functions: FunctionService
     types: TypeService
+    indexes: IndexService
 
     @classmethod
     def open(
@@ -53,6 +55,7 @@ class Metastore:
             ),
             functions=FunctionService(store),
             types=TypeService(store),
+            indexes=IndexService(store, settings.index_root or default_index_root(settings.warehouse)),
         )
 
     def close(self) -> None:

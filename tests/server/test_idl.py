@@ -68,6 +68,17 @@ NEWER_THAN_HIVE_2_3 = {
         )
         for kind in ("args", "result")
     ),
+    # issue 11: split-filtering indexes, our own extension (structs and metastore_* calls)
+    "MetastoreIndexFile", "MetastoreIndexPart", "MetastoreIndex", "MetastoreFinishIndexBuild", "MetastoreSplit",
+    "MetastoreFilterSplitsRequest", "MetastoreIndexCount", "MetastoreFilterSplitsResponse",
+    *(
+        f"ThriftHiveMetastore.{method}_{kind}"
+        for method in (
+            "metastore_create_index", "metastore_get_index", "metastore_list_indexes",
+            "metastore_finish_index_build", "metastore_drop_index", "metastore_filter_splits",
+        )
+        for kind in ("args", "result")
+    ),
 }
 
 # The methods the server is built around (the brief of the Thrift interface).
