@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
+
+from metastore.storage import add_storage_option_argument
 
 
 def add_orc_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], help_text: str) -> None:
@@ -17,14 +20,16 @@ def add_orc_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], h
         help="schema, stripes, encodings, statistics and bloom filter columns of a file",
         description="Print an ORC file's metadata, like orc-tools meta.",
     )
-    meta.add_argument("file", help="ORC file")
+    meta.add_argument("file", help="ORC file: a local path or a URL (s3://bucket/key, s3a://, gs://...)")
+    add_storage_option_argument(meta)
     meta.set_defaults(func=_meta)
 
     cat = cmds.add_parser(
         "cat", help="rows as JSON lines", description="Print an ORC file's rows as JSON lines (ORC C++ tools format)."
     )
-    cat.add_argument("file", help="ORC file")
+    cat.add_argument("file", help="ORC file: a local path or a URL (s3://bucket/key, s3a://, gs://...)")
     cat.add_argument("--columns", help="comma-separated top-level columns to print (default: all)")
+    add_storage_option_argument(cat)
     cat.set_defaults(func=_cat)
 
     write = cmds.add_parser(
@@ -48,10 +53,27 @@ def add_orc_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], h
     write.set_defaults(func=_write)
 
 
+def _source(args: argparse.Namespace) -> Any:
+    """The file argument as the ORC reader takes it: a local path as it is (the reader opens it), a URL opened
+    through the storage layer for range reads (the tail, then only the streams printed)."""
+    from metastore import storage
+    from metastore.locations import local_path
+
+    path = local_path(args.file)
+    if path is not None:
+        return str(path)
+    return storage.open_file(args.file, storage.StorageOptions.parse(args.storage_options))
+
+
 def _meta(args: argparse.Namespace) -> int:
     from metastore.orcio import describe
 
-    sys.stdout.write(describe(args.file))
+    source = _source(args)
+    try:
+        sys.stdout.write(describe(source))
+    finally:
+        if not isinstance(source, str):
+            source.close()
     return 0
 
 
@@ -59,7 +81,12 @@ def _cat(args: argparse.Namespace) -> int:
     from metastore.orcio import write_json_lines
 
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
-    write_json_lines(args.file, sys.stdout.buffer, columns)
+    source = _source(args)
+    try:
+        write_json_lines(source, sys.stdout.buffer, columns)
+    finally:
+        if not isinstance(source, str):
+            source.close()
     sys.stdout.buffer.flush()
     return 0
 

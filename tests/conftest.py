@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,6 +83,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     """One local-mode Spark session (no Hive catalog) for ORC interop; stopped at the end of the run."""
     pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is a test dependency")
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    # Python workers run this interpreter (the project's virtualenv: metastore.spark's tasks import the package);
+    # PySpark reads it from the environment when the context starts
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (
         pyspark_sql.SparkSession.builder.master("local[2]")
         .appName("metastore-tests")
@@ -94,3 +98,26 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[object]:
+    """A real S3-compatible server (moto_server) on 127.0.0.1 for the whole run."""
+    from s3server import start_s3_server
+
+    server = start_s3_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: object, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh bucket on the test S3 server, with the environment (AWS_*) pointing boto/s3fs at it."""
+    from s3server import S3Server
+
+    assert isinstance(s3_server, S3Server)
+    for key, value in s3_server.env().items():
+        monkeypatch.setenv(key, value)
+    return s3_server.new_bucket()

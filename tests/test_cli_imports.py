@@ -26,7 +26,7 @@ sys.exit(main(sys.argv[2:]))
 # Never needed by a command that neither serves nor opens a database.
 SERVER_SIDE = ("sqlalchemy", "alembic", "psycopg2", "metastore.store", "metastore.service", "metastore.server")
 # Heavy libraries the thin commands do not use.
-HEAVY = ("pyarrow", "pyspark", "datasketches", "pandas")
+HEAVY = ("pyarrow", "pyspark", "datasketches", "pandas", "fsspec", "s3fs", "botocore", "aiobotocore", "boto3")
 
 
 def loaded_modules(tmp_path: Path, *args: str) -> set[str]:

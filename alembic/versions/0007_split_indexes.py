@@ -1,7 +1,7 @@
 """SPLIT_INDEXES, SPLIT_INDEX_PARTS, SPLIT_INDEX_FILES: the records of split-filtering indexes (issue 11).
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-11-26
 
 One row per index (name, table, column, type, level, options, covered partitions, directory, state, times),
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007"
-down_revision: str | None = "0005"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -4,11 +4,10 @@ stripe/file statistics."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ._proto import orc_proto_pb2 as pb
-from ._reader import OrcReader
+from ._reader import OrcReader, OrcSource
 from ._statistics import (
     BinaryStatistics,
     BooleanStatistics,
@@ -135,7 +134,7 @@ def describe_reader(reader: OrcReader) -> str:
     return "\n".join(lines) + "\n"
 
 
-def describe(path: str | os.PathLike[str], **reader_options: Any) -> str:
-    """Describe the ORC file at ``path`` (see the module docstring)."""
+def describe(path: OrcSource, **reader_options: Any) -> str:
+    """Describe the ORC file at ``path`` (or an open binary file; see the module docstring)."""
     with OrcReader(path, **reader_options) as reader:
         return describe_reader(reader)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from metastore.config import Settings
 from metastore.service.catalog import CatalogService
+from metastore.service.file_partials import FilePartialsService
 from metastore.service.functions import FunctionService
 from metastore.service.indexes import IndexService, default_index_root
 from metastore.service.statistics import AggregateResult, StatisticsService, StatsWrite
@@ -18,7 +19,8 @@ from metastore.store import Store, migrate
 from metastore.store.worker_engine import create_worker_engine
 
 __all__ = [
-    "AggregateResult", "CatalogService", "FunctionService", "IndexService", "Metastore", "StatisticsService", "StatsWrite", "TypeService",
+    "AggregateResult", "CatalogService", "FilePartialsService", "FunctionService", "IndexService", "Metastore",
+    "StatisticsService", "StatsWrite", "TypeService",
 ]
 
 
@@ -31,6 +33,7 @@ class Metastore:
     stats: StatisticsService
     functions: FunctionService
     types: TypeService
+    file_partials: FilePartialsService
     indexes: IndexService
 
     @classmethod
@@ -55,6 +58,7 @@ class Metastore:
             ),
             functions=FunctionService(store),
             types=TypeService(store),
+            file_partials=FilePartialsService(store),
             indexes=IndexService(store, settings.index_root or default_index_root(settings.warehouse)),
         )
 

@@ -14,7 +14,6 @@ as they are.
 from __future__ import annotations
 
 import csv
-import os
 import shutil
 import time
 import uuid
@@ -24,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metastore import ORC_SOFTWARE_VERSION
+from metastore import ORC_SOFTWARE_VERSION, storage
 from metastore.catalog import FieldSchema, Partition, Table
 from metastore.errors import InvalidInput, MetastoreError, NoSuchObject
 from metastore.orcio import OrcError, OrcWriter, TypeDescription, WriterOptions
@@ -34,7 +33,7 @@ from metastore.sql.hive_types import HiveType, HiveTypeError, parse_hive_type
 from metastore.sql.output import Result
 from metastore.sql.partition_specs import partition_name, resolve_spec
 from metastore.sql.statements import InsertValues, Literal, LiteralKind, LoadData, PartitionSpec
-from metastore.sql.table_files import data_files, local_dir, qualified, require_orc
+from metastore.sql.table_files import data_location, list_data_files, qualified, require_orc
 from metastore.sql.values import ConversionError, column_array, from_literal, from_text, partition_value_text
 
 if TYPE_CHECKING:
@@ -202,33 +201,56 @@ def _file_name() -> str:
     return f"{stamp}_{uuid.uuid4().hex[:12]}_000000.orc"
 
 
-def _write_orc(table: Table, layout: _Layout, directory: Path, columns: _Columns) -> Path:
-    """Write one ORC file of `columns` into `directory` (hidden until complete); returns its path."""
+@dataclass(frozen=True)
+class _NewFile:
+    """A data file this statement added: where it is, and its rows and rawDataSize (None when unknown)."""
+
+    url: str
+    rows: int | None
+    raw_data_size: int | None
+
+
+def _write_orc(ex: Session, table: Table, layout: _Layout, location: str, columns: _Columns) -> _NewFile:
+    """Write one ORC file of `columns` into the directory at `location` (a local directory: hidden until
+    complete, then renamed; an object store: written locally, then uploaded whole)."""
     schema = TypeDescription.struct(
         [(c.name, TypeDescription.parse(str(t))) for c, t in zip(table.sd.cols, layout.data_types, strict=True)]
     )
     batch = [column_array(values, t) for values, t in zip(columns.values, layout.data_types, strict=True)]
-    directory.mkdir(parents=True, exist_ok=True)
-    final = directory / _file_name()
-    temporary = directory / f".{final.name}.inprogress"
+    final = storage.child(location, _file_name())
+    temporary = storage.temporary_file(final)
     try:
         metadata = _sketch_user_metadata(table, batch)
         with OrcWriter(
             temporary, schema, orc_options(table.parameters), user_metadata=metadata, software_version=ORC_SOFTWARE_VERSION
         ) as writer:
             writer.write_batch(batch)
-        os.replace(temporary, final)
+        rows, raw = _footer_counts(temporary)
     except (OrcError, InvalidInput) as exc:
         temporary.unlink(missing_ok=True)
         raise SqlError(f"writing {final}: {exc}") from None
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    return final
+    storage.publish(temporary, final, ex.options.storage)
+    return _NewFile(final, rows, raw)
+
+
+def _copy_file(ex: Session, source: Path, final: str) -> _NewFile:
+    """Copy a local ORC file to `final` (local or remote), complete or not at all."""
+    rows, raw = _footer_counts(source)
+    temporary = storage.temporary_file(final)
+    try:
+        shutil.copyfile(source, temporary)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    storage.publish(temporary, final, ex.options.storage)
+    return _NewFile(final, rows, raw)
 
 
 def _footer_counts(path: Path) -> tuple[int | None, int | None]:
-    """(rows, rawDataSize) of one ORC file from its footer, or (None, None) when they cannot be read."""
+    """(rows, rawDataSize) of one local ORC file from its footer, or (None, None) when they cannot be read."""
     from metastore.stats.harvest import basic_stats
 
     try:
@@ -272,20 +294,20 @@ def _target(ex: Session, table: Table, key: tuple[str, ...]) -> _Target:
     return _Target(table, ex.client.get_partition(table.db_name, table.table_name, values), False)
 
 
-def _commit(ex: Session, target: _Target, new_files: list[Path], overwrite: bool, position: Position) -> None:
+def _commit(ex: Session, target: _Target, new_files: list[_NewFile], overwrite: bool, position: Position) -> None:
     """Make new files the target's data (dropping the old files on overwrite) and update its parameters."""
-    directory = local_dir(target.location, target.owner, position)
-    new_set = {p.resolve() for p in new_files}
-    before = [p for p in data_files(directory) if p.resolve() not in new_set]
+    location = data_location(target.location, target.owner, position)
+    new_set = {storage.canonical_url(f.url) for f in new_files}
+    before = [f for f in list_data_files(location, ex.options.storage) if f.url not in new_set]
     if overwrite:
         for old in before:
-            old.unlink(missing_ok=True)
-    files = data_files(directory)
-    total_size = sum(p.stat().st_size for p in files)
+            storage.delete(old.url, ex.options.storage)
+    files = list_data_files(location, ex.options.storage)
+    total_size = sum(f.size for f in files)
     added_rows: int | None = 0
     added_raw: int | None = 0
-    for path in new_files:
-        rows, raw = _footer_counts(path)
+    for new in new_files:
+        rows, raw = new.rows, new.raw_data_size
         added_rows = None if rows is None or added_rows is None else added_rows + rows
         added_raw = None if raw is None or added_raw is None else added_raw + raw
     change = partial(
@@ -310,9 +332,9 @@ def _write_groups(ex: Session, layout: _Layout, grouper: _RowGrouper, overwrite:
     for key, columns in grouper.groups.items():
         target = _target(ex, table, key)
         created += target.created
-        directory = local_dir(target.location, target.owner, position)
-        path = _write_orc(table, layout, directory, columns)
-        _commit(ex, target, [path], overwrite, position)
+        location = data_location(target.location, target.owner, position)
+        written_file = _write_orc(ex, table, layout, location, columns)
+        _commit(ex, target, [written_file], overwrite, position)
         written += columns.rows
     parts = f" into {len(grouper.groups)} partition(s)" if table.partition_keys else ""
     new = f" ({created} new)" if created else ""
@@ -468,16 +490,13 @@ def load_data(ex: Session, st: LoadData) -> Result:
     for key, columns in grouper.groups.items():
         target = _target(ex, table, key)
         created += target.created
-        directory = local_dir(target.location, target.owner, st.position)
-        new_files: list[Path] = []
+        location = data_location(target.location, target.owner, st.position)
+        new_files: list[_NewFile] = []
         if columns.rows:
-            new_files.append(_write_orc(table, layout, directory, columns))
+            new_files.append(_write_orc(ex, table, layout, location, columns))
         if orc_files and key == static_key:
-            directory.mkdir(parents=True, exist_ok=True)
             for source in orc_files:
-                dest = directory / f"{_file_name()[:-4]}_{source.name}"
-                shutil.copyfile(source, dest)
-                new_files.append(dest)
+                new_files.append(_copy_file(ex, source, storage.child(location, f"{_file_name()[:-4]}_{source.name}")))
         _commit(ex, target, new_files, st.overwrite, st.position)
         written += columns.rows
     if created:

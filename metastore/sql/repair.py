@@ -9,17 +9,17 @@ the partition keys (wrong key, wrong depth, hidden) are left alone.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from metastore import storage
 from metastore.catalog import Partition, StorageDescriptor
-from metastore.locations import local_path
+from metastore.locations import qualify, same_location
 from metastore.partnames import make_part_name, unescape_path_name
 from metastore.sql.errors import SqlError
 from metastore.sql.output import Result
 from metastore.sql.statements import MsckRepair
-from metastore.sql.table_files import is_hidden, local_dir, qualified
+from metastore.sql.table_files import data_location, is_hidden, qualified
+from metastore.storage import StorageOptions
 
 if TYPE_CHECKING:
     from metastore.sql.session import Session
@@ -28,26 +28,24 @@ if TYPE_CHECKING:
 ADD_BATCH = 500
 
 
-def partition_folders(root: Path, keys: list[str]) -> dict[tuple[str, ...], Path]:
-    """{partition values: folder} for every `k1=v1/.../kn=vn` folder under root whose keys are the table's."""
-    found: dict[tuple[str, ...], Path] = {}
+def partition_folders(root: str, keys: list[str], options: StorageOptions | None = None) -> dict[tuple[str, ...], str]:
+    """{partition values: folder location} for every `k1=v1/.../kn=vn` folder under the root location whose
+    keys are the table's (a local directory, or a prefix on an object store)."""
+    found: dict[tuple[str, ...], str] = {}
 
-    def walk(directory: Path, depth: int, values: tuple[str, ...]) -> None:
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
-            return
-        for entry in entries:
-            if not entry.is_dir() or is_hidden(entry.name) or "=" not in entry.name:
+    def walk(directory: str, depth: int, values: tuple[str, ...]) -> None:
+        for name in storage.list_dirs(directory, options):
+            if is_hidden(name) or "=" not in name:
                 continue
-            key, _, raw_value = entry.name.partition("=")
+            key, _, raw_value = name.partition("=")
             if unescape_path_name(key).lower() != keys[depth].lower() or not raw_value:
                 continue
             value = unescape_path_name(raw_value)
+            folder = storage.child(directory, name)
             if depth + 1 == len(keys):
-                found[(*values, value)] = Path(entry.path)
+                found[(*values, value)] = folder
             else:
-                walk(Path(entry.path), depth + 1, (*values, value))
+                walk(folder, depth + 1, (*values, value))
 
     walk(root, 0, ())
     return found
@@ -57,17 +55,26 @@ def repair_table(ex: Session, st: MsckRepair) -> Result:
     table = ex.table(st.table)
     if not table.partition_keys:
         raise SqlError(f"{qualified(table)} is not partitioned; MSCK has nothing to repair", st.table.position)
-    root = local_dir(table.sd.location, qualified(table), st.table.position)
+    root = data_location(table.sd.location, qualified(table), st.table.position)
     keys = [k.name for k in table.partition_keys]
-    on_disk = partition_folders(root, keys)
+    on_disk = partition_folders(root, keys, ex.options.storage)
+    found_folders = {qualify(folder) for folder in on_disk.values()}
     known = ex.client.list_partitions(table.db_name, table.table_name)
     known_values = {tuple(p.values) for p in known}
     rows: list[list[str]] = []
     to_add = sorted((v for v in on_disk if v not in known_values), key=lambda v: make_part_name(keys, list(v)))
     to_drop = []
-    for p in known:
-        path = local_path(p.sd.location)
-        if path is not None and not path.is_dir():
+    for p in known if st.drop else ():
+        location = p.sd.location
+        if not location:
+            continue
+        # a folder the walk found exists; others (outside the table's tree, or named otherwise) are asked for
+        folder = on_disk.get(tuple(p.values))
+        if folder is not None and same_location(folder, location):
+            continue
+        if qualify(location) in found_folders:
+            continue
+        if not storage.is_dir(location, ex.options.storage):
             to_drop.append(p)
     name = table.table_name
     if st.add:
@@ -79,7 +86,7 @@ def repair_table(ex: Session, st: MsckRepair) -> Result:
                     Partition(
                         db_name=table.db_name, table_name=table.table_name, values=list(values),
                         sd=StorageDescriptor(
-                            cols=list(table.sd.cols), location=str(on_disk[values]),
+                            cols=list(table.sd.cols), location=on_disk[values],
                             input_format=table.sd.input_format, output_format=table.sd.output_format,
                             serde_info=table.sd.serde_info, compressed=table.sd.compressed,
                             num_buckets=table.sd.num_buckets, parameters=dict(table.sd.parameters),

@@ -10,7 +10,9 @@ from __future__ import annotations
 import getpass
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+from metastore.storage import StorageOptions
 
 if TYPE_CHECKING:
     from metastore.catalog import Table
@@ -34,10 +36,20 @@ class ExecutorOptions:
     progress_stream: TextIO = field(default_factory=lambda: sys.stderr)
     #: KLL histograms for numeric, date and timestamp columns in ANALYZE ... FOR COLUMNS (Hive 4's field).
     histograms: bool = False
-    #: Per-file statistics cache for incremental ANALYZE: "default" (the user's data dir), a path, or None.
+    #: Where incremental ANALYZE keeps per-file results: "metastore" (the metastore database, shared by every host),
+    #: "default" (the local cache in the user's cache dir), a local cache path, or None.
     stats_cache: str | None = "default"
+    #: Options for object stores (`--storage-option KEY=VALUE`): endpoint, credentials...
+    storage: StorageOptions = field(default_factory=StorageOptions)
     #: Owner recorded for new databases and tables.
     user: str = field(default_factory=lambda: _user_name())
+    #: Spark master for ANALYZE on Spark (`metastore sql --spark MASTER`): local[4], spark://h:7077, sc://h:15002.
+    spark_master: str | None = None
+    #: SET metastore.analyze.engine: "local", "spark", or "auto" (Spark when a master is set and the data is
+    #: larger than `spark_threshold` bytes).
+    analyze_engine: str = "auto"
+    #: SET metastore.analyze.spark.threshold: bytes of data from which "auto" uses Spark (1 GiB).
+    spark_threshold: int = 1 << 30
 
 
 class Session(Protocol):
@@ -54,4 +66,8 @@ class Session(Protocol):
 
     def changed(self) -> None:
         """Tell the session the catalog changed (the interactive shell refreshes its completions)."""
+        ...
+
+    def spark_session(self) -> Any:
+        """The SparkSession of `options.spark_master`, started on first use and kept for the session."""
         ...

@@ -1,13 +1,15 @@
-"""Where a table's or partition's data lives on the local filesystem, and which files there are data."""
+"""Where a table's or partition's data lives (a local directory or an object-store prefix), and which files
+there are data; file access itself is :mod:`metastore.storage`."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from metastore import storage
 from metastore.catalog import Table
 from metastore.locations import local_path
 from metastore.sql.errors import Position, SqlError
+from metastore.storage import FileRef, StorageOptions
 
 ORC_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
 ORC_OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
@@ -50,6 +52,19 @@ def require_orc(table: Table, what: str, position: Position | None) -> None:
         )
 
 
+def data_location(location: str | None, owner: str, position: Position | None = None) -> str:
+    """The location of a table's or partition's data (local or on an object store); SqlError when it has none."""
+    if not location:
+        raise SqlError(f"{owner} has no location", position)
+    return location
+
+
+def list_data_files(location: str, options: StorageOptions | None = None) -> list[FileRef]:
+    """The data files under a location (recursively), hidden entries left out, in name order; none when the
+    location does not exist (a partition added without data)."""
+    return storage.list_files(location, options)
+
+
 def local_dir(location: str | None, owner: str, position: Position | None = None) -> Path:
     """The local directory of a location; SqlError for a missing location or a remote filesystem."""
     if not location:
@@ -76,19 +91,11 @@ def absolute_location(text: str) -> str:
     return str(Path(text).expanduser().absolute())
 
 
-def is_hidden(name: str) -> bool:
-    """Hive and Spark skip files and folders starting with '.' or '_' (_SUCCESS, .crc, staging dirs)."""
-    return name.startswith((".", "_"))
+is_hidden = storage.is_hidden
 
 
 def data_files(directory: Path) -> list[Path]:
-    """The data files under a directory (recursively), hidden entries left out, in name order.
+    """The data files under a local directory (recursively), hidden entries left out, in name order.
 
     A missing directory has no files (a partition added without data)."""
-    if not directory.is_dir():
-        return []
-    out: list[Path] = []
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not is_hidden(d))
-        out.extend(Path(root) / f for f in sorted(files) if not is_hidden(f))
-    return out
+    return [Path(ref.url) for ref in storage.list_files(str(directory))]

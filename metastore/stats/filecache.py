@@ -1,6 +1,6 @@
 """A small local SQLite cache of per-file statistics results, so re-running ANALYZE reads only changed files.
 
-Entries are keyed by a file's absolute path and are valid only for the size and modification time (ns) they
+Entries are keyed by a file's absolute path (or its URL on an object store) and are valid only for the size and modification time (ns) they
 were computed from: a file that changed in either has its entries dropped on the next lookup. What an entry
 holds is opaque here (bytes under a string key, e.g. one column's partial statistics and sketches; see
 :mod:`metastore.stats.harvest`), next to a small ``info`` blob about the file itself.
@@ -16,23 +16,26 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
 
 from metastore.errors import MetastoreError
+from metastore.stats.partial_store import FilePartials
+from metastore.storage import FileRef
 
 __all__ = ["CACHE_ENV", "CachedFile", "FileStatsCache", "FileStatsCacheError", "default_cache_path"]
 
 CACHE_ENV = "METASTORE_ANALYZE_CACHE"
 #: Bumped whenever the meaning of stored entries changes; older caches are emptied on open.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS cached_file ("
-    " path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, info BLOB NOT NULL)",
+    " path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, version TEXT NOT NULL,"
+    " info BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS cached_entry ("
     " path TEXT NOT NULL REFERENCES cached_file(path) ON DELETE CASCADE, key TEXT NOT NULL, value BLOB NOT NULL,"
     " PRIMARY KEY (path, key))",
@@ -60,6 +63,7 @@ class CachedFile:
     mtime_ns: int
     info: bytes
     entries: dict[str, bytes] = field(default_factory=dict)
+    version: str = ""
 
 
 class FileStatsCache:
@@ -95,18 +99,18 @@ class FileStatsCache:
 
     # ------------------------------------------------------------------------------------------- reading
 
-    def get(self, path: str | os.PathLike[str], size: int, mtime_ns: int) -> CachedFile | None:
-        """The cached version of ``path`` if it was stored for exactly this size and mtime, else None
-        (and any stale version is forgotten)."""
+    def get(self, path: str | os.PathLike[str], size: int, mtime_ns: int, version: str = "") -> CachedFile | None:
+        """The cached version of ``path`` if it was stored for exactly this size, mtime and object version
+        (an object store's ETag; "" for local files), else None (and any stale version is forgotten)."""
         key = _key(path)
         with self._lock:
             try:
                 row = self._conn.execute(
-                    "SELECT size, mtime_ns, info FROM cached_file WHERE path = ?", (key,)
+                    "SELECT size, mtime_ns, info, version FROM cached_file WHERE path = ?", (key,)
                 ).fetchone()
                 if row is None:
                     return None
-                if row[0] != size or row[1] != mtime_ns:
+                if row[0] != size or row[1] != mtime_ns or row[3] != version:
                     self._conn.execute("DELETE FROM cached_file WHERE path = ?", (key,))
                     return None
                 entries = dict(
@@ -114,7 +118,7 @@ class FileStatsCache:
                 )
             except sqlite3.Error as exc:
                 raise FileStatsCacheError(f"cannot read the statistics cache {self.path}: {exc}") from None
-        return CachedFile(key, size, mtime_ns, bytes(row[2]), {k: bytes(v) for k, v in entries.items()})
+        return CachedFile(key, size, mtime_ns, bytes(row[2]), {k: bytes(v) for k, v in entries.items()}, version)
 
     def __len__(self) -> int:
         with self._lock:
@@ -123,28 +127,34 @@ class FileStatsCache:
     # ------------------------------------------------------------------------------------------- writing
 
     def put(self, path: str | os.PathLike[str], size: int, mtime_ns: int, info: bytes,
-            entries: Mapping[str, bytes]) -> None:
+            entries: Mapping[str, bytes], version: str = "") -> None:
         """Store (or add to) the entries of one file version; a different stored version is replaced."""
-        self.put_many([(path, size, mtime_ns, info, entries)])
+        self.put_many([(path, size, mtime_ns, info, entries, version)])
 
-    def put_many(self, items: Iterable[tuple[str | os.PathLike[str], int, int, bytes, Mapping[str, bytes]]]) -> None:
-        """:meth:`put` for several files in one transaction."""
+    def put_many(
+        self,
+        items: Iterable[tuple[str | os.PathLike[str], int, int, bytes, Mapping[str, bytes]]
+                        | tuple[str | os.PathLike[str], int, int, bytes, Mapping[str, bytes], str]],
+    ) -> None:
+        """:meth:`put` for several files in one transaction; an item may end with the object version."""
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
-                    for path, size, mtime_ns, info, entries in items:
+                    for item in items:
+                        path, size, mtime_ns, info, entries = item[:5]
+                        version = item[5] if len(item) > 5 else ""
                         key = _key(path)
                         row = self._conn.execute(
-                            "SELECT size, mtime_ns FROM cached_file WHERE path = ?", (key,)
+                            "SELECT size, mtime_ns, version FROM cached_file WHERE path = ?", (key,)
                         ).fetchone()
-                        if row is not None and (row[0] != size or row[1] != mtime_ns):
+                        if row is not None and (row[0] != size or row[1] != mtime_ns or row[2] != version):
                             self._conn.execute("DELETE FROM cached_file WHERE path = ?", (key,))
                             row = None
                         if row is None:
                             self._conn.execute(
-                                "INSERT INTO cached_file (path, size, mtime_ns, info) VALUES (?, ?, ?, ?)",
-                                (key, size, mtime_ns, info),
+                                "INSERT INTO cached_file (path, size, mtime_ns, version, info) VALUES (?, ?, ?, ?, ?)",
+                                (key, size, mtime_ns, version, info),
                             )
                         else:
                             self._conn.execute("UPDATE cached_file SET info = ? WHERE path = ?", (info, key))
@@ -158,6 +168,25 @@ class FileStatsCache:
                     raise
             except sqlite3.Error as exc:
                 raise FileStatsCacheError(f"cannot write the statistics cache {self.path}: {exc}") from None
+
+    # --------------------------------------------------------------------------- the PartialStore interface
+
+    def lookup(self, files: Sequence[FileRef], partition: str | None = None) -> dict[str, FilePartials]:
+        """Stored results of `files` valid for their listed size, mtime and version, by URL (PartialStore)."""
+        out = {}
+        for ref in files:
+            cached = self.get(ref.url, ref.size, ref.mtime_ns, ref.version)
+            if cached is not None:
+                out[ref.url] = FilePartials(ref.url, ref.size, ref.mtime_ns, ref.version, partition,
+                                            info=cached.info, entries=cached.entries)
+        return out
+
+    def store(self, files: Sequence[FilePartials]) -> None:
+        """Keep these files' results (PartialStore); the partition is not recorded, paths identify files."""
+        self.put_many((f.path, f.size, f.mtime_ns, f.info, f.entries, f.version) for f in files)
+
+    def retain(self, files: Sequence[FileRef], partition: str | None = None) -> None:
+        """Nothing: the cache does not know which directory a stored file belonged to (PartialStore)."""
 
     def forget(self, path: str | os.PathLike[str]) -> None:
         """Drop everything stored for ``path``."""
@@ -185,4 +214,6 @@ class FileStatsCache:
 
 
 def _key(path: str | os.PathLike[str]) -> str:
-    return os.path.abspath(os.fspath(path))
+    text = os.fspath(path)
+    # object-store URLs (s3://bucket/key) are keys as they are; local paths are made absolute
+    return text if "://" in text else os.path.abspath(text)

@@ -18,8 +18,8 @@ from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
 
+from metastore import storage
 from metastore.errors import InvalidInput
-from metastore.stats.filecache import FileStatsCache
 from metastore.stats.harvest.partial import (
     KLL_KINDS,
     MISSING_HISTOGRAM,
@@ -46,29 +46,54 @@ from metastore.stats.harvest.scan import (
     open_orc,
     raw_size,
     resolve_field,
-    stat_file,
+    stat_ref,
 )
 from metastore.stats.model import StatsKind
 from metastore.stats.orc_convert import hive_kind
+from metastore.stats.partial_store import FilePartials, PartialStore
+from metastore.storage import FileRef, StorageOptions
 
-__all__ = ["SPLIT_MIN_BYTES", "analyze_files", "basic_stats"]
+__all__ = [
+    "SPLIT_MIN_BYTES", "DataFile", "analyze_files", "basic_stats", "cached_partials", "column_specs", "stored_partials",
+]
 
 # A file still to analyse: (position, path, size, mtime_ns, columns to compute, partials the cache had).
 _Todo = tuple[int, str, int, int, tuple[ColumnSpec, ...], dict[str, ColumnPartial]]
 
+#: What the runner analyses: local paths, URLs of object stores, or FileRefs from a listing (no stat needed).
+DataFile = str | os.PathLike[str] | FileRef
+
+
+def _refs(files: Sequence[DataFile], storage_options: StorageOptions | None) -> list[FileRef]:
+    """FileRefs of the files: listed ones as they are, paths made absolute and stat'ed, URLs stat'ed."""
+    if isinstance(files, str):
+        raise InvalidInput("files must be a sequence of paths, URLs or FileRefs, not one string")
+    out = []
+    for f in files:
+        if isinstance(f, FileRef):
+            out.append(f)
+            continue
+        text = os.fspath(f)
+        if storage.is_local(text):
+            text = os.path.abspath(text)
+        out.append(stat_ref(text, storage_options))
+    return out
+
 
 def analyze_files(
-    files: Sequence[str | os.PathLike[str]],
+    files: Sequence[DataFile],
     columns: Sequence[str],
     *,
     hive_types: Mapping[str, str],
     want_ndv: bool = True,
     want_histograms: bool = False,
-    cache: FileStatsCache | None = None,
+    cache: PartialStore | None = None,
     progress: Callable[[int, int], None] | None = None,
     scan: bool = True,
     table_columns: Sequence[str] | None = None,
     workers: int | None = None,
+    storage_options: StorageOptions | None = None,
+    partition: str | None = None,
 ) -> AnalyzeResult:
     """Column statistics of ``columns`` over ORC ``files`` (one table or partition), merged.
 
@@ -76,24 +101,33 @@ def analyze_files(
     order, because that order (or ``table_columns``) places columns in files with positional ``_colN`` field
     names. ``want_ndv`` computes NDV sketches,
     ``want_histograms`` KLL histograms; ``scan=False`` never reads data (footer facts only; what needs data is
-    reported in ``result.missing``). ``cache`` keeps per-file results between runs. ``progress(done, total)``
+    reported in ``result.missing``). ``cache`` keeps per-file results between runs: a
+    :class:`~metastore.stats.partial_store.PartialStore` (the local file cache, or the metastore's database),
+    asked once for all files and given the new results once; ``partition`` names the partition the files
+    belong to (None: an unpartitioned table's files). ``progress(done, total)``
     is called after each file. ``workers`` processes scan in parallel (default: one per CPU; 1 = in this process):
     files are shared out, and when fewer files than workers need reading their columns are split between
     workers. Raises :class:`HarvestError` naming the file for unreadable or
     corrupt files and InvalidInput for unknown columns or types without statistics.
+
+    ``files`` are local paths, URLs (``s3://``...) or :class:`~metastore.storage.FileRef` values from a listing
+    (their size and mtime are trusted, sparing a stat per file); object stores are reached with
+    ``storage_options``, and only the byte ranges a file's analysis needs are read.
     """
     started = time.perf_counter()
     order = list(table_columns) if table_columns is not None else list(hive_types)
-    specs = _column_specs(columns, hive_types, order)
+    specs = column_specs(columns, hive_types, order)
     options = ScanOptions(want_ndv=want_ndv, want_histograms=want_histograms, scan=scan)
-    paths = [os.path.abspath(os.fspath(f)) for f in files]
-    total = len(paths)
+    refs = _refs(files, storage_options)
+    versions = {ref.url: ref.version for ref in refs}
+    stored = cache.lookup(refs, partition) if cache is not None and refs else {}
+    total = len(refs)
     results: list[FileAnalysis | None] = [None] * total
     todo: list[_Todo] = []
     done = 0
-    for i, path in enumerate(paths):
-        size, mtime_ns = stat_file(path)
-        reused = _from_cache(cache, path, size, mtime_ns, specs, options) if cache is not None else None
+    for i, ref in enumerate(refs):
+        path, size, mtime_ns = ref.url, ref.size, ref.mtime_ns
+        reused = cached_partials(stored.get(ref.url), ref, specs, options)
         if reused is not None and len(reused[1]) == len(specs):
             info, partials = reused
             results[i] = FileAnalysis(path, size, mtime_ns, info["rows"], info["raw"], partials, "cache")
@@ -131,7 +165,8 @@ def analyze_files(
         finished(index, analysis)
 
     by_index = {item[0]: item for item in todo}
-    calls = [(index, (by_index[index][1], by_index[index][2], by_index[index][3], wanted, options))
+    calls = [(index, (by_index[index][1], by_index[index][2], by_index[index][3], wanted, options,
+                      storage_options, versions[by_index[index][1]]))
              for index, wanted in tasks]
     pool_size = min(_worker_count(workers), len(calls))
     if pool_size <= 1:
@@ -153,12 +188,13 @@ def analyze_files(
                     analysed(futures[future], future.result())
     analyses = tuple(r for r in results if r is not None)
     if cache is not None and outcomes:
-        cache.put_many((o.analysis.path, o.analysis.size, o.analysis.mtime_ns, o.info, o.entries) for o in outcomes)
+        cache.store([stored_partials(o, versions[o.analysis.path], partition) for o in outcomes])
     return _combine(analyses, specs, options, started)
 
 
 def basic_stats(
-    files: Sequence[str | os.PathLike[str]], scan: bool = True, *, cache: FileStatsCache | None = None
+    files: Sequence[DataFile], scan: bool = True, *, cache: PartialStore | None = None,
+    storage_options: StorageOptions | None = None, partition: str | None = None,
 ) -> BasicStats:
     """Hive's basic statistics of the data files of a table or partition.
 
@@ -167,26 +203,23 @@ def basic_stats(
     (``Reader.getRawDataSize()``, an estimate of the deserialised Java size from footer statistics; see
     :func:`metastore.stats.orc_convert.raw_data_size_of`), summed over the files.
     """
-    sizes = []
-    for f in files:
-        size, _ = stat_file(os.path.abspath(os.fspath(f)))
-        sizes.append(size)
+    refs = _refs(files, storage_options)
+    total_size = sum(ref.size for ref in refs)
     if not scan:
-        return BasicStats(num_rows=None, num_files=len(sizes), total_size=sum(sizes), raw_data_size=None)
+        return BasicStats(num_rows=None, num_files=len(refs), total_size=total_size, raw_data_size=None)
     rows = raw = 0
-    for f in files:
-        path = os.path.abspath(os.fspath(f))
-        size, mtime_ns = stat_file(path)
-        cached = cache.get(path, size, mtime_ns) if cache is not None else None
-        if cached is not None:
-            info = json.loads(cached.info)
+    stored = cache.lookup(refs, partition) if cache is not None and refs else {}
+    for ref in refs:
+        found = stored.get(ref.url)
+        info = _info(found) if found is not None and found.matches(ref) else None
+        if info is not None:
             rows += info["rows"]
             raw += info["raw"]
             continue
-        with open_orc(path) as (reader, _):
+        with open_orc(ref, storage_options) as (reader, _):
             rows += reader.num_rows
-            raw += raw_size(reader, path)
-    return BasicStats(num_rows=rows, num_files=len(sizes), total_size=sum(sizes), raw_data_size=raw)
+            raw += raw_size(reader, ref.url)
+    return BasicStats(num_rows=rows, num_files=len(refs), total_size=total_size, raw_data_size=raw)
 
 
 # ------------------------------------------------------------------------------------------ planning
@@ -195,7 +228,9 @@ def basic_stats(
 # ------------------------------------------------------------------------------------------ planning
 
 
-def _column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: Sequence[str]) -> list[ColumnSpec]:
+def column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: Sequence[str]) -> list[ColumnSpec]:
+    """The requested columns with their Hive types and table positions (``order``: the table's columns);
+    InvalidInput for an unknown or repeated column or a type without statistics."""
     if isinstance(columns, str):
         raise InvalidInput("columns must be a sequence of column names, not one string")
     lowered = {k.lower(): k for k in hive_types}
@@ -277,23 +312,41 @@ def _join_outcomes(parts: list[FileOutcome]) -> FileOutcome:
 # -------------------------------------------------------------------------------------------- cache
 
 
-def _from_cache(
-    cache: FileStatsCache, path: str, size: int, mtime_ns: int, specs: list[ColumnSpec], options: ScanOptions
-) -> tuple[dict[str, Any], dict[str, ColumnPartial]] | None:
-    cached = cache.get(path, size, mtime_ns)
-    if cached is None:
-        return None
+def _info(found: FilePartials) -> dict[str, Any] | None:
+    """The file facts a stored result holds (rows, raw size, fields), or None if they are unreadable or of
+    another format version (then the file is analysed again)."""
     try:
-        info = json.loads(cached.info)
+        info = json.loads(found.info)
     except ValueError:
         return None
-    if info.get("v") != INFO_KEY_VERSION:
+    if not isinstance(info, dict) or info.get("v") != INFO_KEY_VERSION:
+        return None
+    return info
+
+
+def stored_partials(outcome: FileOutcome, version: str, partition: str | None) -> FilePartials:
+    """What a PartialStore keeps of a freshly analysed file (of ``partition``, listed with ``version``)."""
+    analysis = outcome.analysis
+    return FilePartials(analysis.path, analysis.size, analysis.mtime_ns, version, partition, analysis.num_rows,
+                        analysis.raw_data_size, outcome.info, outcome.entries)
+
+
+def cached_partials(
+    cached: FilePartials | None, ref: FileRef, specs: list[ColumnSpec], options: ScanOptions
+) -> tuple[dict[str, Any], dict[str, ColumnPartial]] | None:
+    """What a PartialStore's ``cached`` result (from ``lookup``) holds for the file ``ref`` if it is unchanged:
+    its info (rows, raw size) and the partials of those ``specs`` it has with every fact ``options`` need (None
+    when nothing was stored or the file changed)."""
+    if cached is None or not cached.matches(ref):
+        return None
+    info = _info(cached)
+    if info is None:
         return None
     fields = [(name, int(cid), type_text) for name, cid, type_text in info["fields"]]
     found: dict[str, ColumnPartial] = {}
     for spec in specs:
-        ref = resolve_field([f[0] for f in fields], spec)
-        field_ref = None if ref is None else (fields[ref][1], fields[ref][2])
+        index = resolve_field([f[0] for f in fields], spec)
+        field_ref = None if index is None else (fields[index][1], fields[index][2])
         raw = cached.entries.get(cache_entry_key(spec, field_ref))
         if raw is None:
             continue

@@ -1,0 +1,100 @@
+"""Local files: listing, range reads and publishing with the standard library only (no fsspec import, so the
+thin commands stay fast)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from metastore.storage._errors import StorageError
+from metastore.storage._files import FileRef, RangeFile
+
+
+def is_hidden(name: str) -> bool:
+    """Hive and Spark skip files and folders whose names start with '.' or '_' (_SUCCESS, .crc, staging)."""
+    return name.startswith((".", "_"))
+
+
+def list_files(root: Path) -> list[FileRef]:
+    """The data files under a directory (recursively), hidden entries left out, in name order."""
+    if not root.is_dir():
+        return []
+    out: list[FileRef] = []
+    try:
+        for directory, dirs, files in os.walk(root, onerror=_raise):
+            dirs[:] = sorted(d for d in dirs if not is_hidden(d))
+            for name in sorted(files):
+                if is_hidden(name):
+                    continue
+                path = os.path.join(directory, name)
+                st = os.stat(path)
+                out.append(FileRef(path, st.st_size, st.st_mtime_ns))
+    except OSError as exc:
+        raise StorageError(f"cannot list {root}: {exc.strerror or exc}") from None
+    return out
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+def stat(path: Path) -> FileRef:
+    """The FileRef of one file; StorageError when it is missing or unreadable."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return FileRef(str(path), st.st_size, st.st_mtime_ns)
+
+
+def open_file(path: str, size: int | None = None) -> RangeFile:
+    """The file opened for range reads (os.pread per read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if size is None:
+        size = os.fstat(fd).st_size
+
+    def fetch(offset: int, length: int) -> bytes:
+        chunks = []
+        while length > 0:
+            chunk = os.pread(fd, length, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+            length -= len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    return RangeFile(path, size, fetch, lambda: os.close(fd))
+
+
+def list_dirs(root: Path) -> list[str]:
+    """Names of the directories directly inside `root`, in name order (none if it is missing)."""
+    try:
+        return sorted(e.name for e in os.scandir(root) if e.is_dir())
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError:
+        return []
+    except OSError as exc:
+        raise StorageError(f"cannot list {root}: {exc.strerror or exc}") from None
+
+
+def publish(source: Path, target: Path) -> None:
+    """Move a finished local file to its final place (an atomic rename within one filesystem)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(source, target)
+    except OSError:
+        shutil.move(source, target)  # another filesystem (the temporary directory): copy, then delete
+
+
+def delete(path: Path) -> None:
+    """Delete a file or directory tree; nothing if it is missing."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
