@@ -743,7 +743,9 @@ struct MetastoreFinishIndexBuild {
   1: required string name,
   2: required list<MetastoreIndexPart> parts,
   3: i64 buildTime,
-  4: optional list<string> partitions
+  4: optional list<string> partitions,
+  5: required string dbName,
+  6: required string tableName
 }
 
 // A byte range of a data file; fileSize/fileMtimeNs as the planner listed the file (else the server
@@ -1209,7 +1211,9 @@ service ThriftHiveMetastore extends fb303.FacebookService {
   MetastoreIndex metastore_create_index(1: MetastoreIndex index)
       throws (1: AlreadyExistsException o1, 2: NoSuchObjectException o2, 3: InvalidObjectException o3,
               4: MetaException o4)
-  MetastoreIndex metastore_get_index(1: string name)
+  // Calls naming an index also name its table (authorization is by table); another table's index
+  // is NoSuchObjectException.
+  MetastoreIndex metastore_get_index(1: string dbName, 2: string tableName, 3: string name)
       throws (1: NoSuchObjectException o1, 2: MetaException o2)
   // Every index (dbName and tableName empty), a database's, or a table's.
   list<MetastoreIndex> metastore_list_indexes(1: string dbName, 2: string tableName)
@@ -1218,7 +1222,7 @@ service ThriftHiveMetastore extends fb303.FacebookService {
   MetastoreIndex metastore_finish_index_build(1: MetastoreFinishIndexBuild build)
       throws (1: NoSuchObjectException o1, 2: InvalidObjectException o2, 3: MetaException o3)
   // Drop an index with its files; with partitions, only its parts for those partitions.
-  void metastore_drop_index(1: string name, 2: list<string> partitions)
+  void metastore_drop_index(1: string dbName, 2: string tableName, 3: string name, 4: list<string> partitions)
       throws (1: NoSuchObjectException o1, 2: InvalidOperationException o2, 3: MetaException o3)
   MetastoreFilterSplitsResponse metastore_filter_splits(1: MetastoreFilterSplitsRequest request)
       throws (1: NoSuchObjectException o1, 2: InvalidInputException o2, 3: MetaException o3)

@@ -203,7 +203,8 @@ class MetastoreClient(abc.ABC):
         """Record a new index (state CREATING); the answer has its directory under the index root."""
 
     @abc.abstractmethod
-    def get_index(self, name: str) -> IndexRecord: ...
+    def get_index(self, db_name: str, table_name: str, name: str) -> IndexRecord:
+        """An index of a table by name (NoSuchObject when the table has none of that name)."""
 
     @abc.abstractmethod
     def list_indexes(self, db_name: str | None = None, table_name: str | None = None) -> list[IndexRecord]:
@@ -211,12 +212,13 @@ class MetastoreClient(abc.ABC):
 
     @abc.abstractmethod
     def finish_index_build(
-        self, name: str, parts: Sequence[IndexPart], *, built: int, partitions: tuple[str, ...] | None = None
+        self, db_name: str, table_name: str, name: str, parts: Sequence[IndexPart], *, built: int,
+        partitions: tuple[str, ...] | None = None,
     ) -> IndexRecord:
         """Record the parts of a finished build (the index becomes READY; part files it replaced are deleted)."""
 
     @abc.abstractmethod
-    def drop_index(self, name: str, partitions: Sequence[str] | None = None) -> None:
+    def drop_index(self, db_name: str, table_name: str, name: str, partitions: Sequence[str] | None = None) -> None:
         """Drop an index with its files (with partitions: only its parts for those partitions)."""
 
     @abc.abstractmethod

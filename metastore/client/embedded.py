@@ -175,19 +175,23 @@ class EmbeddedMetastoreClient(MetastoreClient):
     def create_index(self, record: IndexRecord) -> IndexRecord:
         return self._run(self._ms.indexes.create, record)
 
-    def get_index(self, name: str) -> IndexRecord:
-        return self._run(self._ms.indexes.get, name)
+    def get_index(self, db_name: str, table_name: str, name: str) -> IndexRecord:
+        return self._run(self._ms.indexes.get, name, db_name, table_name)
 
     def list_indexes(self, db_name: str | None = None, table_name: str | None = None) -> list[IndexRecord]:
         return self._run(self._ms.indexes.list, db_name, table_name)
 
     def finish_index_build(
-        self, name: str, parts: Sequence[IndexPart], *, built: int, partitions: tuple[str, ...] | None = None
+        self, db_name: str, table_name: str, name: str, parts: Sequence[IndexPart], *, built: int,
+        partitions: tuple[str, ...] | None = None,
     ) -> IndexRecord:
-        return self._run(self._ms.indexes.finish_build, name, list(parts), built=built, partitions=partitions)
+        return self._run(
+            self._ms.indexes.finish_build, name, list(parts), built=built, partitions=partitions, db_name=db_name,
+            table_name=table_name,
+        )
 
-    def drop_index(self, name: str, partitions: Sequence[str] | None = None) -> None:
-        self._run(self._ms.indexes.drop, name, None if partitions is None else list(partitions))
+    def drop_index(self, db_name: str, table_name: str, name: str, partitions: Sequence[str] | None = None) -> None:
+        self._run(self._ms.indexes.drop, name, None if partitions is None else list(partitions), db_name, table_name)
 
     def filter_splits(self, db_name: str, table_name: str, predicate: str, splits: Sequence[Split]) -> FilterResult:
         return self._run(self._ms.indexes.filter_splits, db_name, table_name, predicate, list(splits))

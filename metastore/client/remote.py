@@ -228,24 +228,25 @@ class ThriftMetastoreClient(MetastoreClient):
             self._call("metastore_create_index", convert_indexes.index_to_thrift(record))
         )
 
-    def get_index(self, name: str) -> IndexRecord:
-        return convert_indexes.index_from_thrift(self._call("metastore_get_index", name))
+    def get_index(self, db_name: str, table_name: str, name: str) -> IndexRecord:
+        return convert_indexes.index_from_thrift(self._call("metastore_get_index", db_name, table_name, name))
 
     def list_indexes(self, db_name: str | None = None, table_name: str | None = None) -> list[IndexRecord]:
         found = self._call("metastore_list_indexes", db_name or "", table_name or "")
         return [convert_indexes.index_from_thrift(i) for i in found]
 
     def finish_index_build(
-        self, name: str, parts: Sequence[IndexPart], *, built: int, partitions: tuple[str, ...] | None = None
+        self, db_name: str, table_name: str, name: str, parts: Sequence[IndexPart], *, built: int,
+        partitions: tuple[str, ...] | None = None,
     ) -> IndexRecord:
         build = tt.MetastoreFinishIndexBuild(
-            name=name, parts=[convert_indexes.part_to_thrift(p) for p in parts], buildTime=built,
+            name=name, dbName=db_name, tableName=table_name, parts=[convert_indexes.part_to_thrift(p) for p in parts], buildTime=built,
             partitions=None if partitions is None else list(partitions),
         )
         return convert_indexes.index_from_thrift(self._call("metastore_finish_index_build", build))
 
-    def drop_index(self, name: str, partitions: Sequence[str] | None = None) -> None:
-        self._call("metastore_drop_index", name, list(partitions or []))
+    def drop_index(self, db_name: str, table_name: str, name: str, partitions: Sequence[str] | None = None) -> None:
+        self._call("metastore_drop_index", db_name, table_name, name, list(partitions or []))
 
     def filter_splits(self, db_name: str, table_name: str, predicate: str, splits: Sequence[Split]) -> FilterResult:
         request = tt.MetastoreFilterSplitsRequest(

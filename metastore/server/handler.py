@@ -890,8 +890,8 @@ class Handler:
         return convert_indexes.index_to_thrift(self.ms.indexes.create(convert_indexes.index_from_thrift(index)))
 
     @_thrift_method
-    def metastore_get_index(self, name: str) -> tt.MetastoreIndex:
-        return convert_indexes.index_to_thrift(self.ms.indexes.get(name))
+    def metastore_get_index(self, dbName: str, tableName: str, name: str) -> tt.MetastoreIndex:  # noqa: N803
+        return convert_indexes.index_to_thrift(self.ms.indexes.get(name, dbName, tableName))
 
     @_thrift_method
     def metastore_list_indexes(self, dbName: str | None, tableName: str | None) -> list[tt.MetastoreIndex]:  # noqa: N803
@@ -901,12 +901,17 @@ class Handler:
     def metastore_finish_index_build(self, build: tt.MetastoreFinishIndexBuild) -> tt.MetastoreIndex:
         parts = [convert_indexes.part_from_thrift(p) for p in build.parts or []]
         partitions = None if build.partitions is None else tuple(build.partitions)
-        record = self.ms.indexes.finish_build(build.name, parts, built=build.buildTime, partitions=partitions)
+        record = self.ms.indexes.finish_build(
+            build.name, parts, built=build.buildTime, partitions=partitions, db_name=build.dbName,
+            table_name=build.tableName,
+        )
         return convert_indexes.index_to_thrift(record)
 
     @_thrift_method
-    def metastore_drop_index(self, name: str, partitions: Sequence[str] | None) -> None:
-        self.ms.indexes.drop(name, list(partitions) if partitions else None)
+    def metastore_drop_index(
+        self, dbName: str, tableName: str, name: str, partitions: Sequence[str] | None  # noqa: N803
+    ) -> None:
+        self.ms.indexes.drop(name, list(partitions) if partitions else None, dbName, tableName)
 
     @_thrift_method
     def metastore_filter_splits(self, request: tt.MetastoreFilterSplitsRequest) -> tt.MetastoreFilterSplitsResponse:

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from metastore import locations
 from metastore.catalog import DEFAULT_CATALOG
-from metastore.errors import InvalidObject, InvalidOperation
+from metastore.errors import InvalidObject, InvalidOperation, NoSuchObject
 from metastore.index.model import FilterResult, IndexLevel, IndexPart, IndexRecord, IndexState, Split
 from metastore.store import Store
 from metastore.store.store import UnitOfWork
@@ -68,9 +68,10 @@ class IndexService:
             uow.split_indexes.create(record, self.catalog)
             return uow.split_indexes.get(record.name)
 
-    def get(self, name: str) -> IndexRecord:
+    def get(self, name: str, db_name: str | None = None, table_name: str | None = None) -> IndexRecord:
+        """An index by name; with db_name/table_name it must be that table's (NoSuchObject otherwise)."""
         with self.store.read() as uow:
-            return uow.split_indexes.get(name)
+            return _of_table(uow.split_indexes.get(name), db_name, table_name)
 
     def list(self, db_name: str | None = None, table_name: str | None = None) -> list[IndexRecord]:
         """Every index, a database's or a table's (by name)."""
@@ -79,11 +80,11 @@ class IndexService:
 
     def finish_build(
         self, name: str, parts: Sequence[IndexPart], *, built: int | None = None,
-        partitions: tuple[str, ...] | None = None,
+        partitions: tuple[str, ...] | None = None, db_name: str | None = None, table_name: str | None = None,
     ) -> IndexRecord:
         """Record a finished build (the index becomes READY) and delete part files it no longer uses."""
         with self.store.transaction() as uow:
-            record = uow.split_indexes.get(name)
+            record = _of_table(uow.split_indexes.get(name), db_name, table_name)
             prefix = record.location.rstrip("/") + "/"
             for part in parts:
                 if not part.location.startswith(prefix):
@@ -95,11 +96,14 @@ class IndexService:
         delete_index_files(obsolete)
         return done
 
-    def drop(self, name: str, partitions: Sequence[str] | None = None) -> None:
+    def drop(
+        self, name: str, partitions: Sequence[str] | None = None, db_name: str | None = None,
+        table_name: str | None = None,
+    ) -> None:
         """Drop an index and its files; with partitions, only its parts for those partitions."""
         if partitions:
             with self.store.transaction() as uow:
-                record = uow.split_indexes.get(name)
+                record = _of_table(uow.split_indexes.get(name), db_name, table_name)
                 if record.level is IndexLevel.TABLE and record.partitions is None:
                     raise InvalidOperation(
                         f"index {record.name} is a TABLE-level index; it cannot be dropped for one partition"
@@ -108,6 +112,7 @@ class IndexService:
             delete_index_files(removed)
             return
         with self.store.transaction() as uow:
+            _of_table(uow.split_indexes.get(name), db_name, table_name)
             record = uow.split_indexes.drop(name)
         delete_index_files([record.location])
 
@@ -120,6 +125,15 @@ class IndexService:
             table = uow.tables.get(db_name, table_name, catalog=self.catalog)
             records = uow.split_indexes.list_indexes(db_name, table_name, catalog=self.catalog)
         return filter_splits(table, predicate, splits, records)
+
+
+def _of_table(record: IndexRecord, db_name: str | None, table_name: str | None) -> IndexRecord:
+    """The record, if it is on the named table (when one is named); NoSuchObject otherwise."""
+    if db_name is not None and table_name is not None and (
+        record.db_name != db_name.lower() or record.table_name != table_name.lower()
+    ):
+        raise NoSuchObject(f"index {record.name} does not exist on {db_name.lower()}.{table_name.lower()}")
+    return record
 
 
 def drop_table_indexes(uow: UnitOfWork, db_name: str, table_name: str, catalog: str) -> list[str]:

@@ -61,7 +61,7 @@ index_specs = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(data=tables, specs=index_specs, expr=predicates(INDEXED), split_size=st.sampled_from([97, 400, 1 << 20]))
 def test_filtered_select_equals_full_scan(data, specs, expr, split_size) -> None:
@@ -84,7 +84,7 @@ def test_filtered_select_equals_full_scan(data, specs, expr, split_size) -> None
         shutil.rmtree(root, ignore_errors=True)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(data=tables, column=st.sampled_from(INDEXED), level=st.sampled_from(list(IndexLevel)), data_draw=st.data())
 def test_btree_keeps_exactly_the_stripes_holding_a_match(data, column, level, data_draw) -> None:

@@ -92,7 +92,7 @@ def _build(client: MetastoreClient, name: str, table: Table, kind: IndexKind, le
     ))
     assert record.state is IndexState.CREATING and record.location.endswith(f"/db/{table.table_name}/id/{name}")
     report = build_parts(record, targets, column_position=0)
-    return client.finish_index_build(name, report.parts, built=1234, partitions=None)
+    return client.finish_index_build(table.db_name, table.table_name, name, report.parts, built=1234, partitions=None)
 
 
 def test_records_round_trip_and_filter(client: MetastoreClient) -> None:
@@ -108,7 +108,9 @@ def test_records_round_trip_and_filter(client: MetastoreClient) -> None:
     assert os.path.isfile(local_path(record.parts[0].location) or "")
     assert [r.name for r in client.list_indexes("db", "t")] == ["ix_id"]
     assert [r.name for r in client.list_indexes("db")] == ["ix_id"]
-    assert client.get_index("IX_ID").column == "id"
+    assert client.get_index("db", "t", "IX_ID").column == "id"
+    with pytest.raises(NoSuchObject):
+        client.get_index("db", "other", "ix_id")
 
     with pytest.raises(AlreadyExists):
         client.create_index(IndexRecord(name="ix_id", db_name="db", table_name="t", column="s",
@@ -131,11 +133,11 @@ def test_records_round_trip_and_filter(client: MetastoreClient) -> None:
         client.filter_splits("db", "t", "{", splits)
 
     index_dir = local_path(record.location)
-    client.drop_index("ix_id")
+    client.drop_index("db", "t", "ix_id")
     assert client.list_indexes("db", "t") == []
     assert index_dir is not None and not index_dir.exists()
     with pytest.raises(NoSuchObject):
-        client.drop_index("ix_id")
+        client.drop_index("db", "t", "ix_id")
     # Hive's own calls still answer as before
     assert client.get_table("db", "t").table_name == "t"
 
@@ -154,13 +156,13 @@ def test_drop_table_and_partition_take_their_indexes(client: MetastoreClient) ->
     assert {p.partition for p in record.parts} == {"ds=1", "ds=2"}
     part1 = next(p for p in record.parts if p.partition == "ds=1")
     client.drop_partitions("db", "p", ["ds=1"])
-    after = client.get_index("ix_p")
+    after = client.get_index("db", "p", "ix_p")
     assert {p.partition for p in after.parts} == {"ds=2"}
     assert not (local_path(part1.location) or Path("/nonexistent")).exists()
 
     with pytest.raises(InvalidOperation):
         table_level = _build(client, "ix_t", table, IndexKind.BLOOM, IndexLevel.TABLE, targets[1:])
-        client.drop_index(table_level.name, ["ds=2"])
+        client.drop_index("db", "p", table_level.name, ["ds=2"])
     index_dirs = [local_path(r.location) for r in client.list_indexes("db", "p")]
     client.drop_table("db", "p")
     assert client.list_indexes() == []

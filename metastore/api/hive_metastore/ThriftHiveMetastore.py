@@ -933,9 +933,11 @@ class Iface(metastore.api.fb303.FacebookService.Iface):
         """
         pass
 
-    def metastore_get_index(self, name):
+    def metastore_get_index(self, dbName, tableName, name):
         """
         Parameters:
+         - dbName
+         - tableName
          - name
 
         """
@@ -958,9 +960,11 @@ class Iface(metastore.api.fb303.FacebookService.Iface):
         """
         pass
 
-    def metastore_drop_index(self, name, partitions):
+    def metastore_drop_index(self, dbName, tableName, name, partitions):
         """
         Parameters:
+         - dbName
+         - tableName
          - name
          - partitions
 
@@ -4824,18 +4828,22 @@ class Client(metastore.api.fb303.FacebookService.Client, Iface):
             raise result.o4
         raise TApplicationException(TApplicationException.MISSING_RESULT, "metastore_create_index failed: unknown result")
 
-    def metastore_get_index(self, name):
+    def metastore_get_index(self, dbName, tableName, name):
         """
         Parameters:
+         - dbName
+         - tableName
          - name
 
         """
-        self.send_metastore_get_index(name)
+        self.send_metastore_get_index(dbName, tableName, name)
         return self.recv_metastore_get_index()
 
-    def send_metastore_get_index(self, name):
+    def send_metastore_get_index(self, dbName, tableName, name):
         self._oprot.writeMessageBegin('metastore_get_index', TMessageType.CALL, self._seqid)
         args = metastore_get_index_args()
+        args.dbName = dbName
+        args.tableName = tableName
         args.name = name
         args.write(self._oprot)
         self._oprot.writeMessageEnd()
@@ -4934,19 +4942,23 @@ class Client(metastore.api.fb303.FacebookService.Client, Iface):
             raise result.o3
         raise TApplicationException(TApplicationException.MISSING_RESULT, "metastore_finish_index_build failed: unknown result")
 
-    def metastore_drop_index(self, name, partitions):
+    def metastore_drop_index(self, dbName, tableName, name, partitions):
         """
         Parameters:
+         - dbName
+         - tableName
          - name
          - partitions
 
         """
-        self.send_metastore_drop_index(name, partitions)
+        self.send_metastore_drop_index(dbName, tableName, name, partitions)
         self.recv_metastore_drop_index()
 
-    def send_metastore_drop_index(self, name, partitions):
+    def send_metastore_drop_index(self, dbName, tableName, name, partitions):
         self._oprot.writeMessageBegin('metastore_drop_index', TMessageType.CALL, self._seqid)
         args = metastore_drop_index_args()
+        args.dbName = dbName
+        args.tableName = tableName
         args.name = name
         args.partitions = partitions
         args.write(self._oprot)
@@ -8125,7 +8137,7 @@ class Processor(metastore.api.fb303.FacebookService.Processor, Iface, TProcessor
         iprot.readMessageEnd()
         result = metastore_get_index_result()
         try:
-            result.success = self._handler.metastore_get_index(args.name)
+            result.success = self._handler.metastore_get_index(args.dbName, args.tableName, args.name)
             msg_type = TMessageType.REPLY
         except TTransport.TTransportException:
             raise
@@ -8212,7 +8224,7 @@ class Processor(metastore.api.fb303.FacebookService.Processor, Iface, TProcessor
         iprot.readMessageEnd()
         result = metastore_drop_index_result()
         try:
-            self._handler.metastore_drop_index(args.name, args.partitions)
+            self._handler.metastore_drop_index(args.dbName, args.tableName, args.name, args.partitions)
             msg_type = TMessageType.REPLY
         except TTransport.TTransportException:
             raise
@@ -25088,12 +25100,16 @@ metastore_create_index_result.thrift_spec = (
 class metastore_get_index_args(object):
     """
     Attributes:
+     - dbName
+     - tableName
      - name
 
     """
 
 
-    def __init__(self, name=None,):
+    def __init__(self, dbName=None, tableName=None, name=None,):
+        self.dbName = dbName
+        self.tableName = tableName
         self.name = name
 
     def read(self, iprot):
@@ -25106,6 +25122,16 @@ class metastore_get_index_args(object):
             if ftype == TType.STOP:
                 break
             if fid == 1:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.tableName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
                 if ftype == TType.STRING:
                     self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
@@ -25120,8 +25146,16 @@ class metastore_get_index_args(object):
             oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
             return
         oprot.writeStructBegin('metastore_get_index_args')
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 1)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tableName is not None:
+            oprot.writeFieldBegin('tableName', TType.STRING, 2)
+            oprot.writeString(self.tableName.encode('utf-8') if sys.version_info[0] == 2 else self.tableName)
+            oprot.writeFieldEnd()
         if self.name is not None:
-            oprot.writeFieldBegin('name', TType.STRING, 1)
+            oprot.writeFieldBegin('name', TType.STRING, 3)
             oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -25143,7 +25177,9 @@ class metastore_get_index_args(object):
 all_structs.append(metastore_get_index_args)
 metastore_get_index_args.thrift_spec = (
     None,  # 0
-    (1, TType.STRING, 'name', 'UTF8', None, ),  # 1
+    (1, TType.STRING, 'dbName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'tableName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'name', 'UTF8', None, ),  # 3
 )
 
 
@@ -25553,13 +25589,17 @@ metastore_finish_index_build_result.thrift_spec = (
 class metastore_drop_index_args(object):
     """
     Attributes:
+     - dbName
+     - tableName
      - name
      - partitions
 
     """
 
 
-    def __init__(self, name=None, partitions=None,):
+    def __init__(self, dbName=None, tableName=None, name=None, partitions=None,):
+        self.dbName = dbName
+        self.tableName = tableName
         self.name = name
         self.partitions = partitions
 
@@ -25574,10 +25614,20 @@ class metastore_drop_index_args(object):
                 break
             if fid == 1:
                 if ftype == TType.STRING:
-                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
             elif fid == 2:
+                if ftype == TType.STRING:
+                    self.tableName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
                 if ftype == TType.LIST:
                     self.partitions = []
                     (_etype958, _size955) = iprot.readListBegin()
@@ -25597,12 +25647,20 @@ class metastore_drop_index_args(object):
             oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
             return
         oprot.writeStructBegin('metastore_drop_index_args')
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 1)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tableName is not None:
+            oprot.writeFieldBegin('tableName', TType.STRING, 2)
+            oprot.writeString(self.tableName.encode('utf-8') if sys.version_info[0] == 2 else self.tableName)
+            oprot.writeFieldEnd()
         if self.name is not None:
-            oprot.writeFieldBegin('name', TType.STRING, 1)
+            oprot.writeFieldBegin('name', TType.STRING, 3)
             oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
             oprot.writeFieldEnd()
         if self.partitions is not None:
-            oprot.writeFieldBegin('partitions', TType.LIST, 2)
+            oprot.writeFieldBegin('partitions', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.partitions))
             for iter961 in self.partitions:
                 oprot.writeString(iter961.encode('utf-8') if sys.version_info[0] == 2 else iter961)
@@ -25627,8 +25685,10 @@ class metastore_drop_index_args(object):
 all_structs.append(metastore_drop_index_args)
 metastore_drop_index_args.thrift_spec = (
     None,  # 0
-    (1, TType.STRING, 'name', 'UTF8', None, ),  # 1
-    (2, TType.LIST, 'partitions', (TType.STRING, 'UTF8', False), None, ),  # 2
+    (1, TType.STRING, 'dbName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'tableName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'name', 'UTF8', None, ),  # 3
+    (4, TType.LIST, 'partitions', (TType.STRING, 'UTF8', False), None, ),  # 4
 )
 
 

@@ -8116,15 +8116,19 @@ class MetastoreFinishIndexBuild(object):
      - parts
      - buildTime
      - partitions
+     - dbName
+     - tableName
 
     """
 
 
-    def __init__(self, name=None, parts=None, buildTime=None, partitions=None,):
+    def __init__(self, name=None, parts=None, buildTime=None, partitions=None, dbName=None, tableName=None,):
         self.name = name
         self.parts = parts
         self.buildTime = buildTime
         self.partitions = partitions
+        self.dbName = dbName
+        self.tableName = tableName
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -8166,6 +8170,16 @@ class MetastoreFinishIndexBuild(object):
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.tableName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -8198,6 +8212,14 @@ class MetastoreFinishIndexBuild(object):
                 oprot.writeString(iter503.encode('utf-8') if sys.version_info[0] == 2 else iter503)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 5)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tableName is not None:
+            oprot.writeFieldBegin('tableName', TType.STRING, 6)
+            oprot.writeString(self.tableName.encode('utf-8') if sys.version_info[0] == 2 else self.tableName)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -8206,6 +8228,10 @@ class MetastoreFinishIndexBuild(object):
             raise TProtocolException(message='Required field name is unset!')
         if self.parts is None:
             raise TProtocolException(message='Required field parts is unset!')
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tableName is None:
+            raise TProtocolException(message='Required field tableName is unset!')
         return
 
     def __repr__(self):
@@ -10687,6 +10713,8 @@ MetastoreFinishIndexBuild.thrift_spec = (
     (2, TType.LIST, 'parts', (TType.STRUCT, [MetastoreIndexPart, None], False), None, ),  # 2
     (3, TType.I64, 'buildTime', None, None, ),  # 3
     (4, TType.LIST, 'partitions', (TType.STRING, 'UTF8', False), None, ),  # 4
+    (5, TType.STRING, 'dbName', 'UTF8', None, ),  # 5
+    (6, TType.STRING, 'tableName', 'UTF8', None, ),  # 6
 )
 all_structs.append(MetastoreSplit)
 MetastoreSplit.thrift_spec = (
