@@ -15,6 +15,7 @@ COLUMNS], computed in this process next to the data and persisted through the cl
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -198,13 +199,11 @@ def _persist_parameters(ex: Session, table: Table, outcomes: Sequence[_Outcome])
 
 
 def _table_level(
-    ex: Session, table: Table, columns: list[FieldSchema], outcomes: Sequence[_Outcome], partitions_total: int
+    ex: Session, table: Table, columns: list[FieldSchema], merged: Any, analysed: int, partitions_total: int
 ) -> list[ColumnStatsEntry]:
-    """Table-level statistics of a partitioned table, merged through the partitions' sketches."""
-    if len(outcomes) == partitions_total:
-        from metastore.stats.harvest import merge_results
-
-        merged = merge_results([o.result for o in outcomes])
+    """Table-level statistics of a partitioned table: ``merged`` (the run over every partition's files, its
+    sketches merged) when every partition was analysed, else the metastore's aggregation over all partitions."""
+    if analysed == partitions_total:
         return [
             ColumnStatsEntry(column=c.name, column_type=c.type, stats=merged.columns[c.name])
             for c in columns if c.name in merged.columns
@@ -216,6 +215,8 @@ def _table_level(
 
 def analyze(ex: Session, st: Analyze) -> Result:
     started = time.monotonic()
+    before = _process_age()
+    clock: dict[str, float] = {}  # wall seconds per phase, for --verbose
     table = ex.table(st.table)
     columns: list[FieldSchema] = []
     if st.mode is AnalyzeMode.COLUMNS:
@@ -226,6 +227,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
     elif st.mode is AnalyzeMode.BASIC:
         require_orc(table, "ANALYZE ... COMPUTE STATISTICS (use NOSCAN for other formats)", st.table.position)
     targets, partitions_total = _targets(ex, table, st)
+    clock[PHASE_LISTING] = time.monotonic() - started
     if not targets:
         return Result(message=f"{qualified(table)} has no partitions to analyze")
     hive_types = {c.name: c.type for c in columns}
@@ -233,31 +235,39 @@ def analyze(ex: Session, st: Analyze) -> Result:
     progress = _Progress(ex, total_files, f"analyze {qualified(table)}")
     cache = _open_cache(ex.options.stats_cache) if st.mode is not AnalyzeMode.NOSCAN else None
     outcomes: list[_Outcome] = []
+    run: Any = None  # the harvest over every target's files (FOR COLUMNS)
     try:
-        for target in targets:
-            if columns:
-                from metastore.stats.harvest import analyze_files
+        if columns:
+            from metastore.stats.harvest import analyze_files, split_result
 
-                result = analyze_files(
-                    target.files, [c.name for c in columns], hive_types=hive_types,
-                    table_columns=[c.name for c in table.sd.cols], want_ndv=True,
-                    want_histograms=ex.options.histograms, cache=cache, progress=progress.callback,
-                    storage_options=ex.options.storage,
-                )
+            # One run over all targets' files: the workers stay busy across partitions (one pool, not one per
+            # partition), and the run's merged partials are the table statistics when every partition is in it.
+            run = analyze_files(
+                [f for t in targets for f in t.files], [c.name for c in columns], hive_types=hive_types,
+                table_columns=[c.name for c in table.sd.cols], want_ndv=True,
+                want_histograms=ex.options.histograms, cache=cache, progress=progress.callback,
+                storage_options=ex.options.storage,
+            )
+            split_started = time.monotonic()
+            for target, result in zip(targets, split_result(run, [len(t.files) for t in targets]), strict=True):
                 outcomes.append(_Outcome(
                     target, result.num_rows, result.num_files, result.total_size, result.raw_data_size,
                     dict(result.columns), result.files_read, result.bytes_read, result.files_reused, result,
                 ))
-            else:
+            clock.update(run.phases)
+            clock[PHASE_MERGE] = clock.get(PHASE_MERGE, 0.0) + time.monotonic() - split_started
+        else:
+            for target in targets:
                 scan = st.mode is AnalyzeMode.BASIC
                 num_rows, num_files, total_size, raw = _basic(ex, target, scan, cache)
                 outcomes.append(_Outcome(target, num_rows, num_files, total_size, raw, {}))
-            progress.finish_target(len(target.files))
+                progress.finish_target(len(target.files))
     finally:
         progress.close()
         if cache is not None:
             cache.close()
 
+    persist_started = time.monotonic()
     _persist_parameters(ex, table, outcomes)
     writes: list[StatsWrite] = []
     if columns:
@@ -271,10 +281,11 @@ def analyze(ex: Session, st: Analyze) -> Result:
                                      last_analyzed=now))
         ex.client.write_statistics(writes)
         if table.partition_keys:
-            table_entries = _table_level(ex, table, columns, outcomes, partitions_total)
+            table_entries = _table_level(ex, table, columns, run, len(outcomes), partitions_total)
             if table_entries:
                 ex.client.write_statistics([StatsWrite(table.db_name, table.table_name, table_entries,
                                                        last_analyzed=now)])
+    clock[PHASE_PERSISTENCE] = time.monotonic() - persist_started
 
     rows = [
         [o.target.name or qualified(table), o.num_rows, o.num_files, o.total_size, o.raw_data_size, o.files_read,
@@ -298,4 +309,46 @@ def analyze(ex: Session, st: Analyze) -> Result:
     else:
         work = f"sizes of {sum(o.num_files for o in outcomes)} file(s) listed"
     summary = f"analyzed {what} of {qualified(table)}, {work}, {seconds}"
+    if ex.options.verbose:
+        summary += "\n" + _phase_report(clock, before, time.monotonic() - started, run)
     return Result(header, rows, message=summary)
+
+
+#: Phases of ANALYZE measured in the shell's process (wall seconds); the harvest's own are in the run's phases
+#: (metastore.stats.harvest: FILE_PHASES, PHASE_CACHE, PHASE_HARVEST, PHASE_MERGE, whose name this one shares).
+PHASE_LISTING = "listing"
+PHASE_MERGE = "merge"
+PHASE_PERSISTENCE = "persistence"
+
+
+def _process_age() -> float | None:
+    """Seconds since this process started (Linux /proc; None elsewhere): the start-up before a statement."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _phase_report(clock: dict[str, float], before: float | None, total: float, run: Any) -> str:
+    """The --verbose lines: where the statement's time went, phase by phase."""
+    from metastore.stats.harvest import FILE_PHASES, PHASE_CACHE, PHASE_HARVEST
+
+    lines = []
+    if before is not None:
+        lines.append(("start-up before the statement (interpreter, imports, connecting)", before, "wall"))
+    lines.append((PHASE_LISTING + " (partitions and files)", clock.get(PHASE_LISTING, 0.0), "wall"))
+    if run is not None:
+        lines.append(("per-file cache (lookups, writes)", clock.get(PHASE_CACHE, 0.0), "wall"))
+        lines.append((f"harvest ({run.files_read} file(s) analysed)", clock.get(PHASE_HARVEST, 0.0), "wall"))
+        for phase in FILE_PHASES:
+            lines.append(("  " + phase, clock.get(phase, 0.0), "CPU, summed over the workers"))
+    lines.append(("merge (files into partitions and table)", clock.get(PHASE_MERGE, 0.0), "wall"))
+    lines.append((PHASE_PERSISTENCE + " (parameters and statistics through the client)",
+                  clock.get(PHASE_PERSISTENCE, 0.0), "wall"))
+    lines.append(("statement total", total, "wall"))
+    width = max(len(name) for name, _, _ in lines)
+    return "\n".join(f"phase {name:<{width}}  {seconds:8.3f} s {how}" for name, seconds, how in lines)

@@ -45,6 +45,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="show progress bars on stderr in batch mode too (interactive mode always does)")
     p.add_argument("--histograms", action="store_true",
                    help="ANALYZE ... FOR COLUMNS also computes KLL histograms (numeric, date, timestamp columns)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="ANALYZE also reports where its time went, phase by phase (on stderr)")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--stats-cache", metavar="PATH",
                        help="per-file statistics cache for incremental ANALYZE (default: METASTORE_ANALYZE_CACHE, "
@@ -109,7 +111,7 @@ def run_sql(args: argparse.Namespace) -> int:
         return 1
     stats_cache = None if args.no_stats_cache else (args.stats_cache or "default")
     options = ExecutorOptions(progress=interactive or args.progress, histograms=args.histograms,
-                              stats_cache=stats_cache, storage=storage_options)
+                              stats_cache=stats_cache, storage=storage_options, verbose=args.verbose)
     try:
         executor = Executor(client, options=options)
         shell = Shell(executor, output=args.output)

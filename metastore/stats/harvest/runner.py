@@ -53,7 +53,14 @@ from metastore.stats.model import StatsKind
 from metastore.stats.orc_convert import hive_kind
 from metastore.storage import FileRef, StorageOptions
 
-__all__ = ["SPLIT_MIN_BYTES", "DataFile", "analyze_files", "basic_stats"]
+__all__ = ["PHASE_CACHE", "PHASE_HARVEST", "PHASE_MERGE", "SPLIT_MIN_BYTES", "DataFile", "analyze_files",
+           "basic_stats"]
+
+#: Phases of a run measured in this process (wall seconds), besides the files' own (partial.FILE_PHASES, CPU
+#: seconds in the workers): per-file cache lookups and writes, the files' analysis, merging the files' partials.
+PHASE_CACHE = "cache"
+PHASE_HARVEST = "harvest"
+PHASE_MERGE = "merge"
 
 # A file still to analyse: (position, path, size, mtime_ns, columns to compute, partials the cache had).
 _Todo = tuple[int, str, int, int, tuple[ColumnSpec, ...], dict[str, ColumnPartial]]
@@ -109,6 +116,7 @@ def analyze_files(
     ``storage_options``, and only the byte ranges a file's analysis needs are read.
     """
     started = time.perf_counter()
+    clock: dict[str, float] = {}
     order = list(table_columns) if table_columns is not None else list(hive_types)
     specs = _column_specs(columns, hive_types, order)
     options = ScanOptions(want_ndv=want_ndv, want_histograms=want_histograms, scan=scan)
@@ -118,6 +126,7 @@ def analyze_files(
     results: list[FileAnalysis | None] = [None] * total
     todo: list[_Todo] = []
     done = 0
+    lookups_started = time.perf_counter()
     for i, ref in enumerate(refs):
         path, size, mtime_ns = ref.url, ref.size, ref.mtime_ns
         reused = _from_cache(cache, ref, specs, options) if cache is not None else None
@@ -130,6 +139,7 @@ def analyze_files(
             continue
         have = reused[1] if reused is not None else {}
         todo.append((i, path, size, mtime_ns, tuple(s for s in specs if s.name not in have), have))
+    clock[PHASE_CACHE] = time.perf_counter() - lookups_started
 
     def finished(index: int, analysis: FileAnalysis) -> None:
         nonlocal done
@@ -162,6 +172,7 @@ def analyze_files(
                       storage_options, versions[by_index[index][1]]))
              for index, wanted in tasks]
     pool_size = min(_worker_count(workers), len(calls))
+    harvest_started = time.perf_counter()
     if pool_size <= 1:
         for index, call in calls:
             analysed(index, analyze_file(*call))
@@ -179,11 +190,20 @@ def analyze_files(
                             other.cancel()
                         raise error
                     analysed(futures[future], future.result())
+    clock[PHASE_HARVEST] = time.perf_counter() - harvest_started
     analyses = tuple(r for r in results if r is not None)
     if cache is not None and outcomes:
+        puts_started = time.perf_counter()
         cache.put_many((o.analysis.path, o.analysis.size, o.analysis.mtime_ns, o.info, o.entries,
                         versions[o.analysis.path]) for o in outcomes)
-    return _combine(analyses, specs, options, started)
+        clock[PHASE_CACHE] += time.perf_counter() - puts_started
+    merge_started = time.perf_counter()
+    result = _combine(analyses, specs, options, started)
+    clock[PHASE_MERGE] = time.perf_counter() - merge_started
+    for o in outcomes:
+        for phase, seconds in o.analysis.phases.items():
+            clock[phase] = clock.get(phase, 0.0) + seconds
+    return replace(result, phases=clock)
 
 
 def basic_stats(
@@ -296,6 +316,7 @@ def _join_outcomes(parts: list[FileOutcome]) -> FileOutcome:
         stripes_scanned=max(a.stripes_scanned for a in analyses),
         sketch_metadata_columns=tuple(c for a in analyses for c in a.sketch_metadata_columns),
         seconds=max(a.seconds for a in analyses),
+        phases={phase: sum(a.phases.get(phase, 0.0) for a in analyses) for phase in first.phases},
     )
     return FileOutcome(analysis, parts[0].info, entries)
 

@@ -16,6 +16,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from time import thread_time
 from typing import Any
 
 from metastore import storage
@@ -41,6 +42,10 @@ from metastore.stats.harvest.partial import (
     MISSING_TOTAL_LENGTH,
     MISSING_TRUES,
     NDV_KINDS,
+    PHASE_DECODE,
+    PHASE_FOOTERS,
+    PHASE_HASHING,
+    PHASE_SKETCHES,
     RANGE_KINDS,
     ColumnPartial,
     FileAnalysis,
@@ -182,9 +187,10 @@ def analyze_file(
     """Analyse one file (a local path or a URL, as listed with this size, mtime and version) for ``wanted``
     columns (the others came from the cache). Object stores are reached with ``storage_options``."""
     started = time.perf_counter()
+    cpu_started = thread_time()
     with open_orc(FileRef(path, size, mtime_ns, version), storage_options) as (reader, counter):
         try:
-            outcome = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options)
+            outcome = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options, cpu_started)
             return replace(outcome, analysis=replace(outcome.analysis, seconds=time.perf_counter() - started))
         except HarvestError:
             raise
@@ -219,11 +225,12 @@ class _Plan:
     with_ids: bool = False
     sketcher: ColumnSketcher | None = None
     scanned_non_null: int = 0
+    feed_seconds: float = 0.0
 
 
 def _analyze_open_file(
     reader: OrcReader, counter: RangeFile, path: str, size: int, mtime_ns: int,
-    wanted: tuple[ColumnSpec, ...], options: ScanOptions,
+    wanted: tuple[ColumnSpec, ...], options: ScanOptions, cpu_started: float,
 ) -> FileOutcome:
     schema = reader.schema
     if schema.category != Category.STRUCT:
@@ -260,6 +267,7 @@ def _analyze_open_file(
         plans.append(plan)
 
     stripes_scanned = 0
+    scan_started = thread_time()
     if options.scan and rows:
         for plan in plans:
             _choose_scan(plan, options)
@@ -271,6 +279,7 @@ def _analyze_open_file(
                 stripes_scanned += 1
                 for plan, chunk in zip(scanning, scan_stripe_columns(reader, stripe, requests), strict=True):
                     _feed(plan, chunk)
+    scan_finished = thread_time()
     partials: dict[str, ColumnPartial] = {}
     entries: dict[str, bytes] = {}
     for plan in plans:
@@ -280,8 +289,18 @@ def _analyze_open_file(
         entries[cache_entry_key(plan.spec, ref)] = partial.to_bytes()
     from_metadata = tuple(p.spec.name for p in plans if p.metadata is not None)
     source = "scan" if stripes_scanned else "footer"
+    # CPU seconds by phase: hashing and sketch updates (with the sketches' serialisation) measured around the
+    # sketchers' work, decoding the rest of the scan
+    hashing = sum(p.sketcher.hash_seconds for p in plans if p.sketcher is not None)
+    feeding = sum(p.feed_seconds for p in plans)
+    phases = {
+        PHASE_FOOTERS: scan_started - cpu_started,
+        PHASE_DECODE: max(0.0, scan_finished - scan_started - feeding),
+        PHASE_HASHING: hashing,
+        PHASE_SKETCHES: max(0.0, feeding - hashing) + thread_time() - scan_finished,
+    }
     analysis = FileAnalysis(path, size, mtime_ns, rows, raw, partials, source, counter.bytes_read, stripes_scanned,
-                            from_metadata)
+                            from_metadata, phases=phases)
     return FileOutcome(analysis, json.dumps(file_info(reader, raw)).encode(), entries)
 
 
@@ -318,6 +337,12 @@ def _choose_scan(plan: _Plan, options: ScanOptions) -> None:
 
 
 def _feed(plan: _Plan, chunk: StripeColumn) -> None:
+    started = thread_time()
+    _feed_sketcher(plan, chunk)
+    plan.feed_seconds += thread_time() - started
+
+
+def _feed_sketcher(plan: _Plan, chunk: StripeColumn) -> None:
     sketcher = plan.sketcher
     assert sketcher is not None and plan.node is not None
     plan.scanned_non_null += chunk.non_null
