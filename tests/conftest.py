@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,6 +83,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     """One local-mode Spark session (no Hive catalog) for ORC interop; stopped at the end of the run."""
     pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is a test dependency")
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    # Python workers run this interpreter (the project's virtualenv: metastore.spark's tasks import the package);
+    # PySpark reads it from the environment when the context starts
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (
         pyspark_sql.SparkSession.builder.master("local[2]")
         .appName("metastore-tests")

@@ -1,5 +1,5 @@
 """ANALYZE TABLE [db.]t [PARTITION (k='v'[, ...])] COMPUTE STATISTICS [NOSCAN | FOR COLUMNS [c, ...] | FOR ALL
-COLUMNS], computed in this process next to the data and persisted through the client API.
+COLUMNS], computed next to the data and persisted through the client API.
 
 - Basic statistics (numFiles, totalSize, numRows, rawDataSize, COLUMN_STATS_ACCURATE's BASIC_STATS) go into
   the table's or each partition's parameters (alter_table / alter_partitions in batches); NOSCAN reads only
@@ -11,114 +11,66 @@ COLUMNS], computed in this process next to the data and persisted through the cl
   aggregation over all partitions (get_aggr_stats_for), which merges the stored sketches.
 - A partial partition spec (`PARTITION (ds='2024-01-01')` of a table partitioned by ds, hr, or a bare key
   `PARTITION (ds)`) means every matching partition.
+- A partition with a corrupt file gets nothing written; the others are written and the summary names the file
+  (the statement then counts as failed: batch mode exits 1).
+- The engine: this process (`local`), or Spark (`spark`, with `metastore sql --spark MASTER`; `auto` uses Spark
+  when a master is configured and the data is larger than `metastore.analyze.spark.threshold`). Both share
+  :mod:`metastore.sql.analysis`, so they write exactly the same statistics.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from metastore.catalog import FieldSchema, Partition, Table
-from metastore.client import StatsWrite
-from metastore.errors import NoSuchObject
-from metastore.sql.basic_stats import with_basic_stats
+from metastore.catalog import FieldSchema, Table
+from metastore.errors import InvalidInput, MetastoreError, NoSuchObject
+from metastore.sql.analysis import (
+    AnalyzeTarget,
+    ColumnRequestError,
+    FileProgress,
+    TargetOutcome,
+    failed_outcome,
+    list_targets,
+    outcome_of,
+    persist_outcomes,
+    statistics_columns,
+    summarize,
+)
 from metastore.sql.errors import SqlError
 from metastore.sql.output import Result
-from metastore.sql.partition_specs import partial_values, partition_name, resolve_spec, spec_text
+from metastore.sql.partition_specs import resolve_spec
 from metastore.sql.statements import Analyze, AnalyzeMode
-from metastore.sql.table_files import data_location, list_data_files, qualified, require_orc
-from metastore.stats.model import ColumnStats, ColumnStatsEntry, kind_for_type
-from metastore.storage import FileRef
+from metastore.sql.table_files import qualified, require_orc
 
 if TYPE_CHECKING:
     from metastore.sql.session import Session
 
-#: Partitions whose parameters are replaced per alter_partitions call.
-ALTER_BATCH = 500
-
-
-@dataclass
-class _Target:
-    """The table (partition None) or one partition, its location and data files."""
-
-    partition: Partition | None
-    name: str | None  # partition name
-    location: str
-    files: list[FileRef]
-
-
-@dataclass
-class _Outcome:
-    target: _Target
-    num_rows: int | None
-    num_files: int
-    total_size: int
-    raw_data_size: int | None
-    columns: dict[str, ColumnStats]
-    files_read: int = 0
-    bytes_read: int = 0
-    files_reused: int = 0
-    result: Any = None  # the harvest's AnalyzeResult (FOR COLUMNS), kept for merging into table statistics
-
 
 def _columns(table: Table, st: Analyze) -> list[FieldSchema]:
     """The data columns whose statistics are asked for (every column with a statistics kind by default)."""
-    if st.columns is None:
-        return [c for c in table.sd.cols if kind_for_type(c.type) is not None]
-    out: list[FieldSchema] = []
-    keys = {k.name.lower() for k in table.partition_keys}
-    for name in st.columns:
-        if name.lower in keys:
-            raise SqlError(
-                f"'{name.value}' is a partition column of {qualified(table)}; its values are in the partition "
-                "names, it has no column statistics",
-                name.position,
-            )
-        col = next((c for c in table.sd.cols if c.name.lower() == name.lower), None)
-        if col is None:
-            raise SqlError(f"column '{name.value}' does not exist in {qualified(table)}", name.position)
-        if kind_for_type(col.type) is None:
-            raise SqlError(f"column '{name.value}' is {col.type}; Hive keeps no statistics of complex types",
-                           name.position)
-        if col not in out:
-            out.append(col)
-    return out
+    names = None if st.columns is None else [n.value for n in st.columns]
+    try:
+        return statistics_columns(table, names)
+    except ColumnRequestError as exc:
+        assert st.columns is not None
+        raise SqlError(str(exc), st.columns[exc.index].position) from None
 
 
-def _targets(ex: Session, table: Table, st: Analyze) -> tuple[list[_Target], int]:
+def _targets(ex: Session, table: Table, st: Analyze) -> tuple[list[AnalyzeTarget], int]:
     """The targets to analyse and how many partitions the table has in all (0 when unpartitioned)."""
-    if not table.partition_keys:
-        if st.spec is not None:
+    values = None
+    if st.spec is not None:
+        if not table.partition_keys:
             raise SqlError(f"{qualified(table)} is not partitioned; ANALYZE takes no PARTITION", st.spec.position)
-        location = data_location(table.sd.location, qualified(table), st.table.position)
-        return [_Target(None, None, location, list_data_files(location, ex.options.storage))], 0
-    all_names = ex.client.list_partition_names(table.db_name, table.table_name)
-    if st.spec is None:
-        partitions = ex.client.list_partitions(table.db_name, table.table_name)
-    else:
         values = resolve_spec(table, st.spec, full=False, what="ANALYZE")
-        if all(v is not None for v in values):
-            try:
-                partitions = [ex.client.get_partition(table.db_name, table.table_name, [v or "" for v in values])]
-            except NoSuchObject:
-                raise SqlError(
-                    f"partition ({spec_text(table, values)}) of {qualified(table)} does not exist", st.spec.position
-                ) from None
-        else:
-            partitions = ex.client.list_partitions(table.db_name, table.table_name, partial_values(values))
-            if not partitions:
-                raise SqlError(
-                    f"no partition of {qualified(table)} matches ({spec_text(table, values)})", st.spec.position
-                )
-    targets = []
-    for p in partitions:
-        name = partition_name(table, p.values)
-        location = data_location(p.sd.location, f"{qualified(table)} partition {name}", st.table.position)
-        targets.append(_Target(p, name, location, list_data_files(location, ex.options.storage)))
-    return targets, len(all_names)
+    try:
+        return list_targets(ex.client, table, values, ex.options.storage)
+    except NoSuchObject as exc:
+        raise SqlError(str(exc), st.spec.position if st.spec is not None else st.table.position) from None
+    except InvalidInput as exc:
+        raise SqlError(str(exc), st.table.position) from None
 
 
 def _open_cache(option: str | None) -> Any:
@@ -129,88 +81,68 @@ def _open_cache(option: str | None) -> Any:
     return FileStatsCache.open_default() if option == "default" else FileStatsCache(option)
 
 
-class _Progress:
-    """One tqdm bar over all files of the statement (on stderr, only when asked)."""
+def _analyze_local(
+    ex: Session, targets: list[AnalyzeTarget], table: Table, columns: list[FieldSchema], mode: AnalyzeMode,
+    cache: Any, progress: FileProgress,
+) -> tuple[list[TargetOutcome], Any]:
+    """Every target analysed in this process, with the harvest's run over all their files (FOR COLUMNS; None
+    otherwise) for its phase accounting. A failing target fails alone."""
+    from metastore.stats.harvest import HarvestError, analyze_files, basic_stats, split_result
 
-    def __init__(self, ex: Session, total: int, description: str) -> None:
-        self.bar = None
-        if ex.options.progress and total:
-            from tqdm import tqdm
+    hive_types = {c.name: c.type for c in columns}
 
-            self.bar = tqdm(total=total, unit="file", desc=description, file=ex.options.progress_stream,
-                            leave=False, dynamic_ncols=True)
-        self.done_before = 0
-        self.current = 0
-
-    def callback(self, done: int, _total: int) -> None:
-        if self.bar is not None:
-            new = self.done_before + done
-            self.bar.update(new - self.current)
-            self.current = new
-
-    def finish_target(self, files: int) -> None:
-        self.done_before += files
-        if self.bar is not None and self.current < self.done_before:
-            self.bar.update(self.done_before - self.current)
-            self.current = self.done_before
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
-def _basic(ex: Session, target: _Target, scan: bool, cache: Any) -> tuple[int | None, int, int, int | None]:
-    """(numRows, numFiles, totalSize, rawDataSize) of a target's files (rows and raw size None for NOSCAN)."""
-    from metastore.stats.harvest import basic_stats
-
-    stats = basic_stats(target.files, scan=scan, cache=cache, storage_options=ex.options.storage)
-    return stats.num_rows, stats.num_files, stats.total_size, stats.raw_data_size
-
-
-def _persist_parameters(ex: Session, table: Table, outcomes: Sequence[_Outcome]) -> None:
-    """Basic statistics into the table's or the partitions' parameters (alter_partitions in batches)."""
-    def params_of(current: dict[str, str], o: _Outcome) -> dict[str, str]:
-        return with_basic_stats(
-            current, num_files=o.num_files, total_size=o.total_size, num_rows=o.num_rows,
-            raw_data_size=o.raw_data_size,
+    def harvest(files: list[Any], callback: Any) -> Any:
+        return analyze_files(
+            files, [c.name for c in columns], hive_types=hive_types, table_columns=[c.name for c in table.sd.cols],
+            want_ndv=True, want_histograms=ex.options.histograms, cache=cache, progress=callback,
+            storage_options=ex.options.storage,
         )
 
-    if not table.partition_keys:
-        (o,) = outcomes
-        current = ex.client.get_table(table.db_name, table.table_name)
-        ex.client.alter_table(table.db_name, table.table_name, replace(current, parameters=params_of(current.parameters, o)))
-        return
-    for start in range(0, len(outcomes), ALTER_BATCH):
-        chunk = outcomes[start : start + ALTER_BATCH]
-        parts = []
-        for o in chunk:
-            assert o.target.partition is not None
-            parts.append(replace(o.target.partition, parameters=params_of(o.target.partition.parameters, o)))
-        ex.client.alter_partitions(table.db_name, table.table_name, parts)
+    if columns:
+        # One run over every target's files keeps the worker pool busy across partitions (one pool, not one
+        # per partition); it is split per partition afterwards without reading again. Only when a file fails
+        # are the targets run one by one, so that the failure stays with its partition.
+        try:
+            run = harvest([f for t in targets for f in t.files], progress.callback)
+        except HarvestError:
+            pass
+        else:
+            split_started = time.perf_counter()
+            parts = split_result(run, [len(t.files) for t in targets])
+            run.phases[PHASE_MERGE] = run.phases.get(PHASE_MERGE, 0.0) + time.perf_counter() - split_started
+            return [outcome_of(t, r) for t, r in zip(targets, parts, strict=True)], run
+        progress.advance_to(0)
+    outcomes: list[TargetOutcome] = []
+    for target in targets:
+        try:
+            if columns:
+                outcomes.append(outcome_of(target, harvest(target.files, progress.callback)))
+            else:
+                stats = basic_stats(target.files, scan=mode is AnalyzeMode.BASIC, cache=cache,
+                                    storage_options=ex.options.storage)
+                outcomes.append(TargetOutcome(target, stats.num_rows, stats.num_files, stats.total_size,
+                                              stats.raw_data_size, {}))
+        except HarvestError as exc:
+            outcomes.append(failed_outcome(target, str(exc)))
+        progress.finish_target(len(target.files))
+    return outcomes, None
 
 
-def _table_level(
-    ex: Session, table: Table, columns: list[FieldSchema], merged: Any, analysed: int, partitions_total: int
-) -> list[ColumnStatsEntry]:
-    """Table-level statistics of a partitioned table: ``merged`` (the run over every partition's files, its
-    sketches merged) when every partition was analysed, else the metastore's aggregation over all partitions."""
-    if analysed == partitions_total:
-        return [
-            ColumnStatsEntry(column=c.name, column_type=c.type, stats=merged.columns[c.name])
-            for c in columns if c.name in merged.columns
-        ]
-    names = ex.client.list_partition_names(table.db_name, table.table_name)
-    result = ex.client.aggregate_statistics(table.db_name, table.table_name, names, [c.name for c in columns])
-    return list(result.entries)
+def _engine(ex: Session, mode: AnalyzeMode, targets: list[AnalyzeTarget]) -> str:
+    """'local' or 'spark' for this statement (NOSCAN reads no file: always local)."""
+    options = ex.options
+    if mode is AnalyzeMode.NOSCAN:
+        return "local"
+    if options.analyze_engine == "spark":
+        if not options.spark_master:
+            raise SqlError("metastore.analyze.engine is spark but no Spark master is configured: start the shell "
+                           "with --spark MASTER (local[4], spark://host:7077, sc://host:15002)")
+        return "spark"
+    if options.analyze_engine == "auto" and options.spark_master:
+        size = sum(f.size for t in targets for f in t.files)
+        if size > options.spark_threshold:
+            return "spark"
+    return "local"
 
 
 def analyze(ex: Session, st: Analyze) -> Result:
@@ -230,91 +162,44 @@ def analyze(ex: Session, st: Analyze) -> Result:
     clock[PHASE_LISTING] = time.monotonic() - started
     if not targets:
         return Result(message=f"{qualified(table)} has no partitions to analyze")
-    hive_types = {c.name: c.type for c in columns}
+    engine = _engine(ex, st.mode, targets)
     total_files = sum(len(t.files) for t in targets)
-    progress = _Progress(ex, total_files, f"analyze {qualified(table)}")
+    progress = FileProgress(ex.options.progress, ex.options.progress_stream, total_files,
+                            f"analyze {qualified(table)}")
     cache = _open_cache(ex.options.stats_cache) if st.mode is not AnalyzeMode.NOSCAN else None
-    outcomes: list[_Outcome] = []
-    run: Any = None  # the harvest over every target's files (FOR COLUMNS)
+    run: Any = None  # the local harvest's run over every target's files, for its phases
     try:
-        if columns:
-            from metastore.stats.harvest import analyze_files, split_result
+        if engine == "spark":
+            from metastore.spark.analyze import harvest_targets
 
-            # One run over all targets' files: the workers stay busy across partitions (one pool, not one per
-            # partition), and the run's merged partials are the table statistics when every partition is in it.
-            run = analyze_files(
-                [f for t in targets for f in t.files], [c.name for c in columns], hive_types=hive_types,
-                table_columns=[c.name for c in table.sd.cols], want_ndv=True,
-                want_histograms=ex.options.histograms, cache=cache, progress=progress.callback,
-                storage_options=ex.options.storage,
-            )
-            split_started = time.monotonic()
-            for target, result in zip(targets, split_result(run, [len(t.files) for t in targets]), strict=True):
-                outcomes.append(_Outcome(
-                    target, result.num_rows, result.num_files, result.total_size, result.raw_data_size,
-                    dict(result.columns), result.files_read, result.bytes_read, result.files_reused, result,
-                ))
-            clock.update(run.phases)
-            clock[PHASE_MERGE] = clock.get(PHASE_MERGE, 0.0) + time.monotonic() - split_started
+            try:
+                outcomes = harvest_targets(
+                    ex.spark_session(), targets, table, columns, histograms=ex.options.histograms, cache=cache,
+                    progress=progress, storage_options=ex.options.storage,
+                )
+            except MetastoreError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - Spark's errors (py4j, Connect) become one shell error line
+                raise SqlError(f"Spark failed: {' '.join(str(exc).split())[:500]}", st.position) from None
         else:
-            for target in targets:
-                scan = st.mode is AnalyzeMode.BASIC
-                num_rows, num_files, total_size, raw = _basic(ex, target, scan, cache)
-                outcomes.append(_Outcome(target, num_rows, num_files, total_size, raw, {}))
-                progress.finish_target(len(target.files))
+            outcomes, run = _analyze_local(ex, targets, table, columns, st.mode, cache, progress)
     finally:
         progress.close()
         if cache is not None:
             cache.close()
 
     persist_started = time.monotonic()
-    _persist_parameters(ex, table, outcomes)
-    writes: list[StatsWrite] = []
-    if columns:
-        now = int(time.time())
-        for o in outcomes:
-            entries = [
-                ColumnStatsEntry(column=c.name, column_type=c.type, stats=o.columns[c.name])
-                for c in columns if c.name in o.columns
-            ]
-            writes.append(StatsWrite(table.db_name, table.table_name, entries, partition_name=o.target.name,
-                                     last_analyzed=now))
-        ex.client.write_statistics(writes)
-        if table.partition_keys:
-            table_entries = _table_level(ex, table, columns, run, len(outcomes), partitions_total)
-            if table_entries:
-                ex.client.write_statistics([StatsWrite(table.db_name, table.table_name, table_entries,
-                                                       last_analyzed=now)])
+    persist_outcomes(ex.client, table, columns, outcomes, partitions_total)
     clock[PHASE_PERSISTENCE] = time.monotonic() - persist_started
-
-    rows = [
-        [o.target.name or qualified(table), o.num_rows, o.num_files, o.total_size, o.raw_data_size, o.files_read,
-         o.files_reused]
-        for o in outcomes
-    ]
-    header = ["partition" if table.partition_keys else "table", "num_rows", "num_files", "total_size",
-              "raw_data_size", "files_read", "files_reused"]
-    files_read = sum(o.files_read for o in outcomes)
-    bytes_read = sum(o.bytes_read for o in outcomes)
-    reused = sum(o.files_reused for o in outcomes)
-    what = f"{len(outcomes)} partition(s)" if table.partition_keys else "the table"
-    seconds = f"{time.monotonic() - started:.2f} s"
-    if columns:
-        work = (
-            f"{len(columns)} column(s): {files_read} file(s) read ({_human_bytes(bytes_read)}), {reused} reused "
-            f"from the cache"
-        )
-    elif st.mode is AnalyzeMode.BASIC:
-        work = f"footers of {sum(o.num_files for o in outcomes)} file(s) read"
-    else:
-        work = f"sizes of {sum(o.num_files for o in outcomes)} file(s) listed"
-    summary = f"analyzed {what} of {qualified(table)}, {work}, {seconds}"
+    summary = summarize(table, columns, st.mode is not AnalyzeMode.NOSCAN, outcomes, time.monotonic() - started,
+                        engine="Spark" if engine == "spark" else None)
+    message = summary.message
     if ex.options.verbose:
-        summary += "\n" + _phase_report(clock, before, time.monotonic() - started, run)
-    return Result(header, rows, message=summary)
+        message += "\n" + _phase_report(clock, run, before, time.monotonic() - started)
+    return Result(summary.columns, summary.rows, message=message, failed=bool(summary.failed))
 
 
-#: Phases of ANALYZE measured in the shell's process (wall seconds); the harvest's own are in the run's phases
+#: Phases of ANALYZE measured in the shell's process (wall seconds); the harvest's own are in its run's phases
 #: (metastore.stats.harvest: FILE_PHASES, PHASE_CACHE, PHASE_HARVEST, PHASE_MERGE, whose name this one shares).
 PHASE_LISTING = "listing"
 PHASE_MERGE = "merge"
@@ -333,20 +218,21 @@ def _process_age() -> float | None:
         return None
 
 
-def _phase_report(clock: dict[str, float], before: float | None, total: float, run: Any) -> str:
-    """The --verbose lines: where the statement's time went, phase by phase."""
-    from metastore.stats.harvest import FILE_PHASES, PHASE_CACHE, PHASE_HARVEST
-
+def _phase_report(clock: dict[str, float], run: Any, before: float | None, total: float) -> str:
+    """The --verbose lines: where the statement's time went, phase by phase (the harvest's file phases in CPU
+    seconds summed over its worker processes, everything else wall seconds of this process)."""
     lines = []
     if before is not None:
         lines.append(("start-up before the statement (interpreter, imports, connecting)", before, "wall"))
     lines.append((PHASE_LISTING + " (partitions and files)", clock.get(PHASE_LISTING, 0.0), "wall"))
     if run is not None:
-        lines.append(("per-file cache (lookups, writes)", clock.get(PHASE_CACHE, 0.0), "wall"))
-        lines.append((f"harvest ({run.files_read} file(s) analysed)", clock.get(PHASE_HARVEST, 0.0), "wall"))
-        for phase in FILE_PHASES:
-            lines.append(("  " + phase, clock.get(phase, 0.0), "CPU, summed over the workers"))
-    lines.append(("merge (files into partitions and table)", clock.get(PHASE_MERGE, 0.0), "wall"))
+        from metastore.stats.harvest import FILE_PHASES, PHASE_CACHE, PHASE_HARVEST
+
+        phases = run.phases
+        lines.append(("per-file cache (lookups, writes)", phases.get(PHASE_CACHE, 0.0), "wall"))
+        lines.append((f"harvest ({run.files_read} file(s) analysed)", phases.get(PHASE_HARVEST, 0.0), "wall"))
+        lines.extend(("  " + phase, phases.get(phase, 0.0), "CPU, summed over the workers") for phase in FILE_PHASES)
+        lines.append(("merge (files into partitions and table)", phases.get(PHASE_MERGE, 0.0), "wall"))
     lines.append((PHASE_PERSISTENCE + " (parameters and statistics through the client)",
                   clock.get(PHASE_PERSISTENCE, 0.0), "wall"))
     lines.append(("statement total", total, "wall"))

@@ -45,6 +45,10 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="show progress bars on stderr in batch mode too (interactive mode always does)")
     p.add_argument("--histograms", action="store_true",
                    help="ANALYZE ... FOR COLUMNS also computes KLL histograms (numeric, date, timestamp columns)")
+    p.add_argument("--spark", metavar="MASTER",
+                   help="run ANALYZE on Spark (local[4], spark://host:7077 or sc://host:15002) when "
+                   "metastore.analyze.engine is spark, or auto and the data is larger than "
+                   "metastore.analyze.spark.threshold (1 GiB); needs the `spark` extra")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="ANALYZE also reports where its time went, phase by phase (on stderr)")
     cache = p.add_mutually_exclusive_group()
@@ -111,7 +115,9 @@ def run_sql(args: argparse.Namespace) -> int:
         return 1
     stats_cache = None if args.no_stats_cache else (args.stats_cache or "default")
     options = ExecutorOptions(progress=interactive or args.progress, histograms=args.histograms,
-                              stats_cache=stats_cache, storage=storage_options, verbose=args.verbose)
+                              stats_cache=stats_cache, storage=storage_options, spark_master=args.spark,
+                              verbose=args.verbose)
+    executor: Executor | None = None
     try:
         executor = Executor(client, options=options)
         shell = Shell(executor, output=args.output)
@@ -129,6 +135,8 @@ def run_sql(args: argparse.Namespace) -> int:
         assert script is not None
         return shell.run_script(script)
     finally:
+        if executor is not None:
+            executor.close()
         client.close()
 
 

@@ -9,6 +9,7 @@ works embedded and against a remote server.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -41,6 +42,7 @@ from metastore.sql.statements import (
     LoadData,
     MsckRepair,
     Name,
+    SetVariable,
     ShowDatabases,
     ShowPartitions,
     ShowTables,
@@ -50,6 +52,21 @@ from metastore.sql.statements import (
     UseDatabase,
 )
 from metastore.sql.table_files import STORAGE_FORMATS, absolute_location, qualified
+
+#: SET keys of the shell's ANALYZE engine (issue 10).
+ENGINE_KEY = "metastore.analyze.engine"
+THRESHOLD_KEY = "metastore.analyze.spark.threshold"
+ENGINES = ("local", "spark", "auto")
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _byte_size(text: str, key: str, st: Statement) -> int:
+    """A byte count written as 1073741824, 512m, 1g, 1 GiB or 2GB (binary units)."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", text.strip().lower())
+    if match is None:
+        raise SqlError(f"{key} must be a size in bytes (e.g. 1073741824, 512m, 1g), got '{text}'", st.position)
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
+
 
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
 MANAGED_TABLE = "MANAGED_TABLE"
@@ -67,6 +84,9 @@ class Executor:
         self.options = options or ExecutorOptions()
         #: Called after statements that change the catalog (the shell refreshes its completions).
         self.on_catalog_change: Callable[[], None] | None = None
+        #: SET keys this shell does not use (Hive scripts set hive.* freely), kept so that SET shows them.
+        self.variables: dict[str, str] = {}
+        self._spark: Any = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -93,6 +113,24 @@ class Executor:
         """Called by statements that changed the catalog."""
         if self.on_catalog_change is not None:
             self.on_catalog_change()
+
+    def spark_session(self) -> Any:
+        """The SparkSession of `options.spark_master`, started on first use and kept until close()."""
+        if self._spark is None:
+            if not self.options.spark_master:
+                raise SqlError("no Spark master is configured: start the shell with --spark MASTER")
+            from metastore.spark.session import spark_session
+
+            self._spark = spark_session(self.options.spark_master)
+        return self._spark
+
+    def close(self) -> None:
+        """Stop what the session started (its SparkSession)."""
+        if self._spark is not None:
+            from metastore.spark.session import stop_spark_session
+
+            stop_spark_session(self._spark)
+            self._spark = None
 
     # ------------------------------------------------------------------ dispatch
 
@@ -143,6 +181,39 @@ class Executor:
         self.database = st.name.lower
         self.changed()
         return Result(message="OK")
+
+    def set_variable(self, st: SetVariable) -> Result:
+        """SET: list the settings, show one, or change one (the shell's own are checked; others are kept)."""
+        settings = {
+            ENGINE_KEY: self.options.analyze_engine,
+            THRESHOLD_KEY: str(self.options.spark_threshold),
+            "metastore.spark.master": self.options.spark_master or "",
+        }
+        if st.key is None:
+            rows = [[k, v] for k, v in settings.items()] + [[k, v] for k, v in sorted(self.variables.items())]
+            return Result(["key", "value"], rows)
+        key = st.key.strip()
+        lowered = key.lower()
+        if st.value is None:
+            if lowered in settings:
+                return Result(["key", "value"], [[lowered, settings[lowered]]])
+            if key in self.variables:
+                return Result(["key", "value"], [[key, self.variables[key]]])
+            return Result(["key", "value"], [[key, "<undefined>"]])
+        value = st.value.strip()
+        if lowered == ENGINE_KEY:
+            if value.lower() not in ENGINES:
+                raise SqlError(f"{ENGINE_KEY} must be one of {', '.join(ENGINES)}, got '{value}'", st.position)
+            self.options.analyze_engine = value.lower()
+        elif lowered == THRESHOLD_KEY:
+            self.options.spark_threshold = _byte_size(value, THRESHOLD_KEY, st)
+        elif lowered == "metastore.spark.master":
+            raise SqlError("metastore.spark.master is set when the shell starts: metastore sql --spark MASTER",
+                           st.position)
+        else:
+            self.variables[key] = value
+            return Result(message=f"{key} is not used by this shell (kept for SET)")
+        return Result()
 
     def show_databases(self, st: ShowDatabases) -> Result:
         names = self.client.list_databases(st.pattern)
@@ -281,5 +352,6 @@ _HANDLERS: dict[type, Callable[[Executor, Any], Result]] = {
     DropTable: Executor.drop_table,
     AlterTableProperties: Executor.alter_properties,
     ShowTblProperties: Executor.show_tblproperties,
+    SetVariable: Executor.set_variable,
     **{kind: Executor._run_in_helper for kind in _HELPER_STATEMENTS},
 }

@@ -21,6 +21,8 @@ class Result:
     columns: list[str] = field(default_factory=list)
     rows: list[list[Any]] = field(default_factory=list)
     message: str | None = None
+    #: The statement did part of its work and failed the rest (the message says what): batch mode exits 1.
+    failed: bool = False
 
     @property
     def has_table(self) -> bool:

@@ -47,6 +47,7 @@ from metastore.sql.statements import (
     Name,
     PartitionItem,
     PartitionSpec,
+    SetVariable,
     ShowDatabases,
     ShowPartitions,
     ShowTables,
@@ -57,7 +58,7 @@ from metastore.sql.statements import (
 )
 
 STATEMENT_KEYWORDS = (
-    "ALTER", "ANALYZE", "CREATE", "DESC", "DESCRIBE", "DROP", "INSERT", "LOAD", "MSCK", "SHOW", "USE",
+    "ALTER", "ANALYZE", "CREATE", "DESC", "DESCRIBE", "DROP", "INSERT", "LOAD", "MSCK", "SET", "SHOW", "USE",
 )
 #: Every keyword of the grammar (for completion in the interactive shell).
 KEYWORDS = tuple(
@@ -367,6 +368,7 @@ class _Parser:
             "CREATE": self.create,
             "DROP": self.drop,
             "USE": self.use,
+            "SET": self.set_variable,
             "SHOW": self.show,
             "ALTER": self.alter,
             "MSCK": self.msck,
@@ -510,6 +512,29 @@ class _Parser:
 
     def use(self, start: Token) -> Statement:
         return UseDatabase(start.position, self.identifier("a database name"))
+
+    def _raw_text(self, stop: str | None) -> str:
+        """The source text of the tokens up to ``stop`` (a symbol), ';' or the end, as written (strings unquoted)."""
+        parts: list[str] = []
+        while self.tok.kind is not TokenKind.EOF and not (
+            self.tok.kind is TokenKind.SYMBOL and self.tok.value in (";", stop)
+        ):
+            tok = self.advance()
+            parts.append(tok.value if tok.kind in (TokenKind.STRING, TokenKind.QUOTED) else tok.text)
+        return "".join(parts)
+
+    def set_variable(self, start: Token) -> Statement:
+        key = self._raw_text("=")
+        if not key:
+            if self.tok.kind is TokenKind.SYMBOL and self.tok.value == "=":
+                raise self.expected("a setting name before '='")
+            return SetVariable(start.position)
+        if not self.accept_symbol("="):
+            return SetVariable(start.position, key)
+        value = self._raw_text(None)
+        if not value:
+            raise self.expected(f"a value for {key} after '='")
+        return SetVariable(start.position, key, value)
 
     def like_pattern(self) -> str | None:
         if self.accept("LIKE"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import getpass
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from metastore.storage import StorageOptions
 
@@ -44,6 +44,13 @@ class ExecutorOptions:
     verbose: bool = False
     #: Owner recorded for new databases and tables.
     user: str = field(default_factory=lambda: _user_name())
+    #: Spark master for ANALYZE on Spark (`metastore sql --spark MASTER`): local[4], spark://h:7077, sc://h:15002.
+    spark_master: str | None = None
+    #: SET metastore.analyze.engine: "local", "spark", or "auto" (Spark when a master is set and the data is
+    #: larger than `spark_threshold` bytes).
+    analyze_engine: str = "auto"
+    #: SET metastore.analyze.spark.threshold: bytes of data from which "auto" uses Spark (1 GiB).
+    spark_threshold: int = 1 << 30
 
 
 class Session(Protocol):
@@ -60,4 +67,8 @@ class Session(Protocol):
 
     def changed(self) -> None:
         """Tell the session the catalog changed (the interactive shell refreshes its completions)."""
+        ...
+
+    def spark_session(self) -> Any:
+        """The SparkSession of `options.spark_master`, started on first use and kept for the session."""
         ...

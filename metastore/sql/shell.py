@@ -63,7 +63,7 @@ class Shell:
             print(text, file=self.out, flush=True)
         if result.message:
             print(result.message, file=self.err, flush=True)
-        return True
+        return not result.failed
 
     def run_script(self, text: str, *, stop_on_error: bool = True) -> int:
         """Run every statement of a script; the exit code (1 after an error)."""

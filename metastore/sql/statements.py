@@ -113,6 +113,14 @@ class UseDatabase(Statement):
 
 
 @dataclass(frozen=True)
+class SetVariable(Statement):
+    """SET [key [= value]]: show the shell's settings, one of them, or change one (Hive's syntax)."""
+
+    key: str | None = None
+    value: str | None = None
+
+
+@dataclass(frozen=True)
 class ShowDatabases(Statement):
     pattern: str | None = None
 

@@ -18,7 +18,7 @@ from typing import Any
 from metastore.errors import InvalidInput
 from metastore.stats.hll import HyperLogLog, merge_hlls
 from metastore.stats.kinds import KIND_SPECS
-from metastore.stats.kll import kll_merge_all
+from metastore.stats.kll import kll_from_bytes, kll_merge_all
 from metastore.stats.merge import max_present, min_present
 from metastore.stats.model import ColumnStats, StatsKind
 
@@ -41,6 +41,7 @@ __all__ = [
     "RANGE_KINDS",
     "ColumnPartial",
     "FileAnalysis",
+    "PartialAccumulator",
     "merge_partials",
 ]
 
@@ -197,6 +198,87 @@ def merge_partials(partials: Sequence[ColumnPartial]) -> ColumnPartial:
         histogram=_merge_histograms([p.histogram for p in partials if p.histogram is not None]),
         missing=frozenset().union(*(p.missing for p in partials)),
     )
+
+
+class PartialAccumulator:
+    """Merges partials one at a time, in order, into what :func:`merge_partials` of the whole list gives (every
+    count and HLL byte): a merge as results arrive, keeping one sketch per column instead of every partial."""
+
+    def __init__(self) -> None:
+        self._first: ColumnPartial | None = None
+        self._count = 0
+        self._rows = self._nulls = self._trues = self._total = self._max = 0
+        self._low: Any = None
+        self._high: Any = None
+        self._missing: set[str] = set()
+        self._sketch_first: bytes | None = None
+        self._sketch: HyperLogLog | None = None
+        self._hist_first: bytes | None = None
+        self._hist: Any = None
+
+    @property
+    def count(self) -> int:
+        """Partials added so far."""
+        return self._count
+
+    def add(self, partial: ColumnPartial) -> None:
+        """Merge the next partial (InvalidInput for a partial of another kind)."""
+        first = self._first
+        if first is None:
+            self._first = first = partial
+        elif partial.kind is not first.kind:
+            raise InvalidInput(f"cannot merge {partial.kind.name} statistics into {first.kind.name} statistics")
+        self._count += 1
+        self._rows += partial.rows
+        self._nulls += partial.num_nulls
+        self._trues += partial.num_trues
+        self._total += partial.total_length
+        self._max = max(self._max, partial.max_length)
+        self._low = min_present(self._low, partial.low)
+        self._high = max_present(self._high, partial.high)
+        self._missing |= partial.missing
+        if partial.sketch is not None:
+            self._add_sketch(partial.sketch)
+        if partial.histogram is not None:
+            if self._hist_first is None and self._hist is None:
+                self._hist_first = partial.histogram
+            else:
+                if self._hist is None:
+                    assert self._hist_first is not None
+                    self._hist = kll_from_bytes(self._hist_first)
+                self._hist.merge(kll_from_bytes(partial.histogram))
+
+    def _add_sketch(self, blob: bytes) -> None:
+        # merge_hlls merges in order into a fresh sketch at the smallest p: with one p throughout (every sketch
+        # harvest makes) that is exactly a running merge; a sketch of a larger p is squashed by merge() as there
+        if self._sketch is None:
+            if self._sketch_first is None:
+                self._sketch_first = blob
+                return
+            head = HyperLogLog.from_bytes(self._sketch_first)
+            self._sketch = HyperLogLog(head.p)
+            self._sketch.merge(head)
+        sketch = HyperLogLog.from_bytes(blob)
+        if sketch.p < self._sketch.p:
+            # a smaller p arriving late: merge_hlls would have squashed each earlier sketch on its own, here their
+            # union is squashed (the registers agree but for Hive's squash quirks at ranks above 18)
+            self._sketch = self._sketch.squash(sketch.p)
+        self._sketch.merge(sketch)
+
+    def result(self) -> ColumnPartial:
+        """The merged partial (InvalidInput when nothing was added)."""
+        first = self._first
+        if first is None:
+            raise InvalidInput("merge_partials needs at least one partial")
+        if self._count == 1:
+            return first
+        sketch = self._sketch_first if self._sketch is None else self._sketch.to_bytes()
+        histogram = self._hist_first if self._hist is None else bytes(self._hist.serialize())
+        return ColumnPartial(
+            kind=first.kind, rows=self._rows, num_nulls=self._nulls, low=self._low, high=self._high,
+            num_trues=self._trues, total_length=self._total, max_length=self._max, sketch=sketch,
+            histogram=histogram, missing=frozenset(self._missing),
+        )
 
 
 def _stored_estimate(sketch: bytes) -> int:

@@ -54,7 +54,7 @@ from metastore.stats.orc_convert import hive_kind
 from metastore.storage import FileRef, StorageOptions
 
 __all__ = ["PHASE_CACHE", "PHASE_HARVEST", "PHASE_MERGE", "SPLIT_MIN_BYTES", "DataFile", "analyze_files",
-           "basic_stats"]
+           "basic_stats", "cached_partials", "column_specs"]
 
 #: Phases of a run measured in this process (wall seconds), besides the files' own (partial.FILE_PHASES, CPU
 #: seconds in the workers): per-file cache lookups and writes, the files' analysis, merging the files' partials.
@@ -118,7 +118,7 @@ def analyze_files(
     started = time.perf_counter()
     clock: dict[str, float] = {}
     order = list(table_columns) if table_columns is not None else list(hive_types)
-    specs = _column_specs(columns, hive_types, order)
+    specs = column_specs(columns, hive_types, order)
     options = ScanOptions(want_ndv=want_ndv, want_histograms=want_histograms, scan=scan)
     refs = _refs(files, storage_options)
     versions = {ref.url: ref.version for ref in refs}
@@ -129,7 +129,7 @@ def analyze_files(
     lookups_started = time.perf_counter()
     for i, ref in enumerate(refs):
         path, size, mtime_ns = ref.url, ref.size, ref.mtime_ns
-        reused = _from_cache(cache, ref, specs, options) if cache is not None else None
+        reused = cached_partials(cache, ref, specs, options) if cache is not None else None
         if reused is not None and len(reused[1]) == len(specs):
             info, partials = reused
             results[i] = FileAnalysis(path, size, mtime_ns, info["rows"], info["raw"], partials, "cache")
@@ -241,7 +241,9 @@ def basic_stats(
 # ------------------------------------------------------------------------------------------ planning
 
 
-def _column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: Sequence[str]) -> list[ColumnSpec]:
+def column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: Sequence[str]) -> list[ColumnSpec]:
+    """The requested columns with their Hive types and table positions (``order``: the table's columns);
+    InvalidInput for an unknown or repeated column or a type without statistics."""
     if isinstance(columns, str):
         raise InvalidInput("columns must be a sequence of column names, not one string")
     lowered = {k.lower(): k for k in hive_types}
@@ -324,9 +326,11 @@ def _join_outcomes(parts: list[FileOutcome]) -> FileOutcome:
 # -------------------------------------------------------------------------------------------- cache
 
 
-def _from_cache(
+def cached_partials(
     cache: FileStatsCache, ref: FileRef, specs: list[ColumnSpec], options: ScanOptions
 ) -> tuple[dict[str, Any], dict[str, ColumnPartial]] | None:
+    """What the cache holds for an unchanged file: its info (rows, raw size) and the partials of those ``specs``
+    it has with every fact ``options`` need (None when the file is unknown or changed)."""
     cached = cache.get(ref.url, ref.size, ref.mtime_ns, ref.version)
     if cached is None:
         return None

@@ -15,12 +15,12 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from time import thread_time
 from typing import Any
 
 from metastore import storage
-from metastore.errors import MetastoreError
+from metastore.errors import InvalidInput, MetastoreError
 from metastore.orcio import (
     Category,
     OrcError,
@@ -32,6 +32,7 @@ from metastore.orcio import (
     scan_stripe_columns,
 )
 from metastore.stats.harvest.partial import (
+    FILE_PHASES,
     KLL_KINDS,
     LENGTH_KINDS,
     MISSING_HISTOGRAM,
@@ -50,7 +51,9 @@ from metastore.stats.harvest.partial import (
     ColumnPartial,
     FileAnalysis,
 )
-from metastore.stats.hll import HyperLogLog
+from metastore.stats.hll import HyperLogLog, merge_hlls
+from metastore.stats.kll import kll_merge_all
+from metastore.stats.merge import max_present, min_present
 from metastore.stats.model import StatsKind
 from metastore.stats.orc_convert import (
     OrcColumnFacts,
@@ -65,13 +68,19 @@ from metastore.stats.sketcher import SKETCH_P, ColumnSketcher
 from metastore.storage import FileRef, RangeFile, StorageError, StorageOptions
 
 __all__ = [
+    "ColumnPlan",
+    "ColumnScan",
     "ColumnSpec",
     "FileOutcome",
+    "FilePiece",
     "HarvestError",
     "ScanOptions",
     "absent_partial",
     "analyze_file",
+    "analyze_file_piece",
     "cache_entry_key",
+    "join_file_pieces",
+    "stripes_of_piece",
     "open_orc",
     "raw_size",
     "resolve_field",
@@ -186,18 +195,78 @@ def analyze_file(
 ) -> FileOutcome:
     """Analyse one file (a local path or a URL, as listed with this size, mtime and version) for ``wanted``
     columns (the others came from the cache). Object stores are reached with ``storage_options``."""
+    return join_file_pieces([analyze_file_piece(path, size, mtime_ns, wanted, options,
+                                                storage_options=storage_options, version=version)])
+
+
+def stripes_of_piece(offsets: Sequence[int], size: int, piece: int, pieces: int) -> list[int]:
+    """Indexes of the stripes piece ``piece`` of ``pieces`` scans: those starting in its byte range
+    ``[piece * size / pieces, (piece + 1) * size / pieces)``, so that the pieces of a file share its stripes out
+    without knowing them in advance (the planner splits by size alone)."""
+    if pieces <= 1:
+        return list(range(len(offsets)))
+    return [i for i, offset in enumerate(offsets) if min(pieces - 1, offset * pieces // max(size, 1)) == piece]
+
+
+def analyze_file_piece(
+    path: str, size: int, mtime_ns: int, wanted: tuple[ColumnSpec, ...], options: ScanOptions,
+    piece: int = 0, pieces: int = 1, *, storage_options: StorageOptions | None = None, version: str = "",
+) -> FilePiece:
+    """Plan one file from its footer and scan only the stripes of piece ``piece`` of ``pieces``
+    (:func:`stripes_of_piece`); :func:`join_file_pieces` of all pieces is the file's outcome."""
+    if not 0 <= piece < pieces:
+        raise InvalidInput(f"piece {piece} of {pieces} does not exist")
     started = time.perf_counter()
     cpu_started = thread_time()
     with open_orc(FileRef(path, size, mtime_ns, version), storage_options) as (reader, counter):
         try:
-            outcome = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options, cpu_started)
-            return replace(outcome, analysis=replace(outcome.analysis, seconds=time.perf_counter() - started))
+            found = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options, piece, pieces,
+                                       cpu_started)
+            return replace(found, seconds=time.perf_counter() - started)
         except HarvestError:
             raise
         except OrcError as err:
             raise HarvestError(f"cannot analyze {path}: corrupt ORC data: {err}") from None
         except (ValueError, IndexError, OverflowError, MemoryError, KeyError) as exc:
             raise HarvestError(f"cannot analyze {path}: corrupt ORC data: {type(exc).__name__}: {exc}") from None
+
+
+def join_file_pieces(pieces: Sequence[FilePiece]) -> FileOutcome:
+    """One file's outcome from all its pieces (any order): footer facts once, the pieces' scans merged in stripe
+    order, so the result is the one a whole-file scan gives (every count and HLL byte). Raises InvalidInput
+    when pieces are missing, repeated or of different files."""
+    if not pieces:
+        raise InvalidInput("join_file_pieces needs at least one piece")
+    ordered = sorted(pieces, key=lambda p: p.piece)
+    first = ordered[0]
+    if [p.piece for p in ordered] != list(range(first.pieces)) or any(
+        (p.path, p.size, p.mtime_ns, p.pieces) != (first.path, first.size, first.mtime_ns, first.pieces)
+        for p in ordered
+    ):
+        raise InvalidInput(
+            f"pieces {[p.piece for p in ordered]} of {first.path} are not the {first.pieces} piece(s) of one file"
+        )
+    joining_started = thread_time()
+    partials: dict[str, ColumnPartial] = {}
+    entries: dict[str, bytes] = {}
+    for index, plan in enumerate(first.plans):
+        scans = [p.scans[index] for p in ordered]
+        scanned = [c for c in scans if c is not None]
+        partial = _partial(plan, first.rows, first.options, _merge_scans(scanned) if scanned else None)
+        partials[plan.spec.name] = partial
+        ref = None if plan.node_id is None else (plan.node_id, plan.node_text)
+        entries[cache_entry_key(plan.spec, ref)] = partial.to_bytes()
+    stripes_scanned = sum(p.stripes_scanned for p in ordered)
+    analysis = FileAnalysis(
+        first.path, first.size, first.mtime_ns, first.rows, first.raw, partials,
+        "scan" if stripes_scanned else "footer", sum(p.bytes_read for p in ordered), stripes_scanned,
+        tuple(plan.spec.name for plan in first.plans if plan.metadata is not None),
+        sum(p.seconds for p in ordered),
+        phases={phase: sum(p.phases.get(phase, 0.0) for p in ordered) for phase in FILE_PHASES},
+    )
+    # merging the pieces' sketches and serialising the partials counts as sketch work
+    analysis.phases[PHASE_SKETCHES] += thread_time() - joining_started
+    return FileOutcome(analysis, first.info, entries)
 
 
 def resolve_field(field_names: Sequence[str], spec: ColumnSpec) -> int | None:
@@ -228,10 +297,83 @@ class _Plan:
     feed_seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class ColumnPlan:
+    """What the footer and the sketch metadata answer for one column, and what a scan must add (picklable)."""
+
+    spec: ColumnSpec
+    kind: StatsKind
+    node_id: int | None  # None: the file lacks the column
+    node_text: str
+    facts: OrcColumnFacts | None
+    metadata: SketchRecord | None
+    scanned: bool  # a scan computes what is missing (ColumnScan)
+    scan_range: bool  # ... including low/high
+    scan_histogram: bool  # ... including the KLL histogram
+
+
+@dataclass(frozen=True)
+class ColumnScan:
+    """What a scan of some stripes found for one column."""
+
+    non_null: int
+    low: Any
+    high: Any
+    num_trues: int
+    total_length: int
+    max_length: int
+    sketch: bytes | None
+    histogram: bytes | None
+
+
+@dataclass(frozen=True)
+class FilePiece:
+    """One file's footer plan plus the scan of the stripes of one of its pieces (picklable, for executors)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    piece: int
+    pieces: int
+    rows: int
+    raw: int
+    info: bytes
+    options: ScanOptions
+    plans: tuple[ColumnPlan, ...]
+    scans: tuple[ColumnScan | None, ...]
+    stripes_scanned: int
+    bytes_read: int
+    seconds: float = 0.0
+    #: CPU seconds of this piece per phase (partial.FILE_PHASES).
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+def _merge_scans(scans: Sequence[ColumnScan]) -> ColumnScan:
+    """The scans of consecutive stripe ranges as one (in stripe order: HLL bytes as one scan gives them)."""
+    if len(scans) == 1:
+        return scans[0]
+    low = high = None
+    for scan in scans:
+        low = min_present(low, scan.low)
+        high = max_present(high, scan.high)
+    sketches = [HyperLogLog.from_bytes(c.sketch) for c in scans if c.sketch is not None]
+    histograms = [c.histogram for c in scans if c.histogram is not None]
+    return ColumnScan(
+        non_null=sum(c.non_null for c in scans),
+        low=low,
+        high=high,
+        num_trues=sum(c.num_trues for c in scans),
+        total_length=sum(c.total_length for c in scans),
+        max_length=max(c.max_length for c in scans),
+        sketch=merge_hlls(sketches).to_bytes() if sketches else None,
+        histogram=(histograms[0] if len(histograms) == 1 else kll_merge_all(histograms)) if histograms else None,
+    )
+
+
 def _analyze_open_file(
     reader: OrcReader, counter: RangeFile, path: str, size: int, mtime_ns: int,
-    wanted: tuple[ColumnSpec, ...], options: ScanOptions, cpu_started: float,
-) -> FileOutcome:
+    wanted: tuple[ColumnSpec, ...], options: ScanOptions, piece: int, pieces: int, cpu_started: float,
+) -> FilePiece:
     schema = reader.schema
     if schema.category != Category.STRUCT:
         raise HarvestError(f"cannot analyze {path}: the file's schema {schema} is not a struct of columns")
@@ -275,20 +417,19 @@ def _analyze_open_file(
         if scanning:
             requests = [column_request(reader, n.id, m, with_ids=p.with_ids)
                         for p in scanning if (n := p.node) is not None and (m := p.mode) is not None]
-            for stripe in range(len(reader.stripes)):
+            offsets = [stripe.offset for stripe in reader.stripes]
+            for stripe in stripes_of_piece(offsets, size, piece, pieces):
                 stripes_scanned += 1
                 for plan, chunk in zip(scanning, scan_stripe_columns(reader, stripe, requests), strict=True):
                     _feed(plan, chunk)
     scan_finished = thread_time()
-    partials: dict[str, ColumnPartial] = {}
-    entries: dict[str, bytes] = {}
-    for plan in plans:
-        partial = _partial(plan, rows, options)
-        partials[plan.spec.name] = partial
-        ref = None if plan.node is None else (plan.node.id, str(plan.node))
-        entries[cache_entry_key(plan.spec, ref)] = partial.to_bytes()
-    from_metadata = tuple(p.spec.name for p in plans if p.metadata is not None)
-    source = "scan" if stripes_scanned else "footer"
+    column_plans = tuple(
+        ColumnPlan(p.spec, p.kind, None if p.node is None else p.node.id, "" if p.node is None else str(p.node),
+                   p.facts, p.metadata, p.sketcher is not None, p.sketcher is not None and p.sketcher.want_range,
+                   p.sketcher is not None and p.sketcher.kll is not None)
+        for p in plans
+    )
+    scans = tuple(_scan_of(p) for p in plans)
     # CPU seconds by phase: hashing and sketch updates (with the sketches' serialisation) measured around the
     # sketchers' work, decoding the rest of the scan
     hashing = sum(p.sketcher.hash_seconds for p in plans if p.sketcher is not None)
@@ -299,9 +440,16 @@ def _analyze_open_file(
         PHASE_HASHING: hashing,
         PHASE_SKETCHES: max(0.0, feeding - hashing) + thread_time() - scan_finished,
     }
-    analysis = FileAnalysis(path, size, mtime_ns, rows, raw, partials, source, counter.bytes_read, stripes_scanned,
-                            from_metadata, phases=phases)
-    return FileOutcome(analysis, json.dumps(file_info(reader, raw)).encode(), entries)
+    return FilePiece(path, size, mtime_ns, piece, pieces, rows, raw, json.dumps(file_info(reader, raw)).encode(),
+                     options, column_plans, scans, stripes_scanned, counter.bytes_read, phases=phases)
+
+
+def _scan_of(plan: _Plan) -> ColumnScan | None:
+    sk = plan.sketcher
+    if sk is None:
+        return None
+    return ColumnScan(plan.scanned_non_null, sk.low, sk.high, sk.num_trues, sk.total_length, sk.max_length,
+                      sk.sketch_bytes(), sk.histogram_bytes())
 
 
 def _choose_scan(plan: _Plan, options: ScanOptions) -> None:
@@ -359,19 +507,18 @@ def _feed_sketcher(plan: _Plan, chunk: StripeColumn) -> None:
             sketcher.add_lengths(lengths, count_rows=False)
 
 
-def _partial(plan: _Plan, rows: int, options: ScanOptions) -> ColumnPartial:
+def _partial(plan: ColumnPlan, rows: int, options: ScanOptions, sk: ColumnScan | None) -> ColumnPartial:
     kind = plan.kind
-    if plan.node is None:
+    if plan.node_id is None:
         # a column the file lacks reads as NULL in every row
         return absent_partial(kind, rows, options)
     facts = plan.facts
     meta = plan.metadata
-    sk = plan.sketcher
     missing: set[str] = set()
     if facts is not None and facts.num_nulls is not None:
         nulls = facts.num_nulls
     elif sk is not None:
-        nulls = rows - plan.scanned_non_null
+        nulls = rows - sk.non_null
     else:
         nulls, missing = 0, missing | {MISSING_NULLS}
     non_null = rows - nulls
@@ -379,7 +526,7 @@ def _partial(plan: _Plan, rows: int, options: ScanOptions) -> ColumnPartial:
     if kind in RANGE_KINDS and non_null:
         if facts is not None and facts.has_range:
             low, high = facts.low, facts.high
-        elif sk is not None and sk.want_range:
+        elif sk is not None and plan.scan_range:
             low, high = sk.low, sk.high
         else:
             missing.add(MISSING_RANGE)
@@ -412,8 +559,8 @@ def _partial(plan: _Plan, rows: int, options: ScanOptions) -> ColumnPartial:
             missing.add(MISSING_NDV)
         elif meta is not None:
             sketch = meta.sketch
-        elif sk is not None and sk.hll is not None:
-            sketch = sk.sketch_bytes()
+        elif sk is not None and sk.sketch is not None:
+            sketch = sk.sketch
         elif non_null == 0:
             sketch = HyperLogLog(SKETCH_P).to_bytes()
         else:
@@ -424,8 +571,8 @@ def _partial(plan: _Plan, rows: int, options: ScanOptions) -> ColumnPartial:
             missing.add(MISSING_HISTOGRAM)
         elif meta is not None and meta.histogram is not None:
             histogram = meta.histogram
-        elif sk is not None and sk.kll is not None:
-            histogram = sk.histogram_bytes()
+        elif sk is not None and plan.scan_histogram:
+            histogram = sk.histogram
         elif non_null:
             missing.add(MISSING_HISTOGRAM)
     return ColumnPartial(kind=kind, rows=rows, num_nulls=nulls, low=low, high=high, num_trues=trues,

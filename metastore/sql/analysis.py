@@ -1,0 +1,367 @@
+"""The engine-independent parts of ANALYZE: which columns and partitions, and how the results are persisted.
+
+The shell's ANALYZE (:mod:`metastore.sql.analyze`, in this process) and the Spark pipeline
+(:mod:`metastore.spark`, on executors) compute statistics differently but share everything around it, so that both
+write exactly the same things through the client API:
+
+- :func:`statistics_columns` and :func:`list_targets` say what to analyse (a partial partition spec means every
+  matching partition);
+- each target's computation ends in a :class:`TargetOutcome` (or a failed one: a corrupt file fails its partition
+  only);
+- :func:`persist_outcomes` writes basic statistics into the table's or partitions' parameters and column
+  statistics per partition, then table-level statistics merged from the partitions' sketches (or, when only some
+  partitions were analysed, aggregated by the metastore from the stored sketches);
+- :func:`summarize` gives the result rows and the one-line summary (naming failed partitions and their files).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TextIO
+
+from metastore.catalog import FieldSchema, Partition, Table
+from metastore.client import MetastoreClient, StatsWrite
+from metastore.errors import InvalidInput, NoSuchObject
+from metastore.partnames import make_part_name
+from metastore.sql.basic_stats import with_basic_stats
+from metastore.sql.table_files import list_data_files, qualified
+from metastore.stats.model import ColumnStats, ColumnStatsEntry, kind_for_type
+from metastore.storage import FileRef, StorageOptions
+
+if TYPE_CHECKING:
+    from metastore.stats.harvest import AnalyzeResult
+
+__all__ = [
+    "ALTER_BATCH",
+    "AnalyzeTarget",
+    "ColumnRequestError",
+    "FileProgress",
+    "TargetOutcome",
+    "failed_outcome",
+    "human_bytes",
+    "list_targets",
+    "outcome_of",
+    "persist_outcomes",
+    "spec_values",
+    "statistics_columns",
+    "summarize",
+]
+
+#: Partitions whose parameters are replaced per alter_partitions call.
+ALTER_BATCH = 500
+
+
+class ColumnRequestError(InvalidInput):
+    """A requested column cannot have statistics; ``index`` is its position in the request."""
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+@dataclass
+class AnalyzeTarget:
+    """The table (partition None) or one partition, its location (local or object store) and data files."""
+
+    partition: Partition | None
+    name: str | None  # partition name
+    location: str
+    files: list[FileRef]
+
+
+@dataclass
+class TargetOutcome:
+    """What ANALYZE found for one target; ``error`` (naming the file) when it failed and nothing is written."""
+
+    target: AnalyzeTarget
+    num_rows: int | None
+    num_files: int
+    total_size: int
+    raw_data_size: int | None
+    columns: dict[str, ColumnStats]
+    files_read: int = 0
+    bytes_read: int = 0
+    files_reused: int = 0
+    result: AnalyzeResult | None = None  # FOR COLUMNS: kept for merging into table statistics
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+def outcome_of(target: AnalyzeTarget, result: AnalyzeResult) -> TargetOutcome:
+    """The outcome of a target whose columns were harvested into ``result``."""
+    return TargetOutcome(
+        target, result.num_rows, result.num_files, result.total_size, result.raw_data_size, dict(result.columns),
+        result.files_read, result.bytes_read, result.files_reused, result,
+    )
+
+
+def failed_outcome(target: AnalyzeTarget, error: str) -> TargetOutcome:
+    """A target that could not be analysed (``error`` names the file and why)."""
+    return TargetOutcome(target, None, len(target.files), 0, None, {}, error=error)
+
+
+def statistics_columns(table: Table, names: Sequence[str] | None) -> list[FieldSchema]:
+    """The data columns whose statistics are asked for (``None``: every column with a statistics kind).
+
+    Raises :class:`ColumnRequestError` naming the first column that is unknown, a partition column or complex."""
+    if names is None:
+        return [c for c in table.sd.cols if kind_for_type(c.type) is not None]
+    out: list[FieldSchema] = []
+    keys = {k.name.lower() for k in table.partition_keys}
+    for index, name in enumerate(names):
+        if name.lower() in keys:
+            raise ColumnRequestError(
+                f"'{name}' is a partition column of {qualified(table)}; its values are in the partition "
+                "names, it has no column statistics",
+                index,
+            )
+        col = next((c for c in table.sd.cols if c.name.lower() == name.lower()), None)
+        if col is None:
+            raise ColumnRequestError(f"column '{name}' does not exist in {qualified(table)}", index)
+        if kind_for_type(col.type) is None:
+            raise ColumnRequestError(
+                f"column '{name}' is {col.type}; Hive keeps no statistics of complex types", index
+            )
+        if col not in out:
+            out.append(col)
+    return out
+
+
+def spec_values(table: Table, spec: Mapping[str, Any]) -> list[str | None]:
+    """A partition spec given as a mapping (``{"ds": "2024-01-01"}``; a value None leaves the key open) as
+    values in key order, checked and normalised as the shell's PARTITION (...) is; InvalidInput otherwise."""
+    from metastore.sql.errors import Position, SqlError
+    from metastore.sql.partition_specs import resolve_spec
+    from metastore.sql.statements import Literal, LiteralKind, Name, PartitionItem, PartitionSpec
+
+    where = Position(1, 1)
+    items = tuple(
+        PartitionItem(Name(str(k), where), None if v is None else Literal(LiteralKind.STRING, str(v), where))
+        for k, v in spec.items()
+    )
+    try:
+        return resolve_spec(table, PartitionSpec(items, where), full=False, what="ANALYZE")
+    except SqlError as exc:
+        raise InvalidInput(exc.message) from None
+
+
+def _spec_text(table: Table, values: Sequence[str | None]) -> str:
+    return ", ".join(f"{k.name}='{v}'" for k, v in zip(table.partition_keys, values, strict=True) if v is not None)
+
+
+def _location(location: str | None, owner: str) -> str:
+    if not location:
+        raise InvalidInput(f"{owner} has no location")
+    return location
+
+
+def list_targets(
+    client: MetastoreClient, table: Table, values: Sequence[str | None] | None,
+    storage_options: StorageOptions | None = None,
+) -> tuple[list[AnalyzeTarget], int]:
+    """The targets of ANALYZE, their files listed, and how many partitions the table has in all (0 when
+    unpartitioned).
+
+    ``values`` are the partition spec's values in key order (None leaves a key open; ``values`` None: every
+    partition). Raises NoSuchObject when no partition matches, InvalidInput for a target without a location,
+    StorageError when a location cannot be listed.
+    """
+    if not table.partition_keys:
+        if values is not None:
+            raise InvalidInput(f"{qualified(table)} is not partitioned; ANALYZE takes no PARTITION")
+        location = _location(table.sd.location, qualified(table))
+        return [AnalyzeTarget(None, None, location, list_data_files(location, storage_options))], 0
+    all_names = client.list_partition_names(table.db_name, table.table_name)
+    if values is None:
+        partitions = client.list_partitions(table.db_name, table.table_name)
+    elif all(v is not None for v in values):
+        try:
+            partitions = [client.get_partition(table.db_name, table.table_name, [v or "" for v in values])]
+        except NoSuchObject:
+            raise NoSuchObject(
+                f"partition ({_spec_text(table, values)}) of {qualified(table)} does not exist"
+            ) from None
+    else:
+        partitions = client.list_partitions(table.db_name, table.table_name, ["" if v is None else v for v in values])
+        if not partitions:
+            raise NoSuchObject(f"no partition of {qualified(table)} matches ({_spec_text(table, values)})")
+    targets = []
+    keys = [k.name for k in table.partition_keys]
+    for p in partitions:
+        name = make_part_name(keys, p.values)
+        location = _location(p.sd.location, f"{qualified(table)} partition {name}")
+        targets.append(AnalyzeTarget(p, name, location, list_data_files(location, storage_options)))
+    return targets, len(all_names)
+
+
+class FileProgress:
+    """One tqdm bar over all files of an ANALYZE (on ``stream``, only when ``enabled``); targets report in turn."""
+
+    def __init__(self, enabled: bool, stream: TextIO, total: int, description: str, unit: str = "file") -> None:
+        self.bar = None
+        if enabled and total:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit=unit, desc=description, file=stream, leave=False, dynamic_ncols=True)
+        self.done_before = 0
+        self.current = 0
+
+    def callback(self, done: int, _total: int) -> None:
+        """``progress(done, total)`` of the current target."""
+        if self.bar is not None:
+            new = self.done_before + done
+            self.bar.update(new - self.current)
+            self.current = new
+
+    def advance_to(self, done: int) -> None:
+        """Set the bar to ``done`` in all."""
+        if self.bar is not None and done > self.current:
+            self.bar.update(done - self.current)
+            self.current = done
+
+    def finish_target(self, files: int) -> None:
+        self.done_before += files
+        self.advance_to(self.done_before)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def human_bytes(n: int) -> str:
+    """A byte count for people (``12.5 MiB``)."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+# ------------------------------------------------------------------------------------------- persisting
+
+
+def _persist_parameters(client: MetastoreClient, table: Table, outcomes: Sequence[TargetOutcome]) -> None:
+    """Basic statistics into the table's or the partitions' parameters (alter_partitions in batches)."""
+    def params_of(current: dict[str, str], o: TargetOutcome) -> dict[str, str]:
+        return with_basic_stats(
+            current, num_files=o.num_files, total_size=o.total_size, num_rows=o.num_rows,
+            raw_data_size=o.raw_data_size,
+        )
+
+    if not table.partition_keys:
+        for o in outcomes:
+            current = client.get_table(table.db_name, table.table_name)
+            client.alter_table(table.db_name, table.table_name,
+                               replace(current, parameters=params_of(current.parameters, o)))
+        return
+    for start in range(0, len(outcomes), ALTER_BATCH):
+        chunk = outcomes[start : start + ALTER_BATCH]
+        parts = []
+        for o in chunk:
+            assert o.target.partition is not None
+            parts.append(replace(o.target.partition, parameters=params_of(o.target.partition.parameters, o)))
+        client.alter_partitions(table.db_name, table.table_name, parts)
+
+
+def _table_level(
+    client: MetastoreClient, table: Table, columns: list[FieldSchema], outcomes: Sequence[TargetOutcome],
+    partitions_total: int,
+) -> list[ColumnStatsEntry]:
+    """Table-level statistics of a partitioned table, merged through the partitions' sketches."""
+    if len(outcomes) == partitions_total and all(o.result is not None for o in outcomes):
+        from metastore.stats.harvest import merge_results
+
+        merged = merge_results([o.result for o in outcomes if o.result is not None])
+        return [
+            ColumnStatsEntry(column=c.name, column_type=c.type, stats=merged.columns[c.name])
+            for c in columns if c.name in merged.columns
+        ]
+    names = client.list_partition_names(table.db_name, table.table_name)
+    result = client.aggregate_statistics(table.db_name, table.table_name, names, [c.name for c in columns])
+    return list(result.entries)
+
+
+def persist_outcomes(
+    client: MetastoreClient, table: Table, columns: list[FieldSchema], outcomes: Sequence[TargetOutcome],
+    partitions_total: int,
+) -> None:
+    """Write what ANALYZE found: basic statistics into parameters, column statistics per target in
+    set_aggr_stats_for batches, then the table-level statistics of a partitioned table. Failed targets get
+    nothing written; the table level is then aggregated by the metastore over every partition."""
+    done = [o for o in outcomes if not o.failed]
+    if not done:
+        return
+    _persist_parameters(client, table, done)
+    if not columns:
+        return
+    now = int(time.time())
+    writes: list[StatsWrite] = []
+    for o in done:
+        entries = [
+            ColumnStatsEntry(column=c.name, column_type=c.type, stats=o.columns[c.name])
+            for c in columns if c.name in o.columns
+        ]
+        writes.append(StatsWrite(table.db_name, table.table_name, entries, partition_name=o.target.name,
+                                 last_analyzed=now))
+    client.write_statistics(writes)
+    if table.partition_keys:
+        table_entries = _table_level(client, table, columns, done, partitions_total)
+        if table_entries:
+            client.write_statistics([StatsWrite(table.db_name, table.table_name, table_entries, last_analyzed=now)])
+
+
+# ---------------------------------------------------------------------------------------------- summary
+
+
+@dataclass(frozen=True)
+class AnalyzeSummary:
+    """The result table of an ANALYZE (one row per target) and its one-line summary."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    message: str
+    failed: tuple[str, ...]  # one "target: error" per failed target
+
+
+def summarize(
+    table: Table, columns: Sequence[FieldSchema], scan: bool, outcomes: Sequence[TargetOutcome], seconds: float,
+    engine: str | None = None,
+) -> AnalyzeSummary:
+    """Rows per target and the summary line (``scan`` False for NOSCAN); failed targets are named with their
+    error (the file and why)."""
+    partitioned = bool(table.partition_keys)
+    rows = [
+        [o.target.name or qualified(table), o.num_rows, o.num_files, o.total_size, o.raw_data_size, o.files_read,
+         o.files_reused]
+        for o in outcomes if not o.failed
+    ]
+    header = ["partition" if partitioned else "table", "num_rows", "num_files", "total_size", "raw_data_size",
+              "files_read", "files_reused"]
+    done = [o for o in outcomes if not o.failed]
+    failed = [o for o in outcomes if o.failed]
+    files_read = sum(o.files_read for o in done)
+    bytes_read = sum(o.bytes_read for o in done)
+    reused = sum(o.files_reused for o in done)
+    what = f"{len(done)} partition(s)" if partitioned else ("the table" if done else "nothing")
+    if columns:
+        work = (
+            f"{len(columns)} column(s): {files_read} file(s) read ({human_bytes(bytes_read)}), {reused} reused "
+            f"from the cache"
+        )
+    elif scan:
+        work = f"footers of {sum(o.num_files for o in done)} file(s) read"
+    else:
+        work = f"sizes of {sum(o.num_files for o in done)} file(s) listed"
+    on = f" on {engine}" if engine else ""
+    message = f"analyzed {what} of {qualified(table)}{on}, {work}, {seconds:.2f} s"
+    failures = tuple(f"{o.target.name or qualified(table)}: {o.error}" for o in failed)
+    if failed:
+        noun = "partition" if partitioned else "table"
+        message += f"; {len(failed)} {noun}(s) failed, nothing written for them: " + "; ".join(failures)
+    return AnalyzeSummary(header, rows, message, failures)

@@ -1,0 +1,177 @@
+"""metastore.spark.analyze_table on a local Spark session equals the shell's in-process ANALYZE: every field and
+every sketch byte, per partition and for the table; large files split by stripe ranges, cached files reused,
+retried tasks counted once, a corrupt file failing its partition alone."""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.orc as po
+import pytest
+from sql.session import SqlSession
+
+from metastore.client.embedded import EmbeddedMetastoreClient
+from metastore.errors import InvalidInput, NoSuchObject
+from metastore.spark import analyze_table
+
+pytestmark = pytest.mark.spark
+
+COLUMNS = {"id": "bigint", "name": "string", "code": "string", "amount": "double", "price": "decimal(10,2)",
+           "flag": "boolean", "day": "date", "ts": "timestamp", "blob": "binary", "qty": "int"}
+DAYS = ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
+
+
+def _rows(rng: np.random.Generator, n: int) -> pa.Table:
+    def mask(p: float) -> np.ndarray:
+        return rng.random(n) < p
+
+    return pa.table({
+        "id": pa.array(rng.integers(-(2**40), 2**40, n), mask=mask(0.05)),
+        "name": pa.array([f"name-{v}" for v in rng.integers(0, 50_000, n)], mask=mask(0.1)),
+        "code": pa.array([f"c{v}" for v in rng.integers(0, 120, n)]),
+        "amount": pa.array(rng.normal(0, 1000, n), mask=mask(0.2)),
+        "price": pa.array([Decimal(int(v)).scaleb(-2) for v in rng.integers(-10**8, 10**8, n)], pa.decimal128(10, 2)),
+        "flag": pa.array(rng.random(n) < 0.4, mask=mask(0.1)),
+        "day": pa.array(rng.integers(0, 20000, n).astype("datetime64[D]")),
+        "ts": pa.array(rng.integers(0, 10**15, n).astype("datetime64[us]"), mask=mask(0.1)),
+        "blob": pa.array([rng.bytes(int(k)) for k in rng.integers(0, 16, n)], pa.binary()),
+        "qty": pa.array(rng.integers(0, 1000, n).astype(np.int32)),
+    })
+
+
+def _make(tmp: Path, data: Path) -> tuple[str, EmbeddedMetastoreClient]:
+    """A metastore database over the table in ``data`` (created once, the files shared by every database)."""
+    url = f"sqlite:///{tmp / 'metastore.db'}"
+    client = EmbeddedMetastoreClient(url, str(tmp / "warehouse"))
+    session = SqlSession(client, None)
+    cols = ", ".join(f"{k} {v}" for k, v in COLUMNS.items())
+    session.run("CREATE DATABASE sales")
+    session.run(f"CREATE EXTERNAL TABLE sales.events ({cols}) PARTITIONED BY (ds string) STORED AS ORC "
+                f"LOCATION '{data}'")
+    session.run("MSCK REPAIR TABLE sales.events")
+    return url, client
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("events")
+    rng = np.random.default_rng(11)
+    for k, day in enumerate(DAYS):
+        part = root / f"ds={day}"
+        part.mkdir()
+        # a multi-stripe file (split into pieces below) and small ones; one partition also has our writer's file
+        po.write_table(_rows(rng, 60_000), part / "part-00000.orc", stripe_size=200 * 1024, compression="zstd")
+        for f in range(1, 3 + k % 2):
+            po.write_table(_rows(rng, 3_000 + 500 * f), part / f"part-0000{f}.orc", compression="zstd")
+    session_tmp = tmp_path_factory.mktemp("ours")
+    client = EmbeddedMetastoreClient(f"sqlite:///{session_tmp / 'm.db'}", str(session_tmp / "wh"))
+    SqlSession(client, None).run(
+        "CREATE TABLE t (id bigint, name string) STORED AS ORC; "
+        "INSERT INTO t VALUES (1, 'ours-a'), (2, 'ours-b'), (NULL, NULL)"
+    )
+    client.close()
+    ours = next((session_tmp / "wh" / "t").glob("*"))
+    target = root / f"ds={DAYS[0]}" / "part-00009-ours.orc"
+    target.write_bytes(ours.read_bytes())
+    return root
+
+
+def _all_stats(client: EmbeddedMetastoreClient) -> tuple[dict, dict, dict]:
+    names = client.list_partition_names("sales", "events")
+    parts = client.partition_statistics("sales", "events", names, list(COLUMNS))
+    table = {e.column: e.stats for e in client.table_statistics("sales", "events", list(COLUMNS))}
+    params = {n: {k: v for k, v in client.get_partitions_by_names("sales", "events", [n])[0].parameters.items()
+                  if k in ("numRows", "numFiles", "totalSize", "rawDataSize", "COLUMN_STATS_ACCURATE")}
+              for n in names}
+    return ({n: {e.column: e.stats for e in entries} for n, entries in parts.items()}, table, params)
+
+
+def test_spark_equals_the_shell_byte_for_byte(spark, data: Path, tmp_path: Path) -> None:
+    (tmp_path / "local").mkdir()
+    (tmp_path / "spark").mkdir()
+    _, local_client = _make(tmp_path / "local", data)
+    spark_url, spark_client = _make(tmp_path / "spark", data)
+    SqlSession(local_client, None).run("ANALYZE TABLE sales.events COMPUTE STATISTICS FOR COLUMNS")
+    # small split and task sizes: the multi-stripe files become several pieces, files group several per task
+    summary = analyze_table(spark, "sales.events", metastore=spark_url, cache=None, split_bytes=300 * 1024,
+                            task_bytes=400 * 1024)
+    assert not summary.failed
+    assert [r[0] for r in summary.rows] == [f"ds={d}" for d in DAYS]
+    assert summary.message.startswith("analyzed 4 partition(s) of sales.events on Spark, 10 column(s)")
+    local = _all_stats(local_client)
+    got = _all_stats(spark_client)
+    assert got[2] == local[2]  # basic statistics in the parameters
+    assert got[0] == local[0]  # every partition's statistics, sketches included
+    assert got[1] == local[1]  # table level, merged from the partitions' sketches
+    some = got[0][f"ds={DAYS[0]}"]
+    assert some["name"].bit_vector and some["code"].bit_vector and some["id"].bit_vector
+    assert int(got[2][f"ds={DAYS[0]}"]["numRows"]) == 60_000 + 3_500 + 4_000 + 3
+    local_client.close()
+    spark_client.close()
+
+
+def test_partial_spec_columns_and_the_cache(spark, data: Path, tmp_path: Path) -> None:
+    (tmp_path / "local").mkdir()
+    (tmp_path / "spark").mkdir()
+    _, local_client = _make(tmp_path / "local", data)
+    url, client = _make(tmp_path / "spark", data)
+    SqlSession(local_client, None).run(
+        f"ANALYZE TABLE sales.events PARTITION (ds='{DAYS[1]}') COMPUTE STATISTICS FOR COLUMNS name, qty"
+    )
+    cache = tmp_path / "cache.sqlite"
+    first = analyze_table(spark, "sales.events", ["name", "QTY"], {"ds": DAYS[1]}, metastore=url, cache=str(cache),
+                          task_bytes=100 * 1024, split_bytes=10 << 20)
+    assert [r[0] for r in first.rows] == [f"ds={DAYS[1]}"]
+    assert first.rows[0][5:] == [4, 0]  # files read, reused
+    names = [f"ds={DAYS[1]}"]
+    want = local_client.partition_statistics("sales", "events", names, ["name", "qty"])
+    assert client.partition_statistics("sales", "events", names, ["name", "qty"]) == want
+    again = analyze_table(spark, "sales.events", ["name", "qty"], {"ds": DAYS[1]}, metastore=url, cache=str(cache))
+    assert again.rows[0][5:] == [0, 4] and "0 file(s) read" in again.message
+    assert client.partition_statistics("sales", "events", names, ["name", "qty"]) == want
+    # only the table level of one partition of four: the metastore aggregates what is stored
+    assert {e.column for e in client.table_statistics("sales", "events", ["name", "qty"])} == {"name", "qty"}
+    basic = analyze_table(spark, "sales.events", [], metastore=url, cache=None)
+    assert not basic.failed and "footers of" in basic.message
+    assert client.get_partition("sales", "events", [DAYS[3]]).parameters["numRows"] == str(
+        sum(po.ORCFile(str(f)).nrows for f in (data / f"ds={DAYS[3]}").glob("*.orc"))
+    )
+    local_client.close()
+    client.close()
+
+
+def test_bad_input_is_one_clear_error(spark, data: Path, tmp_path: Path) -> None:
+    url, client = _make(tmp_path, data)
+    with pytest.raises(InvalidInput, match="column 'nope' does not exist in sales.events"):
+        analyze_table(spark, "sales.events", ["nope"], metastore=url)
+    with pytest.raises(InvalidInput, match="'dt' is not a partition column of sales.events"):
+        analyze_table(spark, "sales.events", partition={"dt": "x"}, metastore=url)
+    with pytest.raises(NoSuchObject, match=r"partition \(ds='1999-01-01'\) of sales.events does not exist"):
+        analyze_table(spark, "sales.events", partition={"ds": "1999-01-01"}, metastore=url)
+    with pytest.raises(NoSuchObject):
+        analyze_table(spark, "sales.nothing", metastore=url)
+    client.close()
+
+
+def test_a_corrupt_file_fails_its_partition_only(spark, data: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "data"
+    for part in data.iterdir():
+        (copy / part.name).mkdir(parents=True)
+        for f in part.iterdir():
+            os.link(f, copy / part.name / f.name)
+    bad = copy / f"ds={DAYS[2]}" / "part-00005.orc"
+    bad.write_bytes(b"ORC" + os.urandom(3000))
+    (tmp_path / "db").mkdir()
+    url, client = _make(tmp_path / "db", copy)
+    summary = analyze_table(spark, "sales.events", ["id", "name"], metastore=url, cache=None)
+    assert summary.failed == (f"ds={DAYS[2]}: cannot analyze {bad}: not a readable ORC file: "
+                              + summary.failed[0].split("not a readable ORC file: ", 1)[1],)
+    assert [r[0] for r in summary.rows] == [f"ds={d}" for d in DAYS if d != DAYS[2]]
+    assert str(bad) in summary.message and "1 partition(s) failed" in summary.message
+    stored = client.partition_statistics("sales", "events", client.list_partition_names("sales", "events"), ["id"])
+    assert sorted(stored) == [f"ds={d}" for d in DAYS if d != DAYS[2]]
+    client.close()
