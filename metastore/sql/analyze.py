@@ -111,7 +111,6 @@ def _analyze_local(
             parts = split_result(run, [len(t.files) for t in targets])
             run.phases[PHASE_MERGE] = run.phases.get(PHASE_MERGE, 0.0) + time.perf_counter() - split_started
             return [outcome_of(t, r) for t, r in zip(targets, parts, strict=True)], run
-        progress.advance_to(0)
     outcomes: list[TargetOutcome] = []
     for target in targets:
         try:
