@@ -483,8 +483,7 @@ class HyperLogLog:
             width = self._max_register.bit_length() if self._max_register < 128 else 8
             if width > 6:
                 return MAGIC + bytes([(self.p << 4) | 7]) + estimate + self._dense.tobytes()
-            bits = np.unpackbits(self._dense[:, None], axis=1)[:, 8 - width :]
-            return MAGIC + bytes([(self.p << 4) | width]) + estimate + np.packbits(bits.ravel()).tobytes()
+            return MAGIC + bytes([(self.p << 4) | width]) + estimate + _pack_registers(self._dense, width)
         sparse = self._sparse or {}
         header = MAGIC + bytes([self.p << 4]) + estimate + _vulong(len(sparse))
         if not sparse:
@@ -534,18 +533,38 @@ class HyperLogLog:
         body = np.frombuffer(buf, dtype=np.uint8, count=min(nbytes, len(buf) - pos), offset=pos)
         if body.size < nbytes:
             raise HllFormatError(f"HLL dense registers are truncated: {body.size} of {nbytes} bytes")
-        if width == 8:
-            reg = body.copy()
-        else:
-            bits = np.unpackbits(body)[: sketch.m * width].reshape(sketch.m, width)
-            reg = (bits.astype(np.uint8) << np.arange(width - 1, -1, -1, dtype=np.uint8)).sum(
-                axis=1, dtype=np.uint8
-            )
+        reg = body.copy() if width == 8 else _unpack_registers(body, sketch.m, width)
         reg[reg > 127] = 0  # negative Java bytes never win a register
         sketch._dense = reg
         if sketch.bit_packing:
             sketch._max_register = int(reg.max())
         return sketch
+
+
+def _pack_registers(registers: np.ndarray, width: int) -> bytes:
+    """Registers as ``width``-bit fields, most significant bit first (Hive's bit packing): each group of eight
+    registers is one big-endian word of ``width`` bytes, built with a few whole-array shifts."""
+    groups = registers.size // 8  # m is a power of two >= 16
+    fields = registers.reshape(groups, 8).astype(np.uint64)
+    word = np.zeros(groups, dtype=np.uint64)
+    for i in range(8):
+        word <<= np.uint64(width)
+        word |= fields[:, i]
+    word <<= np.uint64(64 - 8 * width)  # the 8 * width bits at the top, then big-endian bytes
+    return word.astype(">u8").view(np.uint8).reshape(groups, 8)[:, :width].tobytes()
+
+
+def _unpack_registers(body: np.ndarray, m: int, width: int) -> np.ndarray:
+    """The inverse of :func:`_pack_registers` for ``m`` registers."""
+    groups = m // 8
+    padded = np.zeros((groups, 8), dtype=np.uint8)
+    padded[:, :width] = body[: groups * width].reshape(groups, width)
+    word = padded.view(">u8").ravel().astype(np.uint64)
+    mask = np.uint64((1 << width) - 1)
+    out = np.empty((groups, 8), dtype=np.uint8)
+    for i in range(8):
+        out[:, i] = (word >> np.uint64(64 - width * (i + 1))) & mask
+    return out.ravel()
 
 
 def merge_hlls(sketches: Sequence[HyperLogLog]) -> HyperLogLog:

@@ -15,7 +15,6 @@ from decimal import Decimal
 from time import thread_time
 from typing import Any
 
-import datasketches
 import numpy as np
 
 from metastore.orcio import (
@@ -66,7 +65,11 @@ class ColumnSketcher:
         self.total_length = 0
         self.max_length = 0
         self.hll: HyperLogLog | None = HyperLogLog(SKETCH_P) if self.want_ndv else None
-        self.kll = datasketches.kll_floats_sketch(DEFAULT_K) if self.want_histogram else None
+        self.kll: Any = None
+        if self.want_histogram:
+            import datasketches  # loaded on first use: most scans build no histogram
+
+            self.kll = datasketches.kll_floats_sketch(DEFAULT_K)
         #: CPU seconds this sketcher spent computing Murmur3 hashes (ANALYZE --verbose's "hashing" phase).
         self.hash_seconds = 0.0
 
