@@ -37,6 +37,7 @@ import textwrap
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import platformdirs
@@ -71,6 +72,7 @@ def _spark():
         SparkSession.builder.master("local[2]")
         .appName("bench-analyze-cli")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.driver.memory", "3g")
         .config("spark.sql.session.timeZone", "UTC")
@@ -106,6 +108,13 @@ def load_average() -> str:
 # --------------------------------------------------------------------------------------- our side
 
 
+def _env() -> dict[str, str]:
+    """The environment of our commands: byte-code cached, as a user's install caches it."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -120,7 +129,7 @@ class Server:
         self.process = subprocess.Popen(
             [sys.executable, "-c", _MAIN, "serve", "--port", str(self.port),
              "--db", f"sqlite:///{workdir / 'ms.db'}", "--warehouse", str(workdir / "warehouse")],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir, env=_env(),
         )
         assert self.process.stdout is not None
         for line in self.process.stdout:
@@ -142,7 +151,7 @@ def sql(uri: str, statements: str, *extra: str, cwd: Path) -> tuple[float, str]:
     """Run `metastore sql --connect uri -e statements` as a fresh process; (wall seconds, stdout + stderr)."""
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-c", _MAIN, "sql", "--connect", uri, *extra, "-e", statements],
-                            capture_output=True, text=True, cwd=cwd, timeout=3600)
+                            capture_output=True, text=True, cwd=cwd, timeout=3600, env=_env())
     seconds = time.perf_counter() - started
     if result.returncode != 0:
         raise RuntimeError(f"metastore sql failed ({result.returncode}): {result.stderr.strip()}")
@@ -202,6 +211,13 @@ def change_partitions(table: Path, every: int = 8) -> list[str]:
 # ------------------------------------------------------------------------------------------ floor
 
 
+def _cpu_of(fn, path: str) -> float:
+    """CPU seconds of this worker process spent on ``fn(path)`` (all its threads)."""
+    started = time.process_time()
+    fn(path)
+    return time.process_time() - started
+
+
 def _read_bytes(path: str) -> int:
     with open(path, "rb") as f:
         return len(f.read())
@@ -230,22 +246,25 @@ def _pyarrow_decode(path: str) -> int:
     return po.ORCFile(path).read().num_rows
 
 
-def _pool_time(fn, paths: list[str]) -> float:
+def _pool_time(fn, paths: list[str]) -> tuple[float, float]:
+    """(wall seconds on two processes, CPU seconds summed over them) of ``fn`` over every path."""
     with ProcessPoolExecutor(2) as pool:
         list(pool.map(fn, paths[:2]))  # workers started and warm before timing
         started = time.perf_counter()
-        list(pool.map(fn, paths))
-        return time.perf_counter() - started
+        cpu = sum(pool.map(partial(_cpu_of, fn), paths))
+        return time.perf_counter() - started, cpu
 
 
-def physical_floor(files: list[Path]) -> dict[str, float]:
-    """Seconds on two processes: the bytes read (page cache), read + decompressed, decoded by pyarrow."""
+def physical_floor(files: list[Path]) -> dict[str, tuple[float, float]]:
+    """(wall, CPU) seconds on two processes, best of 3: the bytes read (page cache), read and decompressed,
+    decoded by pyarrow."""
     paths = [str(p) for p in files]
-    return {
-        "read": min(_pool_time(_read_bytes, paths) for _ in range(3)),
-        "decompress": min(_pool_time(_decompress_all, paths) for _ in range(3)),
-        "pyarrow": min(_pool_time(_pyarrow_decode, paths) for _ in range(3)),
-    }
+
+    def best(fn) -> tuple[float, float]:
+        runs = [_pool_time(fn, paths) for _ in range(3)]
+        return min(r[0] for r in runs), min(r[1] for r in runs)
+
+    return {"read": best(_read_bytes), "decompress": best(_decompress_all), "pyarrow": best(_pyarrow_decode)}
 
 
 # ---------------------------------------------------------------------------------------- results
@@ -263,7 +282,7 @@ class SizeResult:
     changed_runs: list[tuple[float, str]] = field(default_factory=list)
     unchanged: list[tuple[float, str]] = field(default_factory=list)
     loads: list[str] = field(default_factory=list)
-    floor: dict[str, float] = field(default_factory=dict)
+    floor: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def _best(runs: list[tuple[float, str]]) -> tuple[float, str]:
@@ -310,6 +329,10 @@ def run_size(spark, data: Path, rows: int, partitions: int, runs: int) -> SizeRe
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _pair(times: tuple[float, float]) -> str:
+    return f"{times[0]:.3f} / {times[1]:.3f}"
+
+
 def report(results: list[SizeResult], runs: int) -> str:
     lines = []
     for r in results:
@@ -332,9 +355,9 @@ def report(results: list[SizeResult], runs: int) -> str:
             f"| the same after nothing changed | {unchanged:.2f} | {spark / unchanged:.1f}× | "
             f"{unchanged / full:.1%} |",
             "",
-            "Physical floor on two processes (page cache warm): reading the bytes "
-            f"{r.floor['read']:.3f} s, reading and decompressing every stream {r.floor['decompress']:.3f} s, "
-            f"decoding every column with pyarrow {r.floor['pyarrow']:.3f} s.",
+            "Physical floor on two processes (page cache warm; wall s / CPU s summed over both): reading the bytes "
+            f"{_pair(r.floor['read'])}, reading and decompressing every stream {_pair(r.floor['decompress'])}, "
+            f"decoding every column with pyarrow {_pair(r.floor['pyarrow'])}.",
             "",
             "Phases of the best full run (`--verbose`):",
             "",
