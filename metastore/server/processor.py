@@ -22,6 +22,7 @@ from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport.TTransport import TTransportException
 
 from metastore.api.hive_metastore import ThriftHiveMetastore
+from metastore.server.session import ConnectionSession
 from metastore.wire.encoded import EncodedResult
 
 log = logging.getLogger("metastore.server.calls")
@@ -109,7 +110,7 @@ class MetastoreProcessor:
             name: (spec, getattr(handler, name)) for name, spec in _METHODS.items()
         }
 
-    def process(self, iprot, oprot) -> bool:  # noqa: ANN001 - Thrift protocols
+    def process(self, iprot, oprot, session: ConnectionSession | None = None) -> bool:  # noqa: ANN001 - Thrift protocols
         try:
             name, mtype, seqid = iprot.readMessageBegin()
         except TTransportException:
