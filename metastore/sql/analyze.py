@@ -205,7 +205,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
             cache.close()
 
     persist_started = time.monotonic()
-    persist_outcomes(ex.client, table, columns, outcomes, partitions_total)
+    persist_outcomes(ex.client, table, columns, outcomes, partitions_total, merged=run)
     clock[PHASE_PERSISTENCE] = time.monotonic() - persist_started
     summary = summarize(table, columns, st.mode is not AnalyzeMode.NOSCAN, outcomes, time.monotonic() - started,
                         engine="Spark" if engine == "spark" else None)
