@@ -98,13 +98,22 @@ def make_processor_factory(settings: Settings):  # noqa: ANN201 - returns a zero
     """A factory run inside each worker process (after fork): its own engine, pool and handler."""
 
     def factory():  # noqa: ANN202
+        from metastore.server.authorization import Authorizer, PolicyFile
         from metastore.server.handler import Handler
         from metastore.server.processor import MetastoreProcessor
         from metastore.service import Metastore
 
         # The parent checked (or upgraded) the schema before forking.
         metastore = Metastore.open(settings, workers=max(1, settings.workers), check_schema=False)
-        return MetastoreProcessor(Handler(metastore, settings))
+        handler = Handler(metastore, settings)
+        authorizer = None
+        if settings.authorization_policy:
+            authorizer = Authorizer(
+                PolicyFile(settings.authorization_policy),
+                current_table=handler.get_table,
+                current_partition=handler.get_partition,
+            )
+        return MetastoreProcessor(handler, authorizer)
 
     return factory
 
@@ -122,6 +131,15 @@ def serve(settings: Settings) -> int:
     auth = auth_options(settings, tls)
     if auth is not None:
         Authenticator(auth)  # the keytab, password file or LDAP settings: refused now, in one line
+    if settings.authorization_policy:
+        from metastore.server.authorization import PolicyFile
+
+        PolicyFile(settings.authorization_policy)  # a broken policy: refused now, in one line
+        if auth is None:
+            log.warning(
+                "authorization policy %s without --authentication: principals are the user names clients claim "
+                "in set_ugi, which nothing verifies", settings.authorization_policy,
+            )
     store = Store.open(settings.db, auto_upgrade=_is_embedded(settings.db))
     try:
         store.ensure_default_database(settings.warehouse)
@@ -170,6 +188,8 @@ def serve(settings: Settings) -> int:
             elif auth.ldap is not None:
                 security += f", LDAP {auth.ldap.url}"
             security += ")"
+        if settings.authorization_policy:
+            security += f", authorization policy {settings.authorization_policy}"
         print(
             f"metastore {__version__} listening on {scheme}://{host}:{port} "
             f"(database {display_url(settings.db)}, {options.workers} workers, {transport} transport{security})",
