@@ -419,20 +419,25 @@ def run_call_jvm(
     seconds: float,
     server_pid: int | None,
     warmup: float = JVM_WARMUP_S,
+    jvm_options: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Sample:
     """JVM clients: one JVM process per client, each with one connection and Hive 2.3.10's generated client
-    (Spark's). All connect and warm up (JIT) first; the timed loops start together."""
+    (Spark's). All connect and warm up (JIT) first; the timed loops start together. `jvm_options` (system
+    properties for TLS or SASL, see HmsLoad.java) and `env` go to every client JVM."""
     import subprocess
 
     from interop.reference_hms import java_executable
 
     procs = []
     for w in range(clients):
-        cmd = [java_executable(), "-Xmx512m", "-cp", classpath, "HmsLoad", host, str(port), call, "1", str(w)]
+        cmd = [java_executable(), "-Xmx512m", *(jvm_options or []), "-cp", classpath, "HmsLoad", host, str(port),
+               call, "1", str(w)]
         cmd += [str(warmup), str(seconds), str(shape.columns), str(shape.partitions), DB, TABLE]
         procs.append(
             subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+                env=None if env is None else {**os.environ, **env},
             )
         )
 

@@ -15,12 +15,20 @@
 //   <- LAT <latency µs> <latency µs> ...
 //
 // Every client decodes every reply in full into the generated Java objects, as Spark and Trino do.
+//
+// Secured ports (bench/bench_security.py), by system properties, with the classes Hive's client uses:
+//   -Dhms.truststore=FILE.jks -Dhms.truststore.password=PW     TLS (TSSLTransportFactory, as hive.metastore.use.SSL)
+//   -Dhms.sasl.service=metastore -Dhms.sasl.host=HOST          SASL GSSAPI (TSaslClientTransport, QOP auth, as
+//                                                              hive.metastore.sasl.enabled); the ticket comes from
+//                                                              the cache (-Djavax.security.auth.useSubjectCredsOnly=false)
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -34,8 +42,13 @@ import org.apache.hadoop.hive.metastore.api.TableStatsRequest;
 import org.apache.hadoop.hive.metastore.api.ThriftHiveMetastore;
 import org.apache.thrift.TException;
 import org.apache.thrift.protocol.TBinaryProtocol;
+import org.apache.thrift.transport.TSSLTransportFactory;
+import org.apache.thrift.transport.TSaslClientTransport;
 import org.apache.thrift.transport.TSocket;
+import org.apache.thrift.transport.TTransport;
 import org.apache.thrift.transport.TTransportException;
+
+import javax.security.sasl.Sasl;
 
 public final class HmsLoad {
     static final long LAST_ANALYZED = 1_700_000_000L;
@@ -85,7 +98,7 @@ public final class HmsLoad {
     }
 
     static final class Worker extends Thread {
-        final TSocket socket;
+        final TTransport socket;
         final ThriftHiveMetastore.Client client;
         final Op op;
         final long warmupNs;
@@ -99,9 +112,8 @@ public final class HmsLoad {
         final AtomicReference<Throwable> failure = new AtomicReference<>();
 
         Worker(String host, int port, Op op, long warmupNs, long runNs, CountDownLatch warmed, CountDownLatch go)
-                throws TTransportException {
-            this.socket = new TSocket(host, port, 120_000);
-            this.socket.open();
+                throws TTransportException, javax.security.sasl.SaslException {
+            this.socket = open(host, port);
             this.client = new ThriftHiveMetastore.Client(new TBinaryProtocol(socket));
             this.op = op;
             this.warmupNs = warmupNs;
@@ -143,6 +155,29 @@ public final class HmsLoad {
                 socket.close();
             }
         }
+    }
+
+    /** A connection as Hive's client opens it: plain TSocket, TLS, and SASL GSSAPI over either. */
+    static TTransport open(String host, int port) throws TTransportException, javax.security.sasl.SaslException {
+        TSocket socket;
+        String trustStore = System.getProperty("hms.truststore");
+        if (trustStore != null) {
+            TSSLTransportFactory.TSSLTransportParameters params = new TSSLTransportFactory.TSSLTransportParameters();
+            params.setTrustStore(trustStore, System.getProperty("hms.truststore.password"));
+            socket = TSSLTransportFactory.getClientSocket(host, port, 120_000, params);
+        } else {
+            socket = new TSocket(host, port, 120_000);
+            socket.open();
+        }
+        String service = System.getProperty("hms.sasl.service");
+        if (service == null) return socket;
+        Map<String, String> props = new HashMap<>();
+        props.put(Sasl.QOP, "auth");
+        props.put(Sasl.SERVER_AUTH, "true");
+        TSaslClientTransport sasl = new TSaslClientTransport(
+                "GSSAPI", null, service, System.getProperty("hms.sasl.host"), props, null, socket);
+        sasl.open();
+        return sasl;
     }
 
     public static void main(String[] args) throws Exception {

@@ -1,0 +1,189 @@
+"""What security costs: our server's throughput over TLS and over Kerberos (SASL GSSAPI) against plaintext, with
+JVM clients (Hive 2.3.10's generated client, as Spark), side by side in one run.
+
+Three `metastore serve` processes share one fresh PostgreSQL database (same data, set up once): one plaintext, one
+TLS-only (a test CA made with openssl, trusted through a keytool JKS truststore, as hive.metastore.use.SSL), one
+Kerberos-only (an MIT KDC of this run on 127.0.0.1, a keytab made with kadmin.local, the clients' ticket from
+kinit; QOP auth, Hadoop's default). Each call runs for a fixed time from several JVM clients against each server,
+in rounds that rotate which goes first; connections are long-lived (handshakes happen in the warm-up), as
+Spark's are. Prints ops/s, p50/p99 and the ratio to plaintext per call, and the server's CPU per call. Every request
+goes to 127.0.0.1 only; every loop is bounded in time and count.
+
+    python bench/bench_security.py                    # 4 JVM clients, 3 rounds of 10 s per call per mode
+    python bench/bench_security.py --seconds 15 --calls get_table_statistics_req
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_hms  # noqa: E402 - the shared load machinery (after the path set-up above)
+
+MODES = ["plain", "tls", "kerberos"]
+TRUSTSTORE_PASSWORD = "bench-truststore"  # noqa: S105 - protects only a CA certificate made by this run
+
+
+def start_modes(workdir: Path, db_url: str, modes: list[str], workers: int) -> tuple[dict, dict, list]:
+    """Start one server per mode on `db_url`; returns ({mode: server}, {mode: (jvm options, env)}, cleanups)."""
+    from server.harness import start_server
+    from server.kdc import start_kdc
+    from server.test_tls import make_pki
+
+    servers: dict = {}
+    clients: dict = {}
+    cleanups: list = []
+    try:
+        if "plain" in modes:
+            servers["plain"] = start_server(workdir / "plain", db_url, workers=workers)
+            cleanups.append(servers["plain"].stop)
+            clients["plain"] = ([], {})
+        if "tls" in modes:
+            pki = make_pki(workdir / "pki")
+            truststore = workdir / "truststore.jks"
+            subprocess.run(
+                ["keytool", "-importcert", "-noprompt", "-alias", "bench-ca", "-file", str(pki.ca), "-keystore",
+                 str(truststore), "-storetype", "JKS", "-storepass", TRUSTSTORE_PASSWORD],
+                check=True, capture_output=True, timeout=60,
+            )
+            servers["tls"] = start_server(
+                workdir / "tls", db_url, workers=workers,
+                extra_args=["--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key)],
+            )
+            cleanups.append(servers["tls"].stop)
+            clients["tls"] = ([f"-Dhms.truststore={truststore}", f"-Dhms.truststore.password={TRUSTSTORE_PASSWORD}"],
+                              {})
+        if "kerberos" in modes:
+            kdc = start_kdc(workdir / "kdc")
+            cleanups.append(kdc.stop)
+            kdc.add_principal("metastore/localhost")
+            kdc.add_principal("bench")
+            keytab = kdc.keytab("metastore/localhost", workdir / "metastore.keytab")
+            user_env = kdc.kinit("bench", kdc.keytab("bench", workdir / "bench.keytab"), workdir / "bench.cc")
+            servers["kerberos"] = start_server(
+                workdir / "kerberos", db_url, workers=workers,
+                extra_args=["--authentication", "kerberos", "--kerberos-keytab", str(keytab),
+                            "--kerberos-principal", f"metastore/_HOST@{kdc.realm}"],
+                env={"KRB5_CONFIG": str(kdc.krb5_conf)},
+            )
+            cleanups.append(servers["kerberos"].stop)
+            clients["kerberos"] = (
+                [f"-Djava.security.krb5.conf={kdc.krb5_conf}", "-Djavax.security.auth.useSubjectCredsOnly=false",
+                 "-Dhms.sasl.service=metastore", "-Dhms.sasl.host=localhost"],
+                user_env,
+            )
+    except BaseException:
+        for c in reversed(cleanups):
+            c()
+        raise
+    return servers, clients, cleanups
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    parser.add_argument("--clients", type=int, default=4, help="JVM clients (connections) per call (default 4)")
+    parser.add_argument("--seconds", type=float, default=30.0,
+                        help="load time per call per mode, over all rounds (default 30, at most 120)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per call, rotating the order (default 3)")
+    parser.add_argument("--jvm-warmup", type=float, default=bench_hms.JVM_WARMUP_S,
+                        help=f"seconds each JVM client calls before the timed part (default {bench_hms.JVM_WARMUP_S:g})")
+    parser.add_argument("--columns", type=int, default=20, help="bigint columns of the table (default 20)")
+    parser.add_argument("--partitions", type=int, default=200, help="partitions of the table (default 200)")
+    parser.add_argument("--workers", type=int, default=max(2, os.cpu_count() or 2),
+                        help="worker processes per server (default: one per core, at least 2, as serve)")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=MODES, help="which servers to load")
+    parser.add_argument("--calls", nargs="+", choices=bench_hms.CALLS, default=bench_hms.CALLS)
+    parser.add_argument("--pg-admin", default=os.environ.get(
+        "METASTORE_BENCH_PG", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"),
+        help="PostgreSQL admin URL used to create (and drop) the database the servers share")
+    args = parser.parse_args(argv)
+    if min(args.clients, args.rounds, args.columns, args.partitions, args.workers) < 1 or not 0 < args.seconds <= 120:
+        parser.error("--clients, --rounds, --columns, --partitions, --workers must be positive; --seconds in (0, 120]")
+    if "plain" not in args.modes:
+        parser.error("--modes must include plain: the other modes are compared with it")
+    shape = bench_hms.Shape(args.columns, args.partitions)
+    calls = [c for c in bench_hms.CALLS if c in args.calls]
+    modes = [m for m in MODES if m in args.modes]
+
+    from interop.postgres_db import create_scratch_database, drop_scratch_database
+
+    db = create_scratch_database(args.pg_admin, "benchsec")
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-security-") as tmp:
+            work = Path(tmp)
+            subprocess.run([str(Path(sys.executable).with_name("metastore")), "db", "upgrade", "--db", db.url],
+                           check=True, capture_output=True, timeout=120)
+            servers, client_opts, cleanups = start_modes(work, db.url, modes, args.workers)
+            try:
+                classpath = bench_hms.compile_jvm_client(work)
+                plain = servers["plain"]
+                t0 = time.perf_counter()
+                bench_hms.set_up("127.0.0.1", plain.port, shape)
+                print(f"set-up of {shape.partitions} partitions x {shape.columns} columns took "
+                      f"{time.perf_counter() - t0:.1f} s (one database, {len(modes)} servers)", flush=True)
+                results: dict[str, dict[str, bench_hms.CallResult]] = {m: {} for m in modes}
+                for call in calls:
+                    samples: dict[str, list] = {m: [] for m in modes}
+                    for rnd in range(args.rounds):
+                        order = modes[rnd % len(modes):] + modes[:rnd % len(modes)]
+                        for mode in order:
+                            options, env = client_opts[mode]
+                            samples[mode].append(bench_hms.run_call_jvm(
+                                classpath, "127.0.0.1", servers[mode].port, call, shape, args.clients,
+                                args.seconds / args.rounds, servers[mode].process.pid, args.jvm_warmup,
+                                jvm_options=options, env=env,
+                            ))
+                    for mode in modes:
+                        r = results[mode][call] = bench_hms.summarize(samples[mode])
+                        print(f"  {mode:9s} {call:32s} {r.ops_per_s:9.1f} ops/s  p50 {r.p50_ms:7.1f} ms  "
+                              f"p99 {r.p99_ms:7.1f} ms  CPU ms/call: server {r.server_cpu_ms:.2f} clients {r.client_cpu_ms:.2f}"
+                              + (f"  errors {r.errors}" if r.errors else ""), flush=True)
+                print_table(results, modes, calls, shape, args)
+                for mode, server in servers.items():
+                    refused = [ln for ln in server.output.splitlines() if "failed, closing" in ln]
+                    if refused:
+                        print(f"{mode}: {len(refused)} refused connections, e.g. {refused[0]}")
+            finally:
+                for c in reversed(cleanups):
+                    c()
+    finally:
+        drop_scratch_database(db)
+    return 0
+
+
+def print_table(results: dict, modes: list[str], calls: list[str], shape: bench_hms.Shape,
+                args: argparse.Namespace) -> None:
+    header = ["call"] + [f"{m} ops/s" for m in modes] + [f"{m} p50 ms" for m in modes]
+    header += [f"{m}/plain" for m in modes if m != "plain"]
+    header += [f"{m} server CPU ms/call" for m in modes]
+    header += [f"{m} clients CPU ms/call" for m in modes]
+    print(f"\n{args.clients} JVM clients (Hive 2.3.10's generated client), {args.seconds:g} s per call per mode in "
+          f"{args.rounds} rounds, {platform.node()} ({os.cpu_count()} cores), load average {os.getloadavg()[0]:.2f}")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for call in calls:
+        row = [bench_hms.describe_call(call, shape)]
+        row += [bench_hms.fmt(results[m][call].ops_per_s) for m in modes]
+        row += [bench_hms.fmt(results[m][call].p50_ms, 2) for m in modes]
+        base = results["plain"][call].ops_per_s
+        row += [bench_hms.fmt(results[m][call].ops_per_s / base, 2) if base else "–" for m in modes if m != "plain"]
+        row += [bench_hms.fmt(results[m][call].server_cpu_ms, 2) for m in modes]
+        row += [bench_hms.fmt(results[m][call].client_cpu_ms, 2) for m in modes]
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
