@@ -196,7 +196,7 @@ class LdapBind:
             tls = ldap3.Tls(ca_certs_file=self.options.ca_file, validate=ssl.CERT_REQUIRED)
         server = ldap3.Server(self.options.url, connect_timeout=self.options.timeout, tls=tls, get_info=ldap3.NONE)
         conn = ldap3.Connection(server, user=self.user_dn(user), password=password, auto_bind=False,
-                                receive_timeout=self.options.timeout, raise_exceptions=False, read_only=True)
+                                receive_timeout=max(1, int(self.options.timeout)), raise_exceptions=False, read_only=True)
         try:
             if conn.bind():
                 return None
