@@ -25,6 +25,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "metastore.sql.cli:add_sql_commands",
     ),
     "orc": ("inspect and write ORC files", "metastore.orc_tools:add_orc_commands"),
+    "spark-analyze": (
+        "ANALYZE TABLE ... COMPUTE STATISTICS FOR COLUMNS on Spark (needs the spark extra)",
+        "metastore.spark.cli:add_spark_analyze_command",
+    ),
 }
 
 
