@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "metastore.sql.cli:add_sql_commands",
     ),
     "orc": ("inspect and write ORC files", "metastore.orc_tools:add_orc_commands"),
+    "passwd": ("add a user to a password file for serve --authentication config",
+               "metastore.server.passwd:add_passwd_command"),
     "spark-analyze": (
         "ANALYZE TABLE ... COMPUTE STATISTICS FOR COLUMNS on Spark (needs the spark extra)",
         "metastore.spark.cli:add_spark_analyze_command",
@@ -82,8 +84,36 @@ def add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
                    help="require client certificates signed by this PEM CA (needs --tls-cert and --tls-key)")
     p.add_argument("--tls-handshake-timeout", type=float, metavar="SECONDS",
                    help="time a new connection has to finish its TLS handshake (default 10)")
+    _add_security_arguments(p)
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (default INFO)")
     p.set_defaults(func=_run_serve)
+
+
+def _add_security_arguments(p: argparse.ArgumentParser) -> None:
+    """Authentication and authorization flags of `metastore serve` (issue 13). None takes a secret."""
+    p.add_argument(
+        "--authentication", choices=["none", "kerberos", "config", "ldap"],
+        help="who may connect (Hive 4's metastore.authentication): kerberos = SASL GSSAPI; config = SASL PLAIN "
+        "against --password-file; ldap = SASL PLAIN checked by an LDAP bind (PLAIN needs TLS); default none",
+    )
+    p.add_argument("--kerberos-keytab", metavar="FILE", help="keytab holding the keys of --kerberos-principal")
+    p.add_argument("--kerberos-principal", metavar="PRINCIPAL",
+                   help="the server's principal, e.g. metastore/_HOST@EXAMPLE.COM (_HOST: this host's canonical name)")
+    p.add_argument("--sasl-qop", metavar="QOP",
+                   help="Kerberos protection offered (Hadoop's names): auth, auth-int, auth-conf, comma-separated "
+                   "(default auth, as hadoop.rpc.protection=authentication)")
+    p.add_argument("--password-file", metavar="FILE",
+                   help="user:scrypt-hash lines for --authentication config (write them with `metastore passwd`)")
+    p.add_argument("--ldap-url", metavar="URL", help="LDAP server for --authentication ldap (ldap:// or ldaps://)")
+    p.add_argument("--ldap-base-dn", metavar="DN", help="users bind as uid=<user>,DN")
+    p.add_argument("--ldap-user-dn-pattern", metavar="PATTERN",
+                   help="users bind as this DN with %%s replaced by the user name (instead of --ldap-base-dn)")
+    p.add_argument("--ldap-ca", metavar="FILE", help="PEM CA to verify an ldaps:// server with (default: system CAs)")
+    p.add_argument("--auth-timeout", type=float, metavar="SECONDS",
+                   help="time a new connection has to finish its SASL negotiation (default 10)")
+    p.add_argument("--authorization-policy", metavar="FILE",
+                   help="TOML policy granting read, write_stats, ddl or admin on databases and tables to "
+                   "principals and groups (default: no authorization)")
 
 
 def _run_serve(args: argparse.Namespace) -> int:
@@ -108,6 +138,17 @@ def _run_serve(args: argparse.Namespace) -> int:
         tls_key=args.tls_key,
         tls_client_ca=args.tls_client_ca,
         tls_handshake_timeout=args.tls_handshake_timeout,
+        authentication=args.authentication,
+        kerberos_keytab=args.kerberos_keytab,
+        kerberos_principal=args.kerberos_principal,
+        sasl_qop=args.sasl_qop,
+        password_file=args.password_file,
+        ldap_url=args.ldap_url,
+        ldap_base_dn=args.ldap_base_dn,
+        ldap_user_dn_pattern=args.ldap_user_dn_pattern,
+        ldap_ca=args.ldap_ca,
+        auth_timeout=args.auth_timeout,
+        authorization_policy=args.authorization_policy,
         log_level=args.log_level,
     )
     return serve(settings)

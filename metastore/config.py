@@ -67,6 +67,26 @@ class Settings:
     # Seconds a new connection has to finish its TLS handshake: a client that never finishes must not hold a
     # thread for ever.
     tls_handshake_timeout: float = 10.0
+    # Who may connect (Hive 4's metastore.authentication): none, kerberos (SASL GSSAPI with the keytab and
+    # principal below), config (SASL PLAIN against password_file) or ldap (SASL PLAIN checked by an LDAP bind).
+    # PLAIN needs TLS. The authenticated principal, not set_ugi's claim, is who the server believes.
+    authentication: str = "none"
+    kerberos_keytab: str = ""
+    # metastore/_HOST@REALM: _HOST becomes the canonical name of the host the server listens on.
+    kerberos_principal: str = ""
+    # Hadoop's SASL QOP names (hadoop.rpc.protection): auth, auth-int, auth-conf; comma-separated to offer several.
+    sasl_qop: str = "auth"
+    password_file: str = ""
+    ldap_url: str = ""
+    # The user's DN: uid=<user>,<ldap_base_dn>, or ldap_user_dn_pattern with %s for the user.
+    ldap_base_dn: str = ""
+    ldap_user_dn_pattern: str = ""
+    # PEM CA that verifies an ldaps:// server (default: the system's CAs).
+    ldap_ca: str = ""
+    # Seconds a connection has to finish its SASL negotiation.
+    auth_timeout: float = 10.0
+    # Who may do what: a TOML policy of grants (read, write_stats, ddl, admin) on databases and tables.
+    authorization_policy: str = ""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:

@@ -745,6 +745,55 @@ exception InvalidInputException {
 }
 
 // ---------------------------------------------------------------------------------------
+// issue 10: per-file partial statistics (extension structs, not Hive's)
+// ---------------------------------------------------------------------------------------
+//
+// What ANALYZE computed for one data file of a table or partition, kept so that a re-ANALYZE
+// from any host (a shell, a Spark driver, a cron job) reads only files that changed. A file is
+// known by its path and is valid only for the size, modification time (ns) and version (an
+// object store's ETag; empty for local files) it was computed from. `info` and the partials
+// (one per column and type, keyed as the client chooses) are opaque bytes to the server.
+
+struct MetastoreFilePartials {
+  1: required string path,
+  2: required i64 size,
+  3: required i64 mtimeNs,
+  4: optional string version,
+  5: optional string partName,        // unset: a file of the (unpartitioned) table itself
+  6: optional i64 numRows,
+  7: optional i64 rawDataSize,
+  8: optional binary info,
+  9: optional map<string, binary> partials,
+}
+
+struct MetastoreGetFilePartialsRequest {
+  1: required string dbName,
+  2: required string tblName,
+  3: optional list<string> partNames,  // only files of these partitions (all of the table's if unset)
+  4: optional list<string> paths,      // only these files
+  5: optional string catName,
+}
+
+struct MetastoreGetFilePartialsResult {
+  1: required list<MetastoreFilePartials> files,
+}
+
+struct MetastorePutFilePartialsRequest {
+  1: required string dbName,
+  2: required string tblName,
+  3: required list<MetastoreFilePartials> files,
+  4: optional string catName,
+}
+
+struct MetastoreDeleteFilePartialsRequest {
+  1: required string dbName,
+  2: required string tblName,
+  3: optional list<string> partNames,  // only files of these partitions
+  4: optional list<string> paths,      // only these files (both unset: every file of the table)
+  5: optional string catName,
+}
+
+// ---------------------------------------------------------------------------------------
 // The service
 // ---------------------------------------------------------------------------------------
 //
@@ -1054,4 +1103,19 @@ service ThriftHiveMetastore extends fb303.FacebookService {
   // --- notifications -------------------------------------------------------------------
 
   CurrentNotificationEventId get_current_notificationEventId()
+
+  // --- issue 10: per-file partial statistics (extension calls; no HMS client uses these names)
+
+  // Stored files of the table (or of the named partitions / paths) with their partials. The
+  // caller checks each file's size, mtime and version against its own listing.
+  MetastoreGetFilePartialsResult metastore_get_file_partials(1: MetastoreGetFilePartialsRequest req)
+      throws (1: NoSuchObjectException o1, 2: MetaException o2)
+  // Store files' partials in one transaction: a file stored with another size, mtime, version or
+  // partition is replaced whole (its old partials are dropped); partials of the same version are
+  // added to or replaced by key.
+  void metastore_put_file_partials(1: MetastorePutFilePartialsRequest req)
+      throws (1: NoSuchObjectException o1, 2: InvalidInputException o2, 3: MetaException o3)
+  // Forget stored files (deleted from storage, or no longer wanted).
+  void metastore_delete_file_partials(1: MetastoreDeleteFilePartialsRequest req)
+      throws (1: NoSuchObjectException o1, 2: MetaException o2)
 }

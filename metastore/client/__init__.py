@@ -17,7 +17,7 @@ from metastore.client.base import (
     MetastoreClient,
     StatsWrite,
 )
-from metastore.client.remote import DEFAULT_PORT, ThriftMetastoreClient
+from metastore.client.remote import DEFAULT_PORT, SaslCredentials, ThriftMetastoreClient
 from metastore.errors import InvalidInput
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "AggregateResult",
     "ConnectionFailed",
     "MetastoreClient",
+    "SaslCredentials",
     "StatsWrite",
     "ThriftMetastoreClient",
     "connect",
@@ -33,13 +34,14 @@ __all__ = [
 
 
 def connect(
-    target: str, *, warehouse: str | None = None, timeout: float = 600.0, tls_ca: str | None = None
+    target: str, *, warehouse: str | None = None, timeout: float = 600.0, tls_ca: str | None = None,
+    sasl: SaslCredentials | None = None,
 ) -> MetastoreClient:
     """A client for `thrift://host:port[,thrift://...]` (a server; `thrifts://` over TLS, verified against
-    `tls_ca` or the system CAs) or a SQLAlchemy URL (embedded)."""
+    `tls_ca` or the system CAs; `sasl` authenticates) or a SQLAlchemy URL (embedded)."""
     text = target.strip()
     if text.lower().startswith(("thrift://", "thrifts://")):
-        return ThriftMetastoreClient(text, timeout=timeout, tls_ca=tls_ca)
+        return ThriftMetastoreClient(text, timeout=timeout, tls_ca=tls_ca, sasl=sasl)
     if "://" not in text:
         raise InvalidInput(
             f"{target!r} is neither a metastore URI (thrift://host:port, thrifts://host:port for TLS) nor a database URL "

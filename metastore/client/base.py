@@ -18,6 +18,7 @@ from metastore.catalog import DEFAULT_ENGINE, Database, Partition, Table
 from metastore.errors import MetastoreError
 from metastore.stats.exchange import AggregateResult, StatsWrite
 from metastore.stats.model import ColumnStatsEntry
+from metastore.stats.partial_store import FilePartials
 
 __all__ = [
     "DEFAULT_STATS_BATCH",
@@ -173,6 +174,26 @@ class MetastoreClient(abc.ABC):
         self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
         columns: Sequence[str] | None = None, *, engine: str = DEFAULT_ENGINE,
     ) -> None: ...
+
+    # ------------------------------------------------------------------ per-file partials (issue 10)
+
+    @abc.abstractmethod
+    def get_file_partials(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
+    ) -> list[FilePartials]:
+        """Stored per-file results of the table (of the named partitions and/or paths only, when given)."""
+
+    @abc.abstractmethod
+    def put_file_partials(self, db_name: str, table_name: str, files: Sequence[FilePartials]) -> None:
+        """Store per-file results in one call (one transaction); a file stored for another version is replaced."""
+
+    @abc.abstractmethod
+    def delete_file_partials(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
+    ) -> None:
+        """Forget stored per-file results of the table (of the named partitions and/or paths; all when neither)."""
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -15,6 +15,7 @@ from metastore.config import Settings
 from metastore.errors import InvalidInput, MetastoreError
 from metastore.service import Metastore
 from metastore.stats.model import ColumnStatsEntry
+from metastore.stats.partial_store import FilePartials
 
 __all__ = ["EmbeddedMetastoreClient"]
 
@@ -154,6 +155,21 @@ class EmbeddedMetastoreClient(MetastoreClient):
             None if partition_names is None else list(partition_names),
             None if columns is None else list(columns), engine=engine,
         )
+
+    def get_file_partials(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
+    ) -> list[FilePartials]:
+        return self._run(self._ms.file_partials.get, db_name, table_name, partition_names, paths)
+
+    def put_file_partials(self, db_name: str, table_name: str, files: Sequence[FilePartials]) -> None:
+        self._run(self._ms.file_partials.put, db_name, table_name, files)
+
+    def delete_file_partials(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
+    ) -> None:
+        self._run(self._ms.file_partials.delete, db_name, table_name, partition_names, paths)
 
     def close(self) -> None:
         self._ms.close()

@@ -23,6 +23,8 @@ from metastore.api.hive_metastore import ThriftHiveMetastore
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE, Database, Partition, Table
 from metastore.client.base import AggregateResult, ConnectionFailed, MetastoreClient, StatsWrite
+from metastore.client.sasl import SaslClientTransport, SaslCredentials, SaslFailed
+from metastore.client.sasl import negotiate as sasl_negotiate
 from metastore.errors import (
     AlreadyExists,
     InvalidInput,
@@ -32,10 +34,12 @@ from metastore.errors import (
     NoSuchObject,
 )
 from metastore.stats.model import ColumnStatsEntry
+from metastore.stats.partial_store import FilePartials
 from metastore.wire import catalog as convert
+from metastore.wire.file_partials import file_partials_from_thrift, file_partials_to_thrift
 from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 
-__all__ = ["DEFAULT_PORT", "ServerAddress", "ThriftMetastoreClient", "parse_thrift_uris"]
+__all__ = ["DEFAULT_PORT", "SaslCredentials", "ServerAddress", "ThriftMetastoreClient", "parse_thrift_uris"]
 
 DEFAULT_PORT = 9083
 
@@ -116,14 +120,20 @@ class ThriftMetastoreClient(MetastoreClient):
 
     `thrifts://` URIs speak TLS (1.2+), verifying the server's certificate and host name against `tls_ca` (a PEM
     file) or, without it, the system's CAs; `tls_cert`/`tls_key` present a client certificate to a server
-    that requires one."""
+    that requires one.
+
+    `sasl` authenticates each connection: `SaslCredentials("GSSAPI", kerberos_principal="metastore/_HOST@REALM")`
+    with the Kerberos ticket cache, or `SaslCredentials("PLAIN", user=..., password=...)` (thrifts:// only)."""
 
     def __init__(self, uri: str = f"thrift://127.0.0.1:{DEFAULT_PORT}", *, timeout: float = 600.0,
                  framed: bool = False, tls_ca: str | None = None, tls_cert: str | None = None,
-                 tls_key: str | None = None) -> None:
+                 tls_key: str | None = None, sasl: SaslCredentials | None = None) -> None:
         self.addresses = parse_thrift_uris(uri)
         self.timeout = timeout
         self.framed = framed
+        if sasl is not None and sasl.mechanism == "PLAIN" and not all(a.tls for a in self.addresses):
+            raise InvalidInput("PLAIN authentication sends the password: connect with thrifts:// (TLS)")
+        self.sasl = sasl
         self._ssl_context = (
             client_ssl_context(tls_ca, tls_cert, tls_key) if any(a.tls for a in self.addresses) else None
         )
@@ -145,9 +155,24 @@ class ThriftMetastoreClient(MetastoreClient):
             else:
                 sock = TSocket.TSocket(address.host, address.port)
             sock.setTimeout(self.timeout * 1000)
-            transport = TTransport.TFramedTransport(sock) if self.framed else TTransport.TBufferedTransport(sock)
+            transport: Any
             try:
-                transport.open()
+                if self.sasl is None:
+                    transport = TTransport.TFramedTransport(sock) if self.framed else TTransport.TBufferedTransport(sock)
+                    transport.open()
+                else:
+                    sock.open()
+                    try:
+                        layer = sasl_negotiate(sock, address.host, self.sasl)
+                    except BaseException:
+                        sock.close()
+                        raise
+                    transport = SaslClientTransport(sock, layer)
+                    if self.framed:
+                        transport = TTransport.TFramedTransport(transport)
+            except SaslFailed as exc:
+                failures.append(f"{address}: authentication failed: {exc}")
+                continue
             except (TTransportException, OSError) as exc:
                 # thrift's message says only "could not connect"; the inner error says why (e.g. a TLS
                 # certificate that does not verify).
@@ -353,6 +378,38 @@ class ThriftMetastoreClient(MetastoreClient):
             col_names=None if columns is None else list(columns), engine=engine, tableLevel=False,
         )
         self._call("delete_column_statistics_req", request)
+
+    # ------------------------------------------------------------------ per-file partials (issue 10)
+
+    def get_file_partials(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
+    ) -> list[FilePartials]:
+        request = tt.MetastoreGetFilePartialsRequest(
+            dbName=db_name, tblName=table_name, catName=DEFAULT_CATALOG,
+            partNames=None if partition_names is None else list(partition_names),
+            paths=None if paths is None else list(paths),
+        )
+        result = self._call("metastore_get_file_partials", request)
+        return [file_partials_from_thrift(f) for f in result.files or []]
+
+    def put_file_partials(self, db_name: str, table_name: str, files: Sequence[FilePartials]) -> None:
+        request = tt.MetastorePutFilePartialsRequest(
+            dbName=db_name, tblName=table_name, catName=DEFAULT_CATALOG,
+            files=[file_partials_to_thrift(f) for f in files],
+        )
+        self._call("metastore_put_file_partials", request)
+
+    def delete_file_partials(
+        self, db_name: str, table_name: str, partition_names: Sequence[str] | None = None,
+        paths: Sequence[str] | None = None,
+    ) -> None:
+        request = tt.MetastoreDeleteFilePartialsRequest(
+            dbName=db_name, tblName=table_name, catName=DEFAULT_CATALOG,
+            partNames=None if partition_names is None else list(partition_names),
+            paths=None if paths is None else list(paths),
+        )
+        self._call("metastore_delete_file_partials", request)
 
     def close(self) -> None:
         with self._lock:

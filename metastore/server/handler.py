@@ -38,6 +38,7 @@ from metastore.service.meta_conf import ConnectionMetaConf
 from metastore.service.table_filter import table_names_by_filter
 from metastore.stats.model import ColumnStatsEntry
 from metastore.wire import catalog as convert
+from metastore.wire import file_partials as convert_partials
 from metastore.wire import functions as convert_functions
 from metastore.wire.encoded import EncodedResult, encode_struct, partitions_stats_result, table_stats_result
 from metastore.wire.stats import entry_from_thrift, entry_to_thrift
@@ -858,4 +859,26 @@ class Handler:
                 req.db_name, req.tbl_name, parts, columns, engine=_engine(req.engine), catalog=catalog
             )
         return True
+
+    # --- issue 10: per-file partial statistics (extension calls; names no HMS client uses) -------------
+
+    @_thrift_method
+    def metastore_get_file_partials(self, req: tt.MetastoreGetFilePartialsRequest) -> tt.MetastoreGetFilePartialsResult:
+        files = self.ms.file_partials.get(
+            req.dbName, req.tblName, None if req.partNames is None else list(req.partNames),
+            None if req.paths is None else list(req.paths), catalog=_catalog(req.catName),
+        )
+        return tt.MetastoreGetFilePartialsResult(files=[convert_partials.file_partials_to_thrift(f) for f in files])
+
+    @_thrift_method
+    def metastore_put_file_partials(self, req: tt.MetastorePutFilePartialsRequest) -> None:
+        files = [convert_partials.file_partials_from_thrift(f) for f in req.files or []]
+        self.ms.file_partials.put(req.dbName, req.tblName, files, catalog=_catalog(req.catName))
+
+    @_thrift_method
+    def metastore_delete_file_partials(self, req: tt.MetastoreDeleteFilePartialsRequest) -> None:
+        self.ms.file_partials.delete(
+            req.dbName, req.tblName, None if req.partNames is None else list(req.partNames),
+            None if req.paths is None else list(req.paths), catalog=_catalog(req.catName),
+        )
 

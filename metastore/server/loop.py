@@ -25,6 +25,9 @@ from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException
 from thrift.transport.TTransport import TTransportException
 
+from metastore.server.auth import Authenticator, AuthOptions
+from metastore.server.sasl import SaslRefused, SaslResult, negotiate
+from metastore.server.session import ConnectionSession, peer_text
 from metastore.server.tls import TlsContext, TlsOptions
 from metastore.server.transport import open_connection
 
@@ -47,6 +50,8 @@ class ServeOptions:
     grace_seconds: float = 10.0
     # TLS on every accepted connection; None serves plaintext.
     tls: TlsOptions | None = None
+    # SASL (Kerberos or PLAIN) on every connection, after TLS; None: no authentication.
+    auth: AuthOptions | None = None
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -77,6 +82,7 @@ class Worker:
         # Set by SIGHUP's handler, turned into a TLS reload by the accept loop (a handler must not do the work).
         self._reload_requested = False
         self._tls: TlsContext | None = None
+        self._auth: Authenticator | None = None
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._busy = 0
@@ -93,6 +99,8 @@ class Worker:
         self.install_signal_handlers()
         if self._options.tls is not None:
             self._tls = TlsContext(self._options.tls)
+        if self._options.auth is not None:
+            self._auth = Authenticator(self._options.auth)
         processor = self._make_processor()
         _tune_garbage_collector()
         if self._stop_requested:
@@ -165,6 +173,27 @@ class Worker:
         wrapped.setblocking(True)
         return wrapped
 
+    def _authenticate(self, conn: socket.socket, peer: str) -> SaslResult | None:
+        """Run the SASL negotiation within the time limit; None (connection closed, one log line) if it fails."""
+        assert self._auth is not None
+        try:
+            return negotiate(conn, self._auth.mechanisms, self._auth.options.timeout)
+        except SaslRefused as exc:
+            log.warning("authentication of the connection from %s failed, closing it: %s", peer, exc)
+        except TimeoutError:
+            log.info("SASL negotiation with %s timed out, closing the connection", peer)
+        except (OSError, ssl.SSLError) as exc:
+            log.info("SASL negotiation with %s failed, closing the connection: %s", peer, exc)
+        except Exception:  # noqa: BLE001 - a mechanism's unexpected failure must close this connection only
+            log.exception("SASL negotiation with %s failed unexpectedly; closing the connection", peer)
+        with self._lock:
+            self._connections.discard(conn)
+        try:
+            conn.close()
+        except OSError:
+            pass
+        return None
+
     def _drain(self) -> None:
         """Stop taking calls: wait for in-flight calls, then close idle connections."""
         deadline = time.monotonic() + self._options.grace_seconds
@@ -188,12 +217,23 @@ class Worker:
             if wrapped is None:
                 return
             conn = wrapped
+        session = ConnectionSession(peer=peer_text(peer))
+        sasl: SaslResult | None = None
+        if self._auth is not None:
+            sasl = self._authenticate(conn, session.peer)
+            if sasl is None:
+                return
+            session = ConnectionSession(peer=session.peer, principal=sasl.principal, authenticated=True,
+                                        mechanism=sasl.mechanism)
+            log.info("connection from %s authenticated as %s (%s)", session.peer, sasl.principal, sasl.mechanism)
         trans, proto = open_connection(
             conn,
             framed=opts.framed,
             max_frame_size=opts.max_frame_size,
             max_string_size=opts.max_string_size,
             max_container_size=opts.max_container_size,
+            sasl=sasl is not None,
+            sasl_wrapper=sasl.wrapper if sasl is not None else None,
         )
         log.debug("connection from %s", peer)
         try:
@@ -208,7 +248,7 @@ class Worker:
                     self._busy += 1
                 try:
                     trans.begin_call()
-                    processor.process(proto, proto)  # type: ignore[attr-defined]
+                    processor.process(proto, proto, session)  # type: ignore[attr-defined]
                 finally:
                     with self._lock:
                         self._busy -= 1
@@ -244,9 +284,13 @@ def _tune_garbage_collector() -> None:
 
 
 def _has_buffered_input(trans: object) -> bool:
-    """True when the transport already holds bytes of the next call (a client that pipelined calls)."""
+    """True when the transport (or the SASL frame under it) already holds bytes of the next call (a client
+    that pipelined calls)."""
     buf = getattr(trans, "cstringio_buf", None)
-    return buf is not None and buf.tell() < len(buf.getbuffer())
+    if buf is not None and buf.tell() < len(buf.getbuffer()):
+        return True
+    pending = getattr(getattr(trans, "_trans", None), "pending", None)
+    return pending is not None and pending() > 0
 
 
 def _handshake_within(sock: ssl.SSLSocket, seconds: float) -> None:

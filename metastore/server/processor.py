@@ -22,9 +22,13 @@ from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport.TTransport import TTransportException
 
 from metastore.api.hive_metastore import ThriftHiveMetastore
+from metastore.api.hive_metastore.ttypes import MetaException
+from metastore.server.authorization import Authorizer
+from metastore.server.session import ConnectionSession
 from metastore.wire.encoded import EncodedResult
 
 log = logging.getLogger("metastore.server.calls")
+denials = logging.getLogger("metastore.server.authorization")
 
 _INT_TYPES = (TType.I16, TType.I32, TType.I64)
 _READ_INT = {TType.I16: "readI16", TType.I32: "readI32", TType.I64: "readI64"}
@@ -103,13 +107,14 @@ _METHODS = _method_specs()
 class MetastoreProcessor:
     """Serves one call per `process` on a protocol pair; shares nothing mutable between threads."""
 
-    def __init__(self, handler: object) -> None:
+    def __init__(self, handler: object, authorizer: Authorizer | None = None) -> None:
         self._handler = handler
+        self._authorizer = authorizer
         self._calls: dict[str, tuple[MethodSpec, Callable]] = {
             name: (spec, getattr(handler, name)) for name, spec in _METHODS.items()
         }
 
-    def process(self, iprot, oprot) -> bool:  # noqa: ANN001 - Thrift protocols
+    def process(self, iprot, oprot, session: ConnectionSession | None = None) -> bool:  # noqa: ANN001 - Thrift protocols
         try:
             name, mtype, seqid = iprot.readMessageBegin()
         except TTransportException:
@@ -133,11 +138,24 @@ class MetastoreProcessor:
         else:
             self._read_or_fail(name, lambda: args.read(iprot))
 
+        authorizer = self._authorizer
+        if authorizer is not None and session is not None:
+            if name == "set_ugi" and not session.authenticated:
+                # Without authentication the claim is all there is (as Hive without SASL); never with it.
+                session.principal = str(args.user_name or "")  # type: ignore[attr-defined]
+            refusal = authorizer.denial(name, args, session)
+            if refusal is not None:
+                denials.warning("%s (peer %s)", refusal, session.peer)
+                self._refuse(oprot, spec, mtype, seqid, refusal)
+                return True
+
         start = time.perf_counter()
         reply_type = TMessageType.REPLY
         reply: object
         try:
             value = call(*(getattr(args, n) for n in spec.arg_names))
+            if authorizer is not None and session is not None:
+                value = authorizer.filter_result(name, args, value, session)
             if isinstance(value, EncodedResult):
                 reply = value  # the value's bytes, written as the result struct's success field
             else:
@@ -166,6 +184,19 @@ class MetastoreProcessor:
             return True
         self._write(oprot, name, reply_type, seqid, reply)
         return True
+
+    def _refuse(self, oprot, spec: MethodSpec, mtype: int, seqid: int, message: str) -> None:  # noqa: ANN001
+        """Answer a denied call with the MetaException it declares (else a TApplicationException)."""
+        if mtype == TMessageType.ONEWAY or spec.result_cls is None:
+            return
+        field = next((f for cls, f in spec.exceptions if cls is MetaException), None)
+        if field is not None:
+            reply = spec.result_cls()
+            setattr(reply, field, MetaException(message=message))
+            self._write(oprot, spec.name, TMessageType.REPLY, seqid, reply)
+        else:
+            self._write(oprot, spec.name, TMessageType.EXCEPTION, seqid,
+                        TApplicationException(TApplicationException.UNKNOWN, message))
 
     @staticmethod
     def _read_or_fail(name: str, read: Callable[[], None]) -> None:

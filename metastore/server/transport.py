@@ -63,6 +63,72 @@ class SocketTransport(TTransportBase):
         self._sock.close()
 
 
+class SaslFrameTransport(SocketTransport):
+    """The data phase of a SASL connection (Thrift's TSaslTransport): each side's bytes travel in 4-byte-length
+    frames, passed through the negotiated GSSAPI layer (integrity or confidentiality) when there is one.
+
+    Stands where SocketTransport stands, so the buffered or framed transport above is unchanged: one write (a
+    whole reply) is one SASL frame. Frames over `max_frame_size` are refused before they are allocated."""
+
+    def __init__(self, sock: socket.socket, max_frame_size: int, wrapper: object | None = None) -> None:
+        super().__init__(sock)
+        self._max = max_frame_size
+        self._wrapper = wrapper
+        self._frame = b""
+        self._pos = 0
+
+    def pending(self) -> int:
+        """Bytes of a received frame not yet read (the socket will not signal them again)."""
+        return len(self._frame) - self._pos
+
+    def _recv_exact(self, size: int) -> bytes:
+        parts: list[bytes] = []
+        have = 0
+        while have < size:
+            chunk = super().read(min(size - have, 1 << 20))
+            parts.append(chunk)
+            have += len(chunk)
+        return b"".join(parts)
+
+    def _next_frame(self) -> None:
+        (size,) = _FRAME_HEADER.unpack(self._recv_exact(4))
+        if size < 0 or size > self._max:
+            raise TTransportException(
+                TTransportException.SIZE_LIMIT, f"SASL frame of {size} bytes exceeds the limit of {self._max} bytes"
+            )
+        payload = self._recv_exact(size)
+        if self._wrapper is not None:
+            try:
+                payload = self._wrapper.unwrap(payload)  # type: ignore[attr-defined]
+            except Exception as exc:  # noqa: BLE001 - a frame that fails its integrity check ends the connection
+                raise TTransportException(TTransportException.CORRUPTED_DATA,
+                                          f"SASL frame failed its security layer check: {exc}") from None
+        self._frame = payload
+        self._pos = 0
+
+    def read(self, sz: int) -> bytes:
+        while self._pos >= len(self._frame):
+            self._next_frame()
+        end = min(len(self._frame), self._pos + sz)
+        data = self._frame[self._pos:end]
+        self._pos = end
+        return data
+
+    def readAll(self, sz: int) -> bytes:  # noqa: N802
+        parts: list[bytes] = []
+        have = 0
+        while have < sz:
+            chunk = self.read(sz - have)
+            parts.append(chunk)
+            have += len(chunk)
+        return b"".join(parts)
+
+    def write(self, buf: bytes) -> None:
+        if self._wrapper is not None:
+            buf = self._wrapper.wrap(buf)  # type: ignore[attr-defined]
+        self._sock.sendall(_FRAME_HEADER.pack(len(buf)) + buf)
+
+
 class _BufferedWrites:
     """Writes collected until flush, so a reply goes out in one send."""
 
@@ -204,12 +270,14 @@ class BoundedFramedTransport(_BufferedWrites, TTransportBase, CReadableTransport
 
 
 def open_connection(
-    sock: socket.socket, *, framed: bool, max_frame_size: int, max_string_size: int, max_container_size: int
+    sock: socket.socket, *, framed: bool, max_frame_size: int, max_string_size: int, max_container_size: int,
+    sasl: bool = False, sasl_wrapper: object | None = None,
 ) -> tuple[BoundedBufferedTransport | BoundedFramedTransport, TBinaryProtocolAccelerated]:
     """Wrap an accepted socket in the transport HMS clients speak and a size-limited binary protocol.
 
-    max_frame_size bounds one request: a frame for framed transport, the bytes of one call otherwise."""
-    raw = SocketTransport(sock)
+    max_frame_size bounds one request: a frame for framed transport, the bytes of one call otherwise. With
+    `sasl` (negotiation done) the bytes travel in SASL data frames, through `sasl_wrapper` if one was negotiated."""
+    raw = SaslFrameTransport(sock, max_frame_size, sasl_wrapper) if sasl else SocketTransport(sock)
     trans: BoundedBufferedTransport | BoundedFramedTransport
     if framed:
         trans = BoundedFramedTransport(raw, max_frame_size)

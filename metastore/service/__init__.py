@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from metastore.config import Settings
 from metastore.service.catalog import CatalogService
+from metastore.service.file_partials import FilePartialsService
 from metastore.service.functions import FunctionService
 from metastore.service.statistics import AggregateResult, StatisticsService, StatsWrite
 from metastore.service.stats_cache import ReplyCache
@@ -17,7 +18,8 @@ from metastore.store import Store, migrate
 from metastore.store.worker_engine import create_worker_engine
 
 __all__ = [
-    "AggregateResult", "CatalogService", "FunctionService", "Metastore", "StatisticsService", "StatsWrite", "TypeService",
+    "AggregateResult", "CatalogService", "FilePartialsService", "FunctionService", "Metastore", "StatisticsService",
+    "StatsWrite", "TypeService",
 ]
 
 
@@ -30,6 +32,7 @@ class Metastore:
     stats: StatisticsService
     functions: FunctionService
     types: TypeService
+    file_partials: FilePartialsService
 
     @classmethod
     def open(
@@ -53,6 +56,7 @@ class Metastore:
             ),
             functions=FunctionService(store),
             types=TypeService(store),
+            file_partials=FilePartialsService(store),
         )
 
     def close(self) -> None:

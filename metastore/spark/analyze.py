@@ -33,7 +33,7 @@ from metastore.sql.analysis import (
 from metastore.sql.table_files import is_orc, qualified
 from metastore.stats.harvest.partial import ColumnPartial, FileAnalysis, PartialAccumulator
 from metastore.stats.harvest.result import result_of
-from metastore.stats.harvest.runner import cached_partials, column_specs
+from metastore.stats.harvest.runner import cached_partials, column_specs, stored_partials
 from metastore.stats.harvest.scan import (
     ColumnSpec,
     FilePiece,
@@ -42,6 +42,7 @@ from metastore.stats.harvest.scan import (
     join_file_pieces,
 )
 from metastore.stats.orc_convert import hive_kind
+from metastore.stats.partial_store import FilePartials
 from metastore.storage import StorageOptions
 
 __all__ = ["DEFAULT_SPLIT_BYTES", "DEFAULT_TASK_BYTES", "analyze_table", "harvest_targets"]
@@ -79,7 +80,8 @@ def analyze_table(
     ``table`` is ``db.name`` (or ``name`` in ``default``); ``columns`` None means every column, ``[]`` basic
     statistics only; ``partition`` is a (possibly partial) spec such as ``{"ds": "2024-01-01"}``; ``histograms``
     adds KLL histograms. ``cache`` keeps per-file results on the driver for incremental re-runs ("default": the
-    user's cache directory, a path, or None). Returns the summary (rows per partition, the summary line, failed
+    user's cache directory, a path, "metastore": the metastore's database, shared with every shell and driver,
+    or None). Returns the summary (rows per partition, the summary line, failed
     partitions with the file that failed them). ``storage_options`` reach object stores (``{"endpoint_url":
     ...}``, as ``--storage-option``). Raises MetastoreError subclasses for bad input, an unreachable metastore or
     object store.
@@ -106,12 +108,16 @@ def analyze_table(
         if not targets:
             return summarize(tbl, wanted, True, [], time.monotonic() - started, engine="Spark")
         bar = FileProgress(progress, _stderr(), sum(len(t.files) for t in targets), f"analyze {qualified(tbl)}")
-        opened = _open_cache(cache)
+        opened = _open_cache(cache, client, tbl)
         try:
             outcomes = harvest_targets(
                 spark, targets, tbl, wanted, histograms=histograms, cache=opened, progress=bar,
                 split_bytes=split_bytes, task_bytes=task_bytes, parallelism=parallelism, storage_options=storage,
             )
+            if opened is not None:  # results of files deleted from storage are forgotten
+                for outcome in outcomes:
+                    if not outcome.failed:
+                        opened.retain(outcome.target.files, outcome.target.name)
         finally:
             bar.close()
             if opened is not None:
@@ -128,11 +134,17 @@ def _stderr() -> Any:
     return sys.stderr
 
 
-def _open_cache(option: str | None) -> Any:
+def _open_cache(option: str | None, client: Any, table: Table) -> Any:
+    """The PartialStore for ``cache``: "metastore" (the metastore's database, shared with every shell and
+    driver), "default" (the local cache in the user's cache directory), a local cache path, or None."""
     if option is None:
         return None
     from metastore.stats.filecache import FileStatsCache
 
+    if option == "metastore":
+        from metastore.client.file_partials import MetastorePartialStore
+
+        return MetastorePartialStore(client, table.db_name, table.table_name, fallback=FileStatsCache.open_default())
     return FileStatsCache.open_default() if option == "default" else FileStatsCache(option)
 
 
@@ -210,12 +222,14 @@ def harvest_targets(
     units: list[Unit] = []
     files_done = 0
     versions: dict[str, str] = {}  # object versions of the files in flight, for the cache
-    outcomes_pending: list[tuple[str, int, int, bytes, dict[str, bytes], str]] = []
+    outcomes_pending: list[FilePartials] = []
     for ti, target in enumerate(targets):
         merge = merges[ti]
+        # one lookup per target: a PartialStore in the metastore answers it in one call
+        stored = cache.lookup(target.files, target.name) if cache is not None and target.files else {}
         for fi, ref in enumerate(target.files):
             path, size, mtime_ns = ref.url, ref.size, ref.mtime_ns
-            reused = cached_partials(cache, ref, list(specs), options) if cache is not None else None
+            reused = cached_partials(stored.get(ref.url), ref, list(specs), options)
             slot = merge.slot(fi)
             assert slot is not None
             if reused is not None and len(reused[1]) == len(specs):
@@ -261,12 +275,11 @@ def harvest_targets(
                 analysis = outcome.analysis
                 if slot.have:
                     analysis = replace(analysis, columns={**slot.have, **analysis.columns})
-                outcomes_pending.append((analysis.path, analysis.size, analysis.mtime_ns, outcome.info,
-                                         outcome.entries, versions.pop(analysis.path, "")))
+                outcomes_pending.append(stored_partials(outcome, versions.pop(analysis.path, ""), merge.target.name))
                 merge.complete(row["file"], analysis)
                 files_done += 1
             if cache is not None and outcomes_pending:
-                cache.put_many(outcomes_pending)
+                cache.store(outcomes_pending)
             outcomes_pending = []
             if progress is not None:
                 progress.advance_to(files_done)

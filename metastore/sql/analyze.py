@@ -72,11 +72,22 @@ def _targets(ex: Session, table: Table, st: Analyze) -> tuple[list[AnalyzeTarget
         raise SqlError(str(exc), st.table.position) from None
 
 
-def _open_cache(option: str | None) -> Any:
+#: ExecutorOptions.stats_cache value: per-file results live in the metastore's database (issue 10).
+METASTORE_CACHE = "metastore"
+
+
+def _open_cache(ex: Session, table: Table) -> Any:
+    """The PartialStore this run keeps per-file results in: the metastore's database ("metastore", the default
+    against a server: shared by every host), the local file cache ("default" or a path), or none."""
+    option = ex.options.stats_cache
     if option is None:
         return None
     from metastore.stats.filecache import FileStatsCache
 
+    if option == METASTORE_CACHE:
+        from metastore.client.file_partials import MetastorePartialStore
+
+        return MetastorePartialStore(ex.client, table.db_name, table.table_name, fallback=FileStatsCache.open_default())
     return FileStatsCache.open_default() if option == "default" else FileStatsCache(option)
 
 
@@ -96,12 +107,12 @@ def _analyze_local(
                     target.files, [c.name for c in columns], hive_types=hive_types,
                     table_columns=[c.name for c in table.sd.cols], want_ndv=True,
                     want_histograms=ex.options.histograms, cache=cache, progress=progress.callback,
-                    storage_options=ex.options.storage,
+                    storage_options=ex.options.storage, partition=target.name,
                 )
                 outcomes.append(outcome_of(target, result))
             else:
                 stats = basic_stats(target.files, scan=mode is AnalyzeMode.BASIC, cache=cache,
-                                    storage_options=ex.options.storage)
+                                    storage_options=ex.options.storage, partition=target.name)
                 outcomes.append(TargetOutcome(target, stats.num_rows, stats.num_files, stats.total_size,
                                               stats.raw_data_size, {}))
         except HarvestError as exc:
@@ -145,7 +156,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
     total_files = sum(len(t.files) for t in targets)
     progress = FileProgress(ex.options.progress, ex.options.progress_stream, total_files,
                             f"analyze {qualified(table)}")
-    cache = _open_cache(ex.options.stats_cache) if st.mode is not AnalyzeMode.NOSCAN else None
+    cache = _open_cache(ex, table) if st.mode is not AnalyzeMode.NOSCAN else None
     try:
         if engine == "spark":
             from metastore.spark.analyze import harvest_targets
@@ -161,6 +172,11 @@ def analyze(ex: Session, st: Analyze) -> Result:
                 raise SqlError(f"Spark failed: {' '.join(str(exc).split())[:500]}", st.position) from None
         else:
             outcomes = _analyze_local(ex, targets, table, columns, st.mode, cache, progress)
+        if cache is not None:
+            # stored results of files deleted from storage since are forgotten (a failed target keeps its own)
+            for outcome in outcomes:
+                if not outcome.failed:
+                    cache.retain(outcome.target.files, outcome.target.name)
     finally:
         progress.close()
         if cache is not None:

@@ -12,8 +12,12 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metastore.sql.output import OUTPUT_FORMATS
+
+if TYPE_CHECKING:
+    from metastore.client import SaslCredentials
 from metastore.storage import add_storage_option_argument
 
 HISTORY_FILE = "sql_history"
@@ -29,6 +33,13 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--tls-ca", metavar="FILE",
                    help="PEM CA to verify a thrifts:// server's certificate with (default: the system's CAs)")
+    p.add_argument("--auth", choices=["kerberos", "plain"],
+                   help="authenticate to the server: kerberos (SASL GSSAPI with the ticket cache: kinit first) or "
+                   "plain (SASL PLAIN over thrifts://: --user, and the password from METASTORE_PASSWORD or a prompt)")
+    p.add_argument("--kerberos-principal", metavar="PRINCIPAL",
+                   help="the server's principal for --auth kerberos, e.g. metastore/_HOST@EXAMPLE.COM (Hive's "
+                   "hive.metastore.kerberos.principal)")
+    p.add_argument("--user", metavar="NAME", help="user name for --auth plain (default: the login name)")
     target.add_argument(
         "--db", metavar="URL",
         help="run embedded on this database: a SQLAlchemy URL (default: METASTORE_DB, else the SQLite file in "
@@ -51,8 +62,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    "metastore.analyze.spark.threshold (1 GiB); needs the `spark` extra")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--stats-cache", metavar="PATH",
-                       help="per-file statistics cache for incremental ANALYZE (default: METASTORE_ANALYZE_CACHE, "
-                       "else the user's cache directory)")
+                       help="where incremental ANALYZE keeps per-file results: 'metastore' (the metastore's "
+                       "database, shared by every host; the default with --connect) or a local cache file "
+                       "(default with --db: METASTORE_ANALYZE_CACHE, else the user's cache directory)")
     cache.add_argument("--no-stats-cache", action="store_true", help="analyze every file afresh, keep no cache")
     add_storage_option_argument(p)
 
@@ -102,7 +114,7 @@ def run_sql(args: argparse.Namespace) -> int:
     try:
         storage_options = StorageOptions.parse(args.storage_options)
         if args.connect:
-            client = ThriftMetastoreClient(args.connect, tls_ca=args.tls_ca)
+            client = ThriftMetastoreClient(args.connect, tls_ca=args.tls_ca, sasl=_sasl_credentials(args))
         else:
             from metastore.config import Settings  # platformdirs: only where a default path is needed
 
@@ -111,7 +123,13 @@ def run_sql(args: argparse.Namespace) -> int:
     except MetastoreError as exc:
         print(one_line(f"Error: {exc}"), file=sys.stderr)
         return 1
-    stats_cache = None if args.no_stats_cache else (args.stats_cache or "default")
+    if args.no_stats_cache:
+        stats_cache = None
+    elif args.stats_cache:
+        stats_cache = args.stats_cache
+    else:
+        # against a server, per-file results live in its database, so every host's re-ANALYZE reuses them
+        stats_cache = "metastore" if args.connect else "default"
     options = ExecutorOptions(progress=interactive or args.progress, histograms=args.histograms,
                               stats_cache=stats_cache, storage=storage_options, spark_master=args.spark)
     executor: Executor | None = None
@@ -135,6 +153,30 @@ def run_sql(args: argparse.Namespace) -> int:
         if executor is not None:
             executor.close()
         client.close()
+
+
+def _sasl_credentials(args: argparse.Namespace) -> SaslCredentials | None:
+    """SASL credentials from --auth and friends; the PLAIN password from METASTORE_PASSWORD or a prompt that
+    does not echo (never from the command line, where `ps` would show it)."""
+    from metastore.client import SaslCredentials
+    from metastore.errors import InvalidInput
+
+    if args.auth is None:
+        if args.kerberos_principal or args.user:
+            raise InvalidInput("--kerberos-principal and --user need --auth kerberos or --auth plain")
+        return None
+    if args.auth == "kerberos":
+        return SaslCredentials("GSSAPI", kerberos_principal=args.kerberos_principal or "")
+    import getpass
+    import os
+
+    user = args.user or getpass.getuser()
+    password = os.environ.get("METASTORE_PASSWORD")
+    if password is None:
+        if not sys.stdin.isatty():
+            raise InvalidInput("--auth plain needs a password: set METASTORE_PASSWORD or run interactively")
+        password = getpass.getpass(f"Password for {user}: ")
+    return SaslCredentials("PLAIN", user=user, password=password)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

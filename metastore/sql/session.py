@@ -36,7 +36,8 @@ class ExecutorOptions:
     progress_stream: TextIO = field(default_factory=lambda: sys.stderr)
     #: KLL histograms for numeric, date and timestamp columns in ANALYZE ... FOR COLUMNS (Hive 4's field).
     histograms: bool = False
-    #: Per-file statistics cache for incremental ANALYZE: "default" (the user's data dir), a path, or None.
+    #: Where incremental ANALYZE keeps per-file results: "metastore" (the metastore database, shared by every host),
+    #: "default" (the local cache in the user's cache dir), a local cache path, or None.
     stats_cache: str | None = "default"
     #: Options for object stores (`--storage-option KEY=VALUE`): endpoint, credentials...
     storage: StorageOptions = field(default_factory=StorageOptions)

@@ -16,13 +16,15 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
 
 from metastore.errors import MetastoreError
+from metastore.stats.partial_store import FilePartials
+from metastore.storage import FileRef
 
 __all__ = ["CACHE_ENV", "CachedFile", "FileStatsCache", "FileStatsCacheError", "default_cache_path"]
 
@@ -166,6 +168,25 @@ class FileStatsCache:
                     raise
             except sqlite3.Error as exc:
                 raise FileStatsCacheError(f"cannot write the statistics cache {self.path}: {exc}") from None
+
+    # --------------------------------------------------------------------------- the PartialStore interface
+
+    def lookup(self, files: Sequence[FileRef], partition: str | None = None) -> dict[str, FilePartials]:
+        """Stored results of `files` valid for their listed size, mtime and version, by URL (PartialStore)."""
+        out = {}
+        for ref in files:
+            cached = self.get(ref.url, ref.size, ref.mtime_ns, ref.version)
+            if cached is not None:
+                out[ref.url] = FilePartials(ref.url, ref.size, ref.mtime_ns, ref.version, partition,
+                                            info=cached.info, entries=cached.entries)
+        return out
+
+    def store(self, files: Sequence[FilePartials]) -> None:
+        """Keep these files' results (PartialStore); the partition is not recorded, paths identify files."""
+        self.put_many((f.path, f.size, f.mtime_ns, f.info, f.entries, f.version) for f in files)
+
+    def retain(self, files: Sequence[FileRef], partition: str | None = None) -> None:
+        """Nothing: the cache does not know which directory a stored file belonged to (PartialStore)."""
 
     def forget(self, path: str | os.PathLike[str]) -> None:
         """Drop everything stored for ``path``."""

@@ -117,5 +117,7 @@ def _value(key: str, text: str) -> Any:
 
 
 def _shown(text: str) -> str:
-    key = text.partition("=")[0]
-    return f"{key!r} (value hidden)" if is_secret(key) else repr(text)
+    key, sep, _ = text.partition("=")
+    if not is_secret(key):
+        return repr(text)
+    return f"{key!r} (value hidden)" if sep else "(text hidden: it may hold a secret)"

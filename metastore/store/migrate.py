@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,4 +105,5 @@ def display_url(url: str) -> str:
     try:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except sa.exc.ArgumentError:
-        return url
+        # Not a URL SQLAlchemy can parse, but it may still carry user:password@: hide whatever sits there.
+        return re.sub(r"(://[^/@:]*:)[^@]*@", r"\1***@", url)

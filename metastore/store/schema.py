@@ -322,3 +322,34 @@ FUNC_RU = sa.Table(
     sa.Column("RESOURCE_TYPE", sa.Integer, nullable=False),
     sa.Column("RESOURCE_URI", sa.String(URI_LEN)),
 )
+
+# Not Hive's (issue 10): per-file partial statistics, so a re-ANALYZE from any host reads only changed files.
+# A data file of a table (PART_ID NULL: of the unpartitioned table itself) or of a partition, valid for one size,
+# modification time and version (an object store's ETag); its rows go with the table or partition (ON DELETE
+# CASCADE). One row per file path within a table: a rewritten file replaces its row and partials.
+DATA_FILES = sa.Table(
+    "DATA_FILES",
+    metadata,
+    _id_column("FILE_ID"),
+    sa.Column("TBL_ID", Id, sa.ForeignKey("TBLS.TBL_ID", ondelete="CASCADE"), nullable=False),
+    sa.Column("PART_ID", Id, sa.ForeignKey("PARTITIONS.PART_ID", ondelete="CASCADE"), index=True),
+    sa.Column("PATH", sa.String(URI_LEN), nullable=False),
+    sa.Column("FILE_SIZE", sa.BigInteger, nullable=False),
+    sa.Column("MTIME_NS", sa.BigInteger, nullable=False),
+    sa.Column("FILE_VERSION", sa.String(256), nullable=False),
+    sa.Column("NUM_ROWS", sa.BigInteger),
+    sa.Column("RAW_DATA_SIZE", sa.BigInteger),
+    # the client's facts about the file (its fields), opaque here
+    sa.Column("INFO", sa.LargeBinary, nullable=False),
+    sa.UniqueConstraint("TBL_ID", "PATH", name="DATA_FILES_UNIQUE"),
+)
+
+# One serialised ColumnPartial (counts, low/high, HLL and KLL sketches) per file and entry key (the column's
+# field and types); what it holds (NDV, histogram) is recorded inside it.
+DATA_FILE_PARTIALS = sa.Table(
+    "DATA_FILE_PARTIALS",
+    metadata,
+    sa.Column("FILE_ID", Id, sa.ForeignKey("DATA_FILES.FILE_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("ENTRY_KEY", sa.String(COLUMN_NAME_LEN), primary_key=True),
+    sa.Column("PARTIAL", sa.LargeBinary, nullable=False),
+)

@@ -8448,6 +8448,582 @@ class InvalidInputException(TException):
 
     def __ne__(self, other):
         return not (self == other)
+
+
+class MetastoreFilePartials(object):
+    """
+    Attributes:
+     - path
+     - size
+     - mtimeNs
+     - version
+     - partName
+     - numRows
+     - rawDataSize
+     - info
+     - partials
+
+    """
+
+
+    def __init__(self, path=None, size=None, mtimeNs=None, version=None, partName=None, numRows=None, rawDataSize=None, info=None, partials=None,):
+        self.path = path
+        self.size = size
+        self.mtimeNs = mtimeNs
+        self.version = version
+        self.partName = partName
+        self.numRows = numRows
+        self.rawDataSize = rawDataSize
+        self.info = info
+        self.partials = partials
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.path = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I64:
+                    self.size = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I64:
+                    self.mtimeNs = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.version = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.partName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.I64:
+                    self.numRows = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.I64:
+                    self.rawDataSize = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRING:
+                    self.info = iprot.readBinary()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.MAP:
+                    self.partials = {}
+                    (_ktype461, _vtype462, _size460) = iprot.readMapBegin()
+                    for _i464 in range(_size460):
+                        _key465 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val466 = iprot.readBinary()
+                        self.partials[_key465] = _val466
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreFilePartials')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRING, 1)
+            oprot.writeString(self.path.encode('utf-8') if sys.version_info[0] == 2 else self.path)
+            oprot.writeFieldEnd()
+        if self.size is not None:
+            oprot.writeFieldBegin('size', TType.I64, 2)
+            oprot.writeI64(self.size)
+            oprot.writeFieldEnd()
+        if self.mtimeNs is not None:
+            oprot.writeFieldBegin('mtimeNs', TType.I64, 3)
+            oprot.writeI64(self.mtimeNs)
+            oprot.writeFieldEnd()
+        if self.version is not None:
+            oprot.writeFieldBegin('version', TType.STRING, 4)
+            oprot.writeString(self.version.encode('utf-8') if sys.version_info[0] == 2 else self.version)
+            oprot.writeFieldEnd()
+        if self.partName is not None:
+            oprot.writeFieldBegin('partName', TType.STRING, 5)
+            oprot.writeString(self.partName.encode('utf-8') if sys.version_info[0] == 2 else self.partName)
+            oprot.writeFieldEnd()
+        if self.numRows is not None:
+            oprot.writeFieldBegin('numRows', TType.I64, 6)
+            oprot.writeI64(self.numRows)
+            oprot.writeFieldEnd()
+        if self.rawDataSize is not None:
+            oprot.writeFieldBegin('rawDataSize', TType.I64, 7)
+            oprot.writeI64(self.rawDataSize)
+            oprot.writeFieldEnd()
+        if self.info is not None:
+            oprot.writeFieldBegin('info', TType.STRING, 8)
+            oprot.writeBinary(self.info)
+            oprot.writeFieldEnd()
+        if self.partials is not None:
+            oprot.writeFieldBegin('partials', TType.MAP, 9)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.partials))
+            for kiter467, viter468 in self.partials.items():
+                oprot.writeString(kiter467.encode('utf-8') if sys.version_info[0] == 2 else kiter467)
+                oprot.writeBinary(viter468)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.path is None:
+            raise TProtocolException(message='Required field path is unset!')
+        if self.size is None:
+            raise TProtocolException(message='Required field size is unset!')
+        if self.mtimeNs is None:
+            raise TProtocolException(message='Required field mtimeNs is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastoreGetFilePartialsRequest(object):
+    """
+    Attributes:
+     - dbName
+     - tblName
+     - partNames
+     - paths
+     - catName
+
+    """
+
+
+    def __init__(self, dbName=None, tblName=None, partNames=None, paths=None, catName=None,):
+        self.dbName = dbName
+        self.tblName = tblName
+        self.partNames = partNames
+        self.paths = paths
+        self.catName = catName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.tblName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.LIST:
+                    self.partNames = []
+                    (_etype472, _size469) = iprot.readListBegin()
+                    for _i473 in range(_size469):
+                        _elem474 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partNames.append(_elem474)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.paths = []
+                    (_etype478, _size475) = iprot.readListBegin()
+                    for _i479 in range(_size475):
+                        _elem480 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.paths.append(_elem480)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreGetFilePartialsRequest')
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 1)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tblName is not None:
+            oprot.writeFieldBegin('tblName', TType.STRING, 2)
+            oprot.writeString(self.tblName.encode('utf-8') if sys.version_info[0] == 2 else self.tblName)
+            oprot.writeFieldEnd()
+        if self.partNames is not None:
+            oprot.writeFieldBegin('partNames', TType.LIST, 3)
+            oprot.writeListBegin(TType.STRING, len(self.partNames))
+            for iter481 in self.partNames:
+                oprot.writeString(iter481.encode('utf-8') if sys.version_info[0] == 2 else iter481)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.paths is not None:
+            oprot.writeFieldBegin('paths', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRING, len(self.paths))
+            for iter482 in self.paths:
+                oprot.writeString(iter482.encode('utf-8') if sys.version_info[0] == 2 else iter482)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 5)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tblName is None:
+            raise TProtocolException(message='Required field tblName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastoreGetFilePartialsResult(object):
+    """
+    Attributes:
+     - files
+
+    """
+
+
+    def __init__(self, files=None,):
+        self.files = files
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.files = []
+                    (_etype486, _size483) = iprot.readListBegin()
+                    for _i487 in range(_size483):
+                        _elem488 = MetastoreFilePartials()
+                        _elem488.read(iprot)
+                        self.files.append(_elem488)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreGetFilePartialsResult')
+        if self.files is not None:
+            oprot.writeFieldBegin('files', TType.LIST, 1)
+            oprot.writeListBegin(TType.STRUCT, len(self.files))
+            for iter489 in self.files:
+                iter489.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.files is None:
+            raise TProtocolException(message='Required field files is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastorePutFilePartialsRequest(object):
+    """
+    Attributes:
+     - dbName
+     - tblName
+     - files
+     - catName
+
+    """
+
+
+    def __init__(self, dbName=None, tblName=None, files=None, catName=None,):
+        self.dbName = dbName
+        self.tblName = tblName
+        self.files = files
+        self.catName = catName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.tblName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.LIST:
+                    self.files = []
+                    (_etype493, _size490) = iprot.readListBegin()
+                    for _i494 in range(_size490):
+                        _elem495 = MetastoreFilePartials()
+                        _elem495.read(iprot)
+                        self.files.append(_elem495)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastorePutFilePartialsRequest')
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 1)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tblName is not None:
+            oprot.writeFieldBegin('tblName', TType.STRING, 2)
+            oprot.writeString(self.tblName.encode('utf-8') if sys.version_info[0] == 2 else self.tblName)
+            oprot.writeFieldEnd()
+        if self.files is not None:
+            oprot.writeFieldBegin('files', TType.LIST, 3)
+            oprot.writeListBegin(TType.STRUCT, len(self.files))
+            for iter496 in self.files:
+                iter496.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 4)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tblName is None:
+            raise TProtocolException(message='Required field tblName is unset!')
+        if self.files is None:
+            raise TProtocolException(message='Required field files is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastoreDeleteFilePartialsRequest(object):
+    """
+    Attributes:
+     - dbName
+     - tblName
+     - partNames
+     - paths
+     - catName
+
+    """
+
+
+    def __init__(self, dbName=None, tblName=None, partNames=None, paths=None, catName=None,):
+        self.dbName = dbName
+        self.tblName = tblName
+        self.partNames = partNames
+        self.paths = paths
+        self.catName = catName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.tblName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.LIST:
+                    self.partNames = []
+                    (_etype500, _size497) = iprot.readListBegin()
+                    for _i501 in range(_size497):
+                        _elem502 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partNames.append(_elem502)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.paths = []
+                    (_etype506, _size503) = iprot.readListBegin()
+                    for _i507 in range(_size503):
+                        _elem508 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.paths.append(_elem508)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreDeleteFilePartialsRequest')
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 1)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tblName is not None:
+            oprot.writeFieldBegin('tblName', TType.STRING, 2)
+            oprot.writeString(self.tblName.encode('utf-8') if sys.version_info[0] == 2 else self.tblName)
+            oprot.writeFieldEnd()
+        if self.partNames is not None:
+            oprot.writeFieldBegin('partNames', TType.LIST, 3)
+            oprot.writeListBegin(TType.STRING, len(self.partNames))
+            for iter509 in self.partNames:
+                oprot.writeString(iter509.encode('utf-8') if sys.version_info[0] == 2 else iter509)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.paths is not None:
+            oprot.writeFieldBegin('paths', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRING, len(self.paths))
+            for iter510 in self.paths:
+                oprot.writeString(iter510.encode('utf-8') if sys.version_info[0] == 2 else iter510)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 5)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tblName is None:
+            raise TProtocolException(message='Required field tblName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
 all_structs.append(FieldSchema)
 FieldSchema.thrift_spec = (
     None,  # 0
@@ -9110,6 +9686,50 @@ all_structs.append(InvalidInputException)
 InvalidInputException.thrift_spec = (
     None,  # 0
     (1, TType.STRING, 'message', 'UTF8', None, ),  # 1
+)
+all_structs.append(MetastoreFilePartials)
+MetastoreFilePartials.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'path', 'UTF8', None, ),  # 1
+    (2, TType.I64, 'size', None, None, ),  # 2
+    (3, TType.I64, 'mtimeNs', None, None, ),  # 3
+    (4, TType.STRING, 'version', 'UTF8', None, ),  # 4
+    (5, TType.STRING, 'partName', 'UTF8', None, ),  # 5
+    (6, TType.I64, 'numRows', None, None, ),  # 6
+    (7, TType.I64, 'rawDataSize', None, None, ),  # 7
+    (8, TType.STRING, 'info', 'BINARY', None, ),  # 8
+    (9, TType.MAP, 'partials', (TType.STRING, 'UTF8', TType.STRING, 'BINARY', False), None, ),  # 9
+)
+all_structs.append(MetastoreGetFilePartialsRequest)
+MetastoreGetFilePartialsRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'dbName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'tblName', 'UTF8', None, ),  # 2
+    (3, TType.LIST, 'partNames', (TType.STRING, 'UTF8', False), None, ),  # 3
+    (4, TType.LIST, 'paths', (TType.STRING, 'UTF8', False), None, ),  # 4
+    (5, TType.STRING, 'catName', 'UTF8', None, ),  # 5
+)
+all_structs.append(MetastoreGetFilePartialsResult)
+MetastoreGetFilePartialsResult.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'files', (TType.STRUCT, [MetastoreFilePartials, None], False), None, ),  # 1
+)
+all_structs.append(MetastorePutFilePartialsRequest)
+MetastorePutFilePartialsRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'dbName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'tblName', 'UTF8', None, ),  # 2
+    (3, TType.LIST, 'files', (TType.STRUCT, [MetastoreFilePartials, None], False), None, ),  # 3
+    (4, TType.STRING, 'catName', 'UTF8', None, ),  # 4
+)
+all_structs.append(MetastoreDeleteFilePartialsRequest)
+MetastoreDeleteFilePartialsRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'dbName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'tblName', 'UTF8', None, ),  # 2
+    (3, TType.LIST, 'partNames', (TType.STRING, 'UTF8', False), None, ),  # 3
+    (4, TType.LIST, 'paths', (TType.STRING, 'UTF8', False), None, ),  # 4
+    (5, TType.STRING, 'catName', 'UTF8', None, ),  # 5
 )
 fix_spec(all_structs)
 del all_structs

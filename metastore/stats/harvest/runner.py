@@ -20,7 +20,6 @@ from typing import Any
 
 from metastore import storage
 from metastore.errors import InvalidInput
-from metastore.stats.filecache import FileStatsCache
 from metastore.stats.harvest.partial import (
     KLL_KINDS,
     MISSING_HISTOGRAM,
@@ -51,9 +50,12 @@ from metastore.stats.harvest.scan import (
 )
 from metastore.stats.model import StatsKind
 from metastore.stats.orc_convert import hive_kind
+from metastore.stats.partial_store import FilePartials, PartialStore
 from metastore.storage import FileRef, StorageOptions
 
-__all__ = ["SPLIT_MIN_BYTES", "DataFile", "analyze_files", "basic_stats", "cached_partials", "column_specs"]
+__all__ = [
+    "SPLIT_MIN_BYTES", "DataFile", "analyze_files", "basic_stats", "cached_partials", "column_specs", "stored_partials",
+]
 
 # A file still to analyse: (position, path, size, mtime_ns, columns to compute, partials the cache had).
 _Todo = tuple[int, str, int, int, tuple[ColumnSpec, ...], dict[str, ColumnPartial]]
@@ -85,12 +87,13 @@ def analyze_files(
     hive_types: Mapping[str, str],
     want_ndv: bool = True,
     want_histograms: bool = False,
-    cache: FileStatsCache | None = None,
+    cache: PartialStore | None = None,
     progress: Callable[[int, int], None] | None = None,
     scan: bool = True,
     table_columns: Sequence[str] | None = None,
     workers: int | None = None,
     storage_options: StorageOptions | None = None,
+    partition: str | None = None,
 ) -> AnalyzeResult:
     """Column statistics of ``columns`` over ORC ``files`` (one table or partition), merged.
 
@@ -98,7 +101,10 @@ def analyze_files(
     order, because that order (or ``table_columns``) places columns in files with positional ``_colN`` field
     names. ``want_ndv`` computes NDV sketches,
     ``want_histograms`` KLL histograms; ``scan=False`` never reads data (footer facts only; what needs data is
-    reported in ``result.missing``). ``cache`` keeps per-file results between runs. ``progress(done, total)``
+    reported in ``result.missing``). ``cache`` keeps per-file results between runs: a
+    :class:`~metastore.stats.partial_store.PartialStore` (the local file cache, or the metastore's database),
+    asked once for all files and given the new results once; ``partition`` names the partition the files
+    belong to (None: an unpartitioned table's files). ``progress(done, total)``
     is called after each file. ``workers`` processes scan in parallel (default: one per CPU; 1 = in this process):
     files are shared out, and when fewer files than workers need reading their columns are split between
     workers. Raises :class:`HarvestError` naming the file for unreadable or
@@ -114,13 +120,14 @@ def analyze_files(
     options = ScanOptions(want_ndv=want_ndv, want_histograms=want_histograms, scan=scan)
     refs = _refs(files, storage_options)
     versions = {ref.url: ref.version for ref in refs}
+    stored = cache.lookup(refs, partition) if cache is not None and refs else {}
     total = len(refs)
     results: list[FileAnalysis | None] = [None] * total
     todo: list[_Todo] = []
     done = 0
     for i, ref in enumerate(refs):
         path, size, mtime_ns = ref.url, ref.size, ref.mtime_ns
-        reused = cached_partials(cache, ref, specs, options) if cache is not None else None
+        reused = cached_partials(stored.get(ref.url), ref, specs, options)
         if reused is not None and len(reused[1]) == len(specs):
             info, partials = reused
             results[i] = FileAnalysis(path, size, mtime_ns, info["rows"], info["raw"], partials, "cache")
@@ -181,14 +188,13 @@ def analyze_files(
                     analysed(futures[future], future.result())
     analyses = tuple(r for r in results if r is not None)
     if cache is not None and outcomes:
-        cache.put_many((o.analysis.path, o.analysis.size, o.analysis.mtime_ns, o.info, o.entries,
-                        versions[o.analysis.path]) for o in outcomes)
+        cache.store([stored_partials(o, versions[o.analysis.path], partition) for o in outcomes])
     return _combine(analyses, specs, options, started)
 
 
 def basic_stats(
-    files: Sequence[DataFile], scan: bool = True, *, cache: FileStatsCache | None = None,
-    storage_options: StorageOptions | None = None,
+    files: Sequence[DataFile], scan: bool = True, *, cache: PartialStore | None = None,
+    storage_options: StorageOptions | None = None, partition: str | None = None,
 ) -> BasicStats:
     """Hive's basic statistics of the data files of a table or partition.
 
@@ -202,10 +208,11 @@ def basic_stats(
     if not scan:
         return BasicStats(num_rows=None, num_files=len(refs), total_size=total_size, raw_data_size=None)
     rows = raw = 0
+    stored = cache.lookup(refs, partition) if cache is not None and refs else {}
     for ref in refs:
-        cached = cache.get(ref.url, ref.size, ref.mtime_ns, ref.version) if cache is not None else None
-        if cached is not None:
-            info = json.loads(cached.info)
+        found = stored.get(ref.url)
+        info = _info(found) if found is not None and found.matches(ref) else None
+        if info is not None:
             rows += info["rows"]
             raw += info["raw"]
             continue
@@ -305,19 +312,35 @@ def _join_outcomes(parts: list[FileOutcome]) -> FileOutcome:
 # -------------------------------------------------------------------------------------------- cache
 
 
-def cached_partials(
-    cache: FileStatsCache, ref: FileRef, specs: list[ColumnSpec], options: ScanOptions
-) -> tuple[dict[str, Any], dict[str, ColumnPartial]] | None:
-    """What the cache holds for an unchanged file: its info (rows, raw size) and the partials of those ``specs``
-    it has with every fact ``options`` need (None when the file is unknown or changed)."""
-    cached = cache.get(ref.url, ref.size, ref.mtime_ns, ref.version)
-    if cached is None:
-        return None
+def _info(found: FilePartials) -> dict[str, Any] | None:
+    """The file facts a stored result holds (rows, raw size, fields), or None if they are unreadable or of
+    another format version (then the file is analysed again)."""
     try:
-        info = json.loads(cached.info)
+        info = json.loads(found.info)
     except ValueError:
         return None
-    if info.get("v") != INFO_KEY_VERSION:
+    if not isinstance(info, dict) or info.get("v") != INFO_KEY_VERSION:
+        return None
+    return info
+
+
+def stored_partials(outcome: FileOutcome, version: str, partition: str | None) -> FilePartials:
+    """What a PartialStore keeps of a freshly analysed file (of ``partition``, listed with ``version``)."""
+    analysis = outcome.analysis
+    return FilePartials(analysis.path, analysis.size, analysis.mtime_ns, version, partition, analysis.num_rows,
+                        analysis.raw_data_size, outcome.info, outcome.entries)
+
+
+def cached_partials(
+    cached: FilePartials | None, ref: FileRef, specs: list[ColumnSpec], options: ScanOptions
+) -> tuple[dict[str, Any], dict[str, ColumnPartial]] | None:
+    """What a PartialStore's ``cached`` result (from ``lookup``) holds for the file ``ref`` if it is unchanged:
+    its info (rows, raw size) and the partials of those ``specs`` it has with every fact ``options`` need (None
+    when nothing was stored or the file changed)."""
+    if cached is None or not cached.matches(ref):
+        return None
+    info = _info(cached)
+    if info is None:
         return None
     fields = [(name, int(cid), type_text) for name, cid, type_text in info["fields"]]
     found: dict[str, ColumnPartial] = {}

@@ -1,0 +1,26 @@
+"""Who is on the other end of one connection: the peer's address and the principal the server believes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class ConnectionSession:
+    """Per connection, used by one thread only. `principal` is the authenticated one (SASL); without
+    authentication it is set_ugi's claim, which nothing verifies (`authenticated` stays False)."""
+
+    peer: str
+    principal: str = ""
+    authenticated: bool = False
+    mechanism: str = ""
+    # Groups the client claimed in set_ugi (only used without authentication; with it, the policy's groups).
+    claimed_groups: tuple[str, ...] = ()
+
+
+def peer_text(peer: object) -> str:
+    """host:port of an accepted socket's peer address ([v6]:port for IPv6)."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host, port = peer[0], peer[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(peer)
