@@ -52,6 +52,8 @@ def add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
         "PostgreSQL: postgresql://user@host/dbname)",
     )
     p.add_argument("--warehouse", help="default directory for new databases and tables")
+    p.add_argument("--index-root", metavar="DIR",
+                   help="where split-filtering index files go (default <warehouse>/.indexes)")
     p.add_argument("--workers", type=int, help="worker processes sharing the port (default: one per core)")
     p.add_argument(
         "--framed", action="store_true", default=None, help="use TFramedTransport instead of the buffered transport"
@@ -126,6 +128,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         port=args.port,
         db=args.db,
         warehouse=args.warehouse,
+        index_root=args.index_root,
         workers=args.workers,
         framed=args.framed,
         max_frame_size=args.max_frame_size,

@@ -88,6 +88,9 @@ class Settings:
     # Who may do what: a TOML policy of grants (read, write_stats, ddl, admin) on databases and tables.
     authorization_policy: str = ""
 
+    # Where split-filtering index files go (issue 11): a directory or URI; empty means <warehouse>/.indexes.
+    index_root: str = ""
+
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
         """Build settings from defaults, then METASTORE_* variables, then non-None keyword overrides."""

@@ -697,6 +697,92 @@ struct CurrentNotificationEventId {
 }
 
 // ---------------------------------------------------------------------------------------
+// issue 11: split-filtering indexes (ours, not Hive's; used by the metastore_* calls below)
+// ---------------------------------------------------------------------------------------
+
+// A data file an index part covers, as the index saw it (a file that differs now is not covered).
+struct MetastoreIndexFile {
+  1: required string path,
+  2: required i64 size,
+  3: required i64 mtimeNs
+}
+
+// One index file: its key (partition name, data file path at STRIPE level, "" for the table), the
+// partition it belongs to ("" when unpartitioned), its location and size, and the data files it covers.
+struct MetastoreIndexPart {
+  1: required string key,
+  2: required string partitionName,
+  3: required string location,
+  4: required i64 size,
+  5: list<MetastoreIndexFile> files
+}
+
+// An index record. indexType: btree | bloom | minmax; level: STRIPE | PARTITION | TABLE;
+// state: CREATING | READY; partitions unset means every partition.
+struct MetastoreIndex {
+  1: required string name,
+  2: required string dbName,
+  3: required string tableName,
+  4: required string columnName,
+  5: string columnType,
+  6: required string indexType,
+  7: string level,
+  8: map<string, string> properties,
+  9: optional list<string> partitions,
+  10: string location,
+  11: string state,
+  12: i64 createTime,
+  13: i64 buildTime,
+  14: string owner,
+  15: bool tableExists,
+  16: list<MetastoreIndexPart> parts
+}
+
+// The parts of a finished build (CREATE or UPDATE INDEX); the index becomes READY.
+struct MetastoreFinishIndexBuild {
+  1: required string name,
+  2: required list<MetastoreIndexPart> parts,
+  3: i64 buildTime,
+  4: optional list<string> partitions,
+  5: required string dbName,
+  6: required string tableName
+}
+
+// A byte range of a data file; fileSize/fileMtimeNs as the planner listed the file (else the server
+// looks the file up).
+struct MetastoreSplit {
+  1: required string path,
+  2: required i64 start,
+  3: required i64 length,
+  4: optional i64 fileSize,
+  5: optional i64 fileMtimeNs
+}
+
+// predicate: the JSON form documented in the README (metastore/index/predicate.py).
+struct MetastoreFilterSplitsRequest {
+  1: required string dbName,
+  2: required string tableName,
+  3: required string predicate,
+  4: required list<MetastoreSplit> splits
+}
+
+struct MetastoreIndexCount {
+  1: string indexName,
+  2: string indexType,
+  3: string columnName,
+  4: i64 considered,
+  5: i64 kept
+}
+
+// keptPositions: positions (in the request) of the splits that may match; keptSplits: those splits.
+struct MetastoreFilterSplitsResponse {
+  1: list<i32> keptPositions,
+  2: list<MetastoreSplit> keptSplits,
+  3: list<MetastoreIndexCount> counts,
+  4: list<string> warnings
+}
+
+// ---------------------------------------------------------------------------------------
 // Exceptions: every one is a single message string at id 1.
 // ---------------------------------------------------------------------------------------
 
@@ -1118,4 +1204,26 @@ service ThriftHiveMetastore extends fb303.FacebookService {
   // Forget stored files (deleted from storage, or no longer wanted).
   void metastore_delete_file_partials(1: MetastoreDeleteFilePartialsRequest req)
       throws (1: NoSuchObjectException o1, 2: MetaException o2)
+
+  // --- issue 11: split-filtering indexes (extension calls; no HMS client uses metastore_* names) ---
+
+  // Record a new index in state CREATING; the answer has its directory under the index root.
+  MetastoreIndex metastore_create_index(1: MetastoreIndex index)
+      throws (1: AlreadyExistsException o1, 2: NoSuchObjectException o2, 3: InvalidObjectException o3,
+              4: MetaException o4)
+  // Calls naming an index also name its table (authorization is by table); another table's index
+  // is NoSuchObjectException.
+  MetastoreIndex metastore_get_index(1: string dbName, 2: string tableName, 3: string name)
+      throws (1: NoSuchObjectException o1, 2: MetaException o2)
+  // Every index (dbName and tableName empty), a database's, or a table's.
+  list<MetastoreIndex> metastore_list_indexes(1: string dbName, 2: string tableName)
+      throws (1: MetaException o1)
+  // Replace the parts with those of a finished build; part files no longer recorded are deleted.
+  MetastoreIndex metastore_finish_index_build(1: MetastoreFinishIndexBuild build)
+      throws (1: NoSuchObjectException o1, 2: InvalidObjectException o2, 3: MetaException o3)
+  // Drop an index with its files; with partitions, only its parts for those partitions.
+  void metastore_drop_index(1: string dbName, 2: string tableName, 3: string name, 4: list<string> partitions)
+      throws (1: NoSuchObjectException o1, 2: InvalidOperationException o2, 3: MetaException o3)
+  MetastoreFilterSplitsResponse metastore_filter_splits(1: MetastoreFilterSplitsRequest request)
+      throws (1: NoSuchObjectException o1, 2: InvalidInputException o2, 3: MetaException o3)
 }

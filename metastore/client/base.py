@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from metastore.catalog import DEFAULT_ENGINE, Database, Partition, Table
 from metastore.errors import MetastoreError
+from metastore.index.model import FilterResult, IndexPart, IndexRecord, Split
 from metastore.stats.exchange import AggregateResult, StatsWrite
 from metastore.stats.model import ColumnStatsEntry
 from metastore.stats.partial_store import FilePartials
@@ -194,6 +195,35 @@ class MetastoreClient(abc.ABC):
         paths: Sequence[str] | None = None,
     ) -> None:
         """Forget stored per-file results of the table (of the named partitions and/or paths; all when neither)."""
+
+    # ------------------------------------------------------------------ split-filtering indexes (issue 11)
+
+    @abc.abstractmethod
+    def create_index(self, record: IndexRecord) -> IndexRecord:
+        """Record a new index (state CREATING); the answer has its directory under the index root."""
+
+    @abc.abstractmethod
+    def get_index(self, db_name: str, table_name: str, name: str) -> IndexRecord:
+        """An index of a table by name (NoSuchObject when the table has none of that name)."""
+
+    @abc.abstractmethod
+    def list_indexes(self, db_name: str | None = None, table_name: str | None = None) -> list[IndexRecord]:
+        """Every index, a database's, or a table's."""
+
+    @abc.abstractmethod
+    def finish_index_build(
+        self, db_name: str, table_name: str, name: str, parts: Sequence[IndexPart], *, built: int,
+        partitions: tuple[str, ...] | None = None,
+    ) -> IndexRecord:
+        """Record the parts of a finished build (the index becomes READY; part files it replaced are deleted)."""
+
+    @abc.abstractmethod
+    def drop_index(self, db_name: str, table_name: str, name: str, partitions: Sequence[str] | None = None) -> None:
+        """Drop an index with its files (with partitions: only its parts for those partitions)."""
+
+    @abc.abstractmethod
+    def filter_splits(self, db_name: str, table_name: str, predicate: str, splits: Sequence[Split]) -> FilterResult:
+        """The splits of a table that may match a predicate (its JSON form, metastore.index.predicate)."""
 
     # ------------------------------------------------------------------ lifecycle
 

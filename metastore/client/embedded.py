@@ -13,6 +13,7 @@ from metastore.catalog import DEFAULT_ENGINE, Database, Partition, Table
 from metastore.client.base import AggregateResult, MetastoreClient, StatsWrite
 from metastore.config import Settings
 from metastore.errors import InvalidInput, MetastoreError
+from metastore.index.model import FilterResult, IndexPart, IndexRecord, Split
 from metastore.service import Metastore
 from metastore.stats.model import ColumnStatsEntry
 from metastore.stats.partial_store import FilePartials
@@ -170,6 +171,30 @@ class EmbeddedMetastoreClient(MetastoreClient):
         paths: Sequence[str] | None = None,
     ) -> None:
         self._run(self._ms.file_partials.delete, db_name, table_name, partition_names, paths)
+
+    def create_index(self, record: IndexRecord) -> IndexRecord:
+        return self._run(self._ms.indexes.create, record)
+
+    def get_index(self, db_name: str, table_name: str, name: str) -> IndexRecord:
+        return self._run(self._ms.indexes.get, name, db_name, table_name)
+
+    def list_indexes(self, db_name: str | None = None, table_name: str | None = None) -> list[IndexRecord]:
+        return self._run(self._ms.indexes.list, db_name, table_name)
+
+    def finish_index_build(
+        self, db_name: str, table_name: str, name: str, parts: Sequence[IndexPart], *, built: int,
+        partitions: tuple[str, ...] | None = None,
+    ) -> IndexRecord:
+        return self._run(
+            self._ms.indexes.finish_build, name, list(parts), built=built, partitions=partitions, db_name=db_name,
+            table_name=table_name,
+        )
+
+    def drop_index(self, db_name: str, table_name: str, name: str, partitions: Sequence[str] | None = None) -> None:
+        self._run(self._ms.indexes.drop, name, None if partitions is None else list(partitions), db_name, table_name)
+
+    def filter_splits(self, db_name: str, table_name: str, predicate: str, splits: Sequence[Split]) -> FilterResult:
+        return self._run(self._ms.indexes.filter_splits, db_name, table_name, predicate, list(splits))
 
     def close(self) -> None:
         self._ms.close()

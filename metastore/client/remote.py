@@ -33,9 +33,11 @@ from metastore.errors import (
     MetastoreError,
     NoSuchObject,
 )
+from metastore.index.model import FilterResult, IndexPart, IndexRecord, Split
 from metastore.stats.model import ColumnStatsEntry
 from metastore.stats.partial_store import FilePartials
 from metastore.wire import catalog as convert
+from metastore.wire import indexes as convert_indexes
 from metastore.wire.file_partials import file_partials_from_thrift, file_partials_to_thrift
 from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 
@@ -218,6 +220,40 @@ class ThriftMetastoreClient(MetastoreClient):
                         raise
                     raise kind(getattr(exc, "message", None) or str(exc)) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    # ------------------------------------------------------------------ split-filtering indexes (issue 11)
+
+    def create_index(self, record: IndexRecord) -> IndexRecord:
+        return convert_indexes.index_from_thrift(
+            self._call("metastore_create_index", convert_indexes.index_to_thrift(record))
+        )
+
+    def get_index(self, db_name: str, table_name: str, name: str) -> IndexRecord:
+        return convert_indexes.index_from_thrift(self._call("metastore_get_index", db_name, table_name, name))
+
+    def list_indexes(self, db_name: str | None = None, table_name: str | None = None) -> list[IndexRecord]:
+        found = self._call("metastore_list_indexes", db_name or "", table_name or "")
+        return [convert_indexes.index_from_thrift(i) for i in found]
+
+    def finish_index_build(
+        self, db_name: str, table_name: str, name: str, parts: Sequence[IndexPart], *, built: int,
+        partitions: tuple[str, ...] | None = None,
+    ) -> IndexRecord:
+        build = tt.MetastoreFinishIndexBuild(
+            name=name, dbName=db_name, tableName=table_name, parts=[convert_indexes.part_to_thrift(p) for p in parts], buildTime=built,
+            partitions=None if partitions is None else list(partitions),
+        )
+        return convert_indexes.index_from_thrift(self._call("metastore_finish_index_build", build))
+
+    def drop_index(self, db_name: str, table_name: str, name: str, partitions: Sequence[str] | None = None) -> None:
+        self._call("metastore_drop_index", db_name, table_name, name, list(partitions or []))
+
+    def filter_splits(self, db_name: str, table_name: str, predicate: str, splits: Sequence[Split]) -> FilterResult:
+        request = tt.MetastoreFilterSplitsRequest(
+            dbName=db_name, tableName=table_name, predicate=predicate,
+            splits=[convert_indexes.split_to_thrift(s) for s in splits],
+        )
+        return convert_indexes.filter_result_from_thrift(self._call("metastore_filter_splits", request))
 
     # ------------------------------------------------------------------ catalog
 

@@ -20,14 +20,14 @@ Writing: ``OrcWriter`` / ``write_orc`` (writer.py). See reader.py for what the r
 implementations differ.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._bloom import BloomFilter
 from ._column_input import ColumnData, ColumnValueError, TimestampValues, Utf8Values, shred
 from ._column_scan import ColumnRequest, ScanMode, StripeColumn, column_request, scan_stripe_columns
 from ._compression import CompressionKind, compress_stream, decompress_stream
-from ._csv_write import write_csv
-from ._describe import describe
 from ._errors import OrcError, UnsupportedOrcFeature
-from ._jsonrows import json_lines, write_json_lines
 from ._murmur3 import DEFAULT_SEED, hash64, hash64_array_bytes, hash64_array_long, hash64_long, hash64_many
 from ._murmur3_packed import hash64_packed
 from ._reader import OrcReader, OrcSource, RowGroupIndexEntry, StripeInformation
@@ -61,7 +61,34 @@ from ._vectors import (
     UnionVector,
     concat,
 )
-from ._writer import DEFAULT_SOFTWARE_VERSION, OrcWriter, WriterOptions, write_orc
+
+if TYPE_CHECKING:
+    from ._csv_write import write_csv
+    from ._describe import describe
+    from ._jsonrows import json_lines, write_json_lines
+    from ._writer import DEFAULT_SOFTWARE_VERSION, OrcWriter, WriterOptions, write_orc
+
+# Writing and text output load on first use: a process that only reads (ANALYZE, `orc meta`) starts faster.
+_LAZY = {
+    "write_csv": "._csv_write",
+    "describe": "._describe",
+    "json_lines": "._jsonrows",
+    "write_json_lines": "._jsonrows",
+    "DEFAULT_SOFTWARE_VERSION": "._writer",
+    "OrcWriter": "._writer",
+    "WriterOptions": "._writer",
+    "write_orc": "._writer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     # reading

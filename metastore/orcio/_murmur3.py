@@ -116,19 +116,69 @@ def _v_fmix(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> _U33)
 
 
+#: Values hashed per block: the working arrays of a block (two of 512 KiB) stay in the CPU's cache across the
+#: twenty-odd whole-array steps of the hash, instead of streaming every step through memory.
+HASH_BLOCK = 1 << 16
+
+
+def _mix_into(h: np.ndarray, k: np.ndarray, t: np.ndarray) -> None:
+    """``h ^= mix_key(k)``, in place; ``k`` is overwritten and ``t`` is scratch (all the same length)."""
+    k *= _U_C1
+    np.right_shift(k, _U33, out=t)  # rotl(k, 31)
+    k <<= np.uint64(31)
+    k |= t
+    k *= _U_C2
+    h ^= k
+
+
+def _block_step(h: np.ndarray, t: np.ndarray) -> None:
+    """``h = rotl(h, 27) * 5 + N1``, in place (``t`` is scratch)."""
+    np.right_shift(h, np.uint64(37), out=t)
+    h <<= np.uint64(27)
+    h |= t
+    h *= _U5
+    h += _U_N1
+
+
+def _fmix_in_place(h: np.ndarray, t: np.ndarray) -> None:
+    """Murmur3's fmix64, in place (``t`` is scratch)."""
+    np.right_shift(h, _U33, out=t)
+    h ^= t
+    h *= _U_F1
+    np.right_shift(h, _U33, out=t)
+    h ^= t
+    h *= _U_F2
+    np.right_shift(h, _U33, out=t)
+    h ^= t
+
+
 def hash64_array_long(values: np.ndarray | Sequence[int]) -> np.ndarray:
     """``hash64_long`` over an array of integers (taken as int64); returns an int64 array."""
     arr = np.asarray(values)
     if arr.dtype != np.int64:
         arr = arr.astype(np.int64)
+    arr = arr.ravel()
     # The big-endian bytes read back little-endian are the byte-swapped value: one full block.
-    k = arr.byteswap().view(np.uint64)
+    out = arr.byteswap().view(np.uint64)
+    n = out.size
+    scratch = np.empty(min(n, HASH_BLOCK), dtype=np.uint64)
+    seed = np.uint64(DEFAULT_SEED)
+    eight = np.uint64(8)
     with np.errstate(over="ignore"):
-        h = np.full(k.shape, DEFAULT_SEED, dtype=np.uint64)
-        h ^= _v_mix_key(k)
-        h = _v_rotl(h, 27) * _U5 + _U_N1
-        h ^= np.uint64(8)
-        return _v_fmix(h).view(np.int64)
+        for start in range(0, n, HASH_BLOCK):
+            k = out[start : start + HASH_BLOCK]
+            t = scratch[: k.size]
+            # h = seed ^ mix_key(k), computed in k's own storage
+            k *= _U_C1
+            np.right_shift(k, _U33, out=t)
+            k <<= np.uint64(31)
+            k |= t
+            k *= _U_C2
+            k ^= seed
+            _block_step(k, t)
+            k ^= eight
+            _fmix_in_place(k, t)
+    return out.view(np.int64)
 
 
 def _hash_equal_words(matrix: np.ndarray, lengths: np.ndarray, seed: int) -> np.ndarray:

@@ -12,14 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._murmur3 import DEFAULT_SEED, _v_fmix, _v_mix_key, _v_rotl
+from ._murmur3 import DEFAULT_SEED, HASH_BLOCK, _block_step, _fmix_in_place, _mix_into
 
-_U64 = np.uint64
-_N1 = _U64(0x52DCE729)
-_FIVE = _U64(5)
-_ALL_ONES = _U64(0xFFFFFFFFFFFFFFFF)
-# Mask keeping the low r bytes of a word, for r = 0..7 (0 means a whole word).
-_TAIL_MASKS = np.array([0xFFFFFFFFFFFFFFFF] + [(1 << (8 * r)) - 1 for r in range(1, 8)], dtype=np.uint64)
+# Mask keeping the low r bytes of a word, for r = 0..8 bytes of the value left in it.
+_MASKS = np.array([0] + [(1 << (8 * r)) - 1 for r in range(1, 8)] + [0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
 
 
 def hash64_packed(
@@ -38,36 +34,45 @@ def hash64_packed(
     if lengths.size and int(lengths.min()) < 0:
         raise ValueError("offsets must not decrease")
     # Eight zero bytes past the end let every word gather read 8 bytes without leaving the array.
-    padded = np.zeros(end + 8, dtype=np.uint8)
+    padded = np.empty(end + 8, dtype=np.uint8)
     padded[:end] = raw[:end]
+    padded[end:] = 0
     words = np.ndarray(shape=(end + 1,), dtype="<u8", buffer=padded, strides=(1,))
-    nwords = (lengths + 7) >> 3
-    # Sorted by word count, the values with a j-th word are a suffix: slices (views) instead of gathers.
-    order = np.argsort(nwords, kind="stable")
-    sorted_words = nwords[order]
-    sorted_lengths = lengths[order]
-    starts = offsets[:-1][order]
-    full_blocks = sorted_lengths >> 3
-    tail_mask = _TAIL_MASKS[(sorted_lengths & 7).astype(np.intp)]
-    h = np.full(n, seed & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+    out = np.empty(n, dtype=np.uint64)
+    scratch = np.empty((3, min(n, HASH_BLOCK)), dtype=np.uint64)
+    seed_word = np.uint64(seed & 0xFFFFFFFFFFFFFFFF)
     with np.errstate(over="ignore"):
-        for j in range(int(sorted_words[-1])):
-            first = int(np.searchsorted(sorted_words, j + 1, side="left"))
-            word = words[starts[first:] + 8 * j]
-            # the last word of a value keeps only the value's bytes
-            last = sorted_words[first:] == j + 1
-            if last.any():
-                word = np.where(last, word & tail_mask[first:], word)
-            mixed = h[first:] ^ _v_mix_key(word)
-            block = full_blocks[first:] > j
-            if block.all():
-                h[first:] = _v_rotl(mixed, 27) * _FIVE + _N1
-            else:
-                h[first:] = np.where(block, _v_rotl(mixed, 27) * _FIVE + _N1, mixed)
-        h ^= sorted_lengths.astype(np.uint64)
-        out = np.empty(n, dtype=np.uint64)
-        out[order] = _v_fmix(h)
-        return out.view(np.int64)
+        # Blocks of values whose working arrays stay in the CPU's cache; within a block, word j of every value
+        # at once: a value with fewer words gets a zero word there (mix_key(0) = 0 leaves its hash alone) and
+        # no block step.
+        for first in range(0, n, HASH_BLOCK):
+            last = min(n, first + HASH_BLOCK)
+            size = last - first
+            block_lengths = lengths[first:last]
+            at = offsets[first:last].copy()
+            h = out[first:last]
+            h[:] = seed_word
+            k, t, kept = scratch[0, :size], scratch[1, :size], scratch[2, :size]
+            shortest, longest = int(block_lengths.min()), int(block_lengths.max())
+            full_blocks = block_lengths >> 3
+            for j in range((longest + 7) >> 3):
+                np.minimum(at, end, out=at)
+                k[:] = words[at]  # (np.take would copy the whole strided view first)
+                if 8 * (j + 1) > shortest:
+                    # bytes past a value's end (or a whole word past it) are masked off
+                    k &= _MASKS[np.clip(block_lengths - 8 * j, 0, 8)]
+                _mix_into(h, k, t)
+                if 8 * (j + 1) <= shortest:
+                    _block_step(h, t)
+                else:
+                    # only values with a whole j-th block take the step; a 1..7 byte tail does not
+                    kept[:] = h
+                    _block_step(kept, t)
+                    np.copyto(h, kept, where=full_blocks > j)
+                at += 8
+            h ^= block_lengths.view(np.uint64)
+            _fmix_in_place(h, t)
+    return out.view(np.int64)
 
 
 __all__ = ["hash64_packed"]

@@ -372,6 +372,13 @@ def _filter_functions(_a: Any, result: Any, may_read: Callable[[Target], bool]) 
     return result
 
 
+def _filter_indexes(_args: Any, result: Any, may_read: Callable[[Target], bool]) -> Any:
+    """Only the indexes of readable tables."""
+    if result is None:
+        return result
+    return [i for i in result if may_read(Target(_s(i.dbName), _s(i.tableName)))]
+
+
 R, W, D, A = Permission.READ, Permission.WRITE_STATS, Permission.DDL, Permission.ADMIN
 _ANYONE = Rule(None)
 _ADMIN = Rule(A, _whole)
@@ -481,6 +488,13 @@ METHOD_RULES: dict[str, Rule] = {
     "metastore_get_file_partials": Rule(R, _in_request("req", "dbName", "tblName")),
     "metastore_put_file_partials": Rule(W, _in_request("req", "dbName", "tblName")),
     "metastore_delete_file_partials": Rule(W, _in_request("req", "dbName", "tblName")),
+    # issue 11's split-filtering indexes: index DDL on the table, reads and the split filter read it
+    "metastore_create_index": Rule(D, _in_request("index", "dbName", "tableName")),
+    "metastore_finish_index_build": Rule(D, _in_request("build", "dbName", "tableName")),
+    "metastore_drop_index": _ddl_table("dbName", "tableName"),
+    "metastore_get_index": _read_table("dbName", "tableName"),
+    "metastore_filter_splits": Rule(R, _in_request("request", "dbName", "tableName")),
+    "metastore_list_indexes": Rule(None, result_filter=_filter_indexes),
 }
 
 # Parameters ANALYZE (Hive's, Spark's, ours) writes: an alter changing only these is a statistics write.

@@ -40,6 +40,7 @@ from metastore.stats.model import ColumnStatsEntry
 from metastore.wire import catalog as convert
 from metastore.wire import file_partials as convert_partials
 from metastore.wire import functions as convert_functions
+from metastore.wire import indexes as convert_indexes
 from metastore.wire.encoded import EncodedResult, encode_struct, partitions_stats_result, table_stats_result
 from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 
@@ -882,3 +883,38 @@ class Handler:
             None if req.paths is None else list(req.paths), catalog=_catalog(req.catName),
         )
 
+    # --- issue 11: split-filtering indexes (extension calls named metastore_*) ---------------------------
+
+    @_thrift_method
+    def metastore_create_index(self, index: tt.MetastoreIndex) -> tt.MetastoreIndex:
+        return convert_indexes.index_to_thrift(self.ms.indexes.create(convert_indexes.index_from_thrift(index)))
+
+    @_thrift_method
+    def metastore_get_index(self, dbName: str, tableName: str, name: str) -> tt.MetastoreIndex:  # noqa: N803
+        return convert_indexes.index_to_thrift(self.ms.indexes.get(name, dbName, tableName))
+
+    @_thrift_method
+    def metastore_list_indexes(self, dbName: str | None, tableName: str | None) -> list[tt.MetastoreIndex]:  # noqa: N803
+        return [convert_indexes.index_to_thrift(r) for r in self.ms.indexes.list(dbName, tableName)]
+
+    @_thrift_method
+    def metastore_finish_index_build(self, build: tt.MetastoreFinishIndexBuild) -> tt.MetastoreIndex:
+        parts = [convert_indexes.part_from_thrift(p) for p in build.parts or []]
+        partitions = None if build.partitions is None else tuple(build.partitions)
+        record = self.ms.indexes.finish_build(
+            build.name, parts, built=build.buildTime, partitions=partitions, db_name=build.dbName,
+            table_name=build.tableName,
+        )
+        return convert_indexes.index_to_thrift(record)
+
+    @_thrift_method
+    def metastore_drop_index(
+        self, dbName: str, tableName: str, name: str, partitions: Sequence[str] | None  # noqa: N803
+    ) -> None:
+        self.ms.indexes.drop(name, list(partitions) if partitions else None, dbName, tableName)
+
+    @_thrift_method
+    def metastore_filter_splits(self, request: tt.MetastoreFilterSplitsRequest) -> tt.MetastoreFilterSplitsResponse:
+        splits = [convert_indexes.split_from_thrift(s) for s in request.splits]
+        result = self.ms.indexes.filter_splits(request.dbName, request.tableName, request.predicate, splits)
+        return convert_indexes.filter_result_to_thrift(result, request.splits)

@@ -11,6 +11,7 @@ from metastore.config import Settings
 from metastore.service.catalog import CatalogService
 from metastore.service.file_partials import FilePartialsService
 from metastore.service.functions import FunctionService
+from metastore.service.indexes import IndexService, default_index_root
 from metastore.service.statistics import AggregateResult, StatisticsService, StatsWrite
 from metastore.service.stats_cache import ReplyCache
 from metastore.service.user_types import TypeService
@@ -18,8 +19,8 @@ from metastore.store import Store, migrate
 from metastore.store.worker_engine import create_worker_engine
 
 __all__ = [
-    "AggregateResult", "CatalogService", "FilePartialsService", "FunctionService", "Metastore", "StatisticsService",
-    "StatsWrite", "TypeService",
+    "AggregateResult", "CatalogService", "FilePartialsService", "FunctionService", "IndexService", "Metastore",
+    "StatisticsService", "StatsWrite", "TypeService",
 ]
 
 
@@ -33,6 +34,7 @@ class Metastore:
     functions: FunctionService
     types: TypeService
     file_partials: FilePartialsService
+    indexes: IndexService
 
     @classmethod
     def open(
@@ -57,6 +59,7 @@ class Metastore:
             functions=FunctionService(store),
             types=TypeService(store),
             file_partials=FilePartialsService(store),
+            indexes=IndexService(store, settings.index_root or default_index_root(settings.warehouse)),
         )
 
     def close(self) -> None:

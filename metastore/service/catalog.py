@@ -13,6 +13,7 @@ from metastore.catalog import DEFAULT_CATALOG, Database, Partition, Table
 from metastore.errors import InvalidObject, InvalidOperation
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.service import spark_statistics
+from metastore.service.indexes import delete_index_files, drop_partition_indexes, drop_table_indexes
 from metastore.store import Store
 
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
@@ -97,10 +98,16 @@ class CatalogService:
         """Drop a database (with its tables when cascade); delete_data removes its managed data directories."""
         with self.store.transaction() as uow:
             managed: list[str | None] = []
-            if cascade and delete_data:
+            index_dirs: list[str] = []
+            if cascade:
                 names = uow.tables.list_names(name, catalog=catalog)
-                managed = [t.sd.location for t in uow.tables.get_many(name, names, catalog=catalog) if not _is_external(t)]
+                for table_name in names:
+                    index_dirs.extend(drop_table_indexes(uow, name, table_name, catalog))
+                if delete_data:
+                    managed = [t.sd.location for t in uow.tables.get_many(name, names, catalog=catalog)
+                               if not _is_external(t)]
             db = uow.databases.drop(name, cascade=cascade, catalog=catalog)
+        delete_index_files(index_dirs)
         if delete_data:
             for location in managed:
                 locations.delete_dir(location)
@@ -185,7 +192,9 @@ class CatalogService:
     def drop_table(self, db_name: str, table_name: str, *, delete_data: bool, catalog: str = DEFAULT_CATALOG) -> None:
         """Drop a table with its partitions and statistics; delete_data removes a managed table's data."""
         with self.store.transaction() as uow:
+            index_dirs = drop_table_indexes(uow, db_name, table_name, catalog)
             table = uow.tables.drop(db_name, table_name, catalog=catalog)
+        delete_index_files(index_dirs)
         if delete_data and not _is_external(table):
             locations.delete_dir(table.sd.location)
 
@@ -424,6 +433,11 @@ class CatalogService:
                 elif not wanted:
                     return []
                 dropped = uow.partitions.drop_by_names(db_name, table_name, wanted, catalog=catalog) if wanted else []
+            keys = [k.name for k in table.partition_keys]
+            index_files = drop_partition_indexes(
+                uow, db_name, table_name, [make_part_name(keys, list(p.values)) for p in dropped], catalog
+            )
+        delete_index_files(index_files)
         if delete_data and not _is_external(table):
             for p in dropped:
                 locations.delete_dir(p.sd.location)

@@ -271,13 +271,15 @@ def _persist_parameters(client: MetastoreClient, table: Table, outcomes: Sequenc
 
 def _table_level(
     client: MetastoreClient, table: Table, columns: list[FieldSchema], outcomes: Sequence[TargetOutcome],
-    partitions_total: int,
+    partitions_total: int, merged: AnalyzeResult | None = None,
 ) -> list[ColumnStatsEntry]:
-    """Table-level statistics of a partitioned table, merged through the partitions' sketches."""
+    """Table-level statistics of a partitioned table, merged through the partitions' sketches (``merged``: that
+    merge, already done by a run over every partition's files)."""
     if len(outcomes) == partitions_total and all(o.result is not None for o in outcomes):
-        from metastore.stats.harvest import merge_results
+        if merged is None:
+            from metastore.stats.harvest import merge_results
 
-        merged = merge_results([o.result for o in outcomes if o.result is not None])
+            merged = merge_results([o.result for o in outcomes if o.result is not None])
         return [
             ColumnStatsEntry(column=c.name, column_type=c.type, stats=merged.columns[c.name])
             for c in columns if c.name in merged.columns
@@ -289,11 +291,12 @@ def _table_level(
 
 def persist_outcomes(
     client: MetastoreClient, table: Table, columns: list[FieldSchema], outcomes: Sequence[TargetOutcome],
-    partitions_total: int,
+    partitions_total: int, merged: AnalyzeResult | None = None,
 ) -> None:
     """Write what ANALYZE found: basic statistics into parameters, column statistics per target in
     set_aggr_stats_for batches, then the table-level statistics of a partitioned table. Failed targets get
-    nothing written; the table level is then aggregated by the metastore over every partition."""
+    nothing written; the table level is then aggregated by the metastore over every partition. ``merged``: the
+    outcomes' results already merged (one harvest run over all their files), sparing the merge here."""
     done = [o for o in outcomes if not o.failed]
     if not done:
         return
@@ -311,7 +314,8 @@ def persist_outcomes(
                                  last_analyzed=now))
     client.write_statistics(writes)
     if table.partition_keys:
-        table_entries = _table_level(client, table, columns, done, partitions_total)
+        table_entries = _table_level(client, table, columns, done, partitions_total,
+                                     merged if len(done) == len(outcomes) else None)
         if table_entries:
             client.write_statistics([StatsWrite(table.db_name, table.table_name, table_entries, last_analyzed=now)])
 

@@ -20,6 +20,7 @@ COLUMNS], computed next to the data and persisted through the client API.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -94,22 +95,39 @@ def _open_cache(ex: Session, table: Table) -> Any:
 def _analyze_local(
     ex: Session, targets: list[AnalyzeTarget], table: Table, columns: list[FieldSchema], mode: AnalyzeMode,
     cache: Any, progress: FileProgress,
-) -> list[TargetOutcome]:
-    """Each target analysed in this process (a process pool over its files); a failing target fails alone."""
-    from metastore.stats.harvest import HarvestError, analyze_files, basic_stats
+) -> tuple[list[TargetOutcome], Any]:
+    """Every target analysed in this process, with the harvest's run over all their files (FOR COLUMNS; None
+    otherwise) for its phase accounting. A failing target fails alone."""
+    from metastore.stats.harvest import HarvestError, analyze_files, basic_stats, split_result
 
     hive_types = {c.name: c.type for c in columns}
+
+    def harvest(files: list[Any], partition: Any, callback: Any) -> Any:
+        return analyze_files(
+            files, [c.name for c in columns], hive_types=hive_types, table_columns=[c.name for c in table.sd.cols],
+            want_ndv=True, want_histograms=ex.options.histograms, cache=cache, progress=callback,
+            storage_options=ex.options.storage, partition=partition,
+        )
+
+    if columns:
+        # One run over every target's files keeps the worker pool busy across partitions (one pool, not one
+        # per partition); it is split per partition afterwards without reading again. Only when a file fails
+        # are the targets run one by one, so that the failure stays with its partition.
+        try:
+            run = harvest([f for t in targets for f in t.files], [t.name for t in targets for _ in t.files],
+                          progress.callback)
+        except HarvestError:
+            pass
+        else:
+            split_started = time.perf_counter()
+            parts = split_result(run, [len(t.files) for t in targets])
+            run.phases[PHASE_MERGE] = run.phases.get(PHASE_MERGE, 0.0) + time.perf_counter() - split_started
+            return [outcome_of(t, r) for t, r in zip(targets, parts, strict=True)], run
     outcomes: list[TargetOutcome] = []
     for target in targets:
         try:
             if columns:
-                result = analyze_files(
-                    target.files, [c.name for c in columns], hive_types=hive_types,
-                    table_columns=[c.name for c in table.sd.cols], want_ndv=True,
-                    want_histograms=ex.options.histograms, cache=cache, progress=progress.callback,
-                    storage_options=ex.options.storage, partition=target.name,
-                )
-                outcomes.append(outcome_of(target, result))
+                outcomes.append(outcome_of(target, harvest(target.files, target.name, progress.callback)))
             else:
                 stats = basic_stats(target.files, scan=mode is AnalyzeMode.BASIC, cache=cache,
                                     storage_options=ex.options.storage, partition=target.name)
@@ -118,7 +136,7 @@ def _analyze_local(
         except HarvestError as exc:
             outcomes.append(failed_outcome(target, str(exc)))
         progress.finish_target(len(target.files))
-    return outcomes
+    return outcomes, None
 
 
 def _engine(ex: Session, mode: AnalyzeMode, targets: list[AnalyzeTarget]) -> str:
@@ -140,6 +158,8 @@ def _engine(ex: Session, mode: AnalyzeMode, targets: list[AnalyzeTarget]) -> str
 
 def analyze(ex: Session, st: Analyze) -> Result:
     started = time.monotonic()
+    before = _process_age()
+    clock: dict[str, float] = {}  # wall seconds per phase, for --verbose
     table = ex.table(st.table)
     columns: list[FieldSchema] = []
     if st.mode is AnalyzeMode.COLUMNS:
@@ -150,6 +170,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
     elif st.mode is AnalyzeMode.BASIC:
         require_orc(table, "ANALYZE ... COMPUTE STATISTICS (use NOSCAN for other formats)", st.table.position)
     targets, partitions_total = _targets(ex, table, st)
+    clock[PHASE_LISTING] = time.monotonic() - started
     if not targets:
         return Result(message=f"{qualified(table)} has no partitions to analyze")
     engine = _engine(ex, st.mode, targets)
@@ -157,6 +178,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
     progress = FileProgress(ex.options.progress, ex.options.progress_stream, total_files,
                             f"analyze {qualified(table)}")
     cache = _open_cache(ex, table) if st.mode is not AnalyzeMode.NOSCAN else None
+    run: Any = None  # the local harvest's run over every target's files, for its phases
     try:
         if engine == "spark":
             from metastore.spark.analyze import harvest_targets
@@ -171,7 +193,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
             except Exception as exc:  # noqa: BLE001 - Spark's errors (py4j, Connect) become one shell error line
                 raise SqlError(f"Spark failed: {' '.join(str(exc).split())[:500]}", st.position) from None
         else:
-            outcomes = _analyze_local(ex, targets, table, columns, st.mode, cache, progress)
+            outcomes, run = _analyze_local(ex, targets, table, columns, st.mode, cache, progress)
         if cache is not None:
             # stored results of files deleted from storage since are forgotten (a failed target keeps its own)
             for outcome in outcomes:
@@ -182,7 +204,53 @@ def analyze(ex: Session, st: Analyze) -> Result:
         if cache is not None:
             cache.close()
 
-    persist_outcomes(ex.client, table, columns, outcomes, partitions_total)
+    persist_started = time.monotonic()
+    persist_outcomes(ex.client, table, columns, outcomes, partitions_total, merged=run)
+    clock[PHASE_PERSISTENCE] = time.monotonic() - persist_started
     summary = summarize(table, columns, st.mode is not AnalyzeMode.NOSCAN, outcomes, time.monotonic() - started,
                         engine="Spark" if engine == "spark" else None)
-    return Result(summary.columns, summary.rows, message=summary.message, failed=bool(summary.failed))
+    message = summary.message
+    if ex.options.verbose:
+        message += "\n" + _phase_report(clock, run, before, time.monotonic() - started)
+    return Result(summary.columns, summary.rows, message=message, failed=bool(summary.failed))
+
+
+#: Phases of ANALYZE measured in the shell's process (wall seconds); the harvest's own are in its run's phases
+#: (metastore.stats.harvest: FILE_PHASES, PHASE_CACHE, PHASE_HARVEST, PHASE_MERGE, whose name this one shares).
+PHASE_LISTING = "listing"
+PHASE_MERGE = "merge"
+PHASE_PERSISTENCE = "persistence"
+
+
+def _process_age() -> float | None:
+    """Seconds since this process started (Linux /proc; None elsewhere): the start-up before a statement."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _phase_report(clock: dict[str, float], run: Any, before: float | None, total: float) -> str:
+    """The --verbose lines: where the statement's time went, phase by phase (the harvest's file phases in CPU
+    seconds summed over its worker processes, everything else wall seconds of this process)."""
+    lines = []
+    if before is not None:
+        lines.append(("start-up before the statement (interpreter, imports, connecting)", before, "wall"))
+    lines.append((PHASE_LISTING + " (partitions and files)", clock.get(PHASE_LISTING, 0.0), "wall"))
+    if run is not None:
+        from metastore.stats.harvest import FILE_PHASES, PHASE_CACHE, PHASE_HARVEST
+
+        phases = run.phases
+        lines.append(("per-file cache (lookups, writes)", phases.get(PHASE_CACHE, 0.0), "wall"))
+        lines.append((f"harvest ({run.files_read} file(s) analysed)", phases.get(PHASE_HARVEST, 0.0), "wall"))
+        lines.extend(("  " + phase, phases.get(phase, 0.0), "CPU, summed over the workers") for phase in FILE_PHASES)
+        lines.append(("merge (files into partitions and table)", phases.get(PHASE_MERGE, 0.0), "wall"))
+    lines.append((PHASE_PERSISTENCE + " (parameters and statistics through the client)",
+                  clock.get(PHASE_PERSISTENCE, 0.0), "wall"))
+    lines.append(("statement total", total, "wall"))
+    width = max(len(name) for name, _, _ in lines)
+    return "\n".join(f"phase {name:<{width}}  {seconds:8.3f} s {how}" for name, seconds, how in lines)

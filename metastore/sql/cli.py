@@ -60,6 +60,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="run ANALYZE on Spark (local[4], spark://host:7077 or sc://host:15002) when "
                    "metastore.analyze.engine is spark, or auto and the data is larger than "
                    "metastore.analyze.spark.threshold (1 GiB); needs the `spark` extra")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="ANALYZE also reports where its time went, phase by phase (on stderr)")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--stats-cache", metavar="PATH",
                        help="where incremental ANALYZE keeps per-file results: 'metastore' (the metastore's "
@@ -131,7 +133,8 @@ def run_sql(args: argparse.Namespace) -> int:
         # against a server, per-file results live in its database, so every host's re-ANALYZE reuses them
         stats_cache = "metastore" if args.connect else "default"
     options = ExecutorOptions(progress=interactive or args.progress, histograms=args.histograms,
-                              stats_cache=stats_cache, storage=storage_options, spark_master=args.spark)
+                              stats_cache=stats_cache, storage=storage_options, spark_master=args.spark,
+                              verbose=args.verbose)
     executor: Executor | None = None
     try:
         executor = Executor(client, options=options)

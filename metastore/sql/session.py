@@ -41,6 +41,8 @@ class ExecutorOptions:
     stats_cache: str | None = "default"
     #: Options for object stores (`--storage-option KEY=VALUE`): endpoint, credentials...
     storage: StorageOptions = field(default_factory=StorageOptions)
+    #: ANALYZE reports where its time went, phase by phase (`--verbose`).
+    verbose: bool = False
     #: Owner recorded for new databases and tables.
     user: str = field(default_factory=lambda: _user_name())
     #: Spark master for ANALYZE on Spark (`metastore sql --spark MASTER`): local[4], spark://h:7077, sc://h:15002.

@@ -90,6 +90,12 @@ def _alpha_mm(m: int) -> float:
     return float(alpha * f32(m) * f32(m))
 
 
+#: Hashes per slice offered to a sparse sketch.
+_SPARSE_CHUNK = 8192
+#: Hashes per block of a dense update (its working arrays fit the CPU's cache).
+_DENSE_BLOCK = 1 << 16
+
+
 def _ntz64(w: np.ndarray) -> np.ndarray:
     """Trailing zeros of uint64 values, 64 for zero."""
     low = w & (~w + _U64(1))
@@ -235,11 +241,14 @@ class HyperLogLog:
         h = _as_hash_array(hashes)
         if h.size == 0:
             return
-        if self._sparse is not None:
-            h = self._add_sparse(h)
-            if h.size == 0:
-                return
-        self._add_dense(h)
+        pos = 0
+        # The sparse map holds at most switch_threshold + 1 keys: feed it bounded slices, so that a large batch of
+        # mostly distinct hashes is not sorted whole only to find where the sketch turns dense.
+        while self._sparse is not None and pos < h.size:
+            chunk = h[pos : pos + _SPARSE_CHUNK]
+            pos += chunk.size - self._add_sparse(chunk).size
+        if pos < h.size:
+            self._add_dense(h[pos:])
 
     def add_hash(self, hashcode: int) -> None:
         """Add one 64-bit hash."""
@@ -281,18 +290,52 @@ class HyperLogLog:
         best = np.zeros(uniq.size, dtype=np.int64)
         np.maximum.at(best, inverse, values)
         order = np.argsort(first, kind="stable")
-        for key, value in zip(uniq[order].tolist(), best[order].tolist(), strict=True):
-            current = sparse.get(key)
-            if current is None or value > current:
+        new_keys, new_values = uniq[order], best[order]
+        if sparse:
+            # keys already in the map keep their place and take the larger value; only those that grow are
+            # touched one by one (few: a key's value is the largest rank seen, which rarely rises again)
+            held = np.fromiter(sparse.keys(), dtype=np.int64, count=len(sparse))
+            held_values = np.fromiter(sparse.values(), dtype=np.int64, count=len(sparse))
+            by_key = np.argsort(held)
+            where = np.searchsorted(held, new_keys, sorter=by_key)
+            where = by_key[np.minimum(where, held.size - 1)]
+            known = held[where] == new_keys
+            grows = known & (new_values > held_values[where])
+            for key, value in zip(new_keys[grows].tolist(), new_values[grows].tolist(), strict=True):
                 sparse[key] = value
+            new_keys, new_values = new_keys[~known], new_values[~known]
+        sparse.update(zip(new_keys.tolist(), new_values.tolist(), strict=True))
 
     def _add_dense(self, h: np.ndarray) -> None:
         dense = self._dense
         assert dense is not None
-        idx = (h & _U64(self.m - 1)).astype(np.intp)
-        ranks = (_ntz64(h >> _U64(self.p)) + 1).astype(np.uint8)
-        np.maximum.at(dense, idx, ranks)
-        top = int(ranks.max())
+        # In blocks, in place: the working arrays stay in the CPU's cache and nothing is allocated per block.
+        size = min(h.size, _DENSE_BLOCK)
+        index = np.empty(size, dtype=np.uint64)
+        low = np.empty(size, dtype=np.uint64)
+        rest = np.empty(size, dtype=np.uint64)
+        exponent = np.empty(size, dtype=np.float64)
+        ranks = np.empty(size, dtype=np.uint8)
+        mask, p = _U64(self.m - 1), _U64(self.p)
+        for start in range(0, h.size, _DENSE_BLOCK):
+            block = h[start : start + _DENSE_BLOCK]
+            n = block.size
+            np.bitwise_and(block, mask, out=index[:n])
+            # rank = trailing zeros of h >>> p, plus one: the lowest set bit, isolated, is a power of two whose
+            # double's exponent field is its position (a zero word has none: Java's 64 trailing zeros)
+            np.right_shift(block, p, out=rest[:n])
+            np.negative(rest[:n], out=low[:n])
+            low[:n] &= rest[:n]
+            exponent[:n] = low[:n]
+            bits = exponent[:n].view(np.int64)
+            bits >>= 52
+            bits -= 1022
+            if not rest[:n].all():
+                bits[rest[:n] == 0] = 65
+            ranks[:n] = bits
+            np.maximum.at(dense, index[:n].view(np.int64), ranks[:n])
+        # registers only grow: the largest ever set is the largest now
+        top = int(dense.max())
         if top > self._max_register:
             self._max_register = top
 
@@ -440,8 +483,7 @@ class HyperLogLog:
             width = self._max_register.bit_length() if self._max_register < 128 else 8
             if width > 6:
                 return MAGIC + bytes([(self.p << 4) | 7]) + estimate + self._dense.tobytes()
-            bits = np.unpackbits(self._dense[:, None], axis=1)[:, 8 - width :]
-            return MAGIC + bytes([(self.p << 4) | width]) + estimate + np.packbits(bits.ravel()).tobytes()
+            return MAGIC + bytes([(self.p << 4) | width]) + estimate + _pack_registers(self._dense, width)
         sparse = self._sparse or {}
         header = MAGIC + bytes([self.p << 4]) + estimate + _vulong(len(sparse))
         if not sparse:
@@ -491,18 +533,38 @@ class HyperLogLog:
         body = np.frombuffer(buf, dtype=np.uint8, count=min(nbytes, len(buf) - pos), offset=pos)
         if body.size < nbytes:
             raise HllFormatError(f"HLL dense registers are truncated: {body.size} of {nbytes} bytes")
-        if width == 8:
-            reg = body.copy()
-        else:
-            bits = np.unpackbits(body)[: sketch.m * width].reshape(sketch.m, width)
-            reg = (bits.astype(np.uint8) << np.arange(width - 1, -1, -1, dtype=np.uint8)).sum(
-                axis=1, dtype=np.uint8
-            )
+        reg = body.copy() if width == 8 else _unpack_registers(body, sketch.m, width)
         reg[reg > 127] = 0  # negative Java bytes never win a register
         sketch._dense = reg
         if sketch.bit_packing:
             sketch._max_register = int(reg.max())
         return sketch
+
+
+def _pack_registers(registers: np.ndarray, width: int) -> bytes:
+    """Registers as ``width``-bit fields, most significant bit first (Hive's bit packing): each group of eight
+    registers is one big-endian word of ``width`` bytes, built with a few whole-array shifts."""
+    groups = registers.size // 8  # m is a power of two >= 16
+    fields = registers.reshape(groups, 8).astype(np.uint64)
+    word = np.zeros(groups, dtype=np.uint64)
+    for i in range(8):
+        word <<= np.uint64(width)
+        word |= fields[:, i]
+    word <<= np.uint64(64 - 8 * width)  # the 8 * width bits at the top, then big-endian bytes
+    return word.astype(">u8").view(np.uint8).reshape(groups, 8)[:, :width].tobytes()
+
+
+def _unpack_registers(body: np.ndarray, m: int, width: int) -> np.ndarray:
+    """The inverse of :func:`_pack_registers` for ``m`` registers."""
+    groups = m // 8
+    padded = np.zeros((groups, 8), dtype=np.uint8)
+    padded[:, :width] = body[: groups * width].reshape(groups, width)
+    word = padded.view(">u8").ravel().astype(np.uint64)
+    mask = np.uint64((1 << width) - 1)
+    out = np.empty((groups, 8), dtype=np.uint8)
+    for i in range(8):
+        out[:, i] = (word >> np.uint64(64 - width * (i + 1))) & mask
+    return out.ravel()
 
 
 def merge_hlls(sketches: Sequence[HyperLogLog]) -> HyperLogLog:

@@ -10,12 +10,14 @@ serialization as the Java library.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import datasketches
 import numpy as np
 
 from metastore.stats.model import StatsKind
+
+if TYPE_CHECKING:
+    import datasketches
 
 __all__ = [
     "DEFAULT_K",
@@ -40,6 +42,8 @@ class KllFormatError(ValueError):
 
 def kll_of(values: Sequence[float] | np.ndarray, k: int = DEFAULT_K) -> datasketches.kll_floats_sketch:
     """A KLL float sketch of ``values`` (NaNs are skipped, as DataSketches does)."""
+    import datasketches  # loaded on first use: most statistics runs build no histogram
+
     sketch = datasketches.kll_floats_sketch(k)
     arr = np.asarray(values, dtype=np.float32).ravel()
     if arr.size:
@@ -66,6 +70,8 @@ def histogram_for(kind: StatsKind, values: Sequence[Any] | np.ndarray, k: int = 
 def kll_from_bytes(data: bytes | bytearray | memoryview) -> datasketches.kll_floats_sketch:
     """Read a serialized KLL float sketch; raises :class:`KllFormatError` when unreadable."""
     try:
+        import datasketches  # loaded on first use: most statistics runs build no histogram
+
         return datasketches.kll_floats_sketch.deserialize(bytes(data))
     except (RuntimeError, ValueError, TypeError, IndexError) as exc:
         raise KllFormatError(f"histogram is not a readable KLL float sketch: {exc}") from exc

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
+from time import thread_time
 from typing import Any
 
-import datasketches
 import numpy as np
 
 from metastore.orcio import (
@@ -65,7 +65,13 @@ class ColumnSketcher:
         self.total_length = 0
         self.max_length = 0
         self.hll: HyperLogLog | None = HyperLogLog(SKETCH_P) if self.want_ndv else None
-        self.kll = datasketches.kll_floats_sketch(DEFAULT_K) if self.want_histogram else None
+        self.kll: Any = None
+        if self.want_histogram:
+            import datasketches  # loaded on first use: most scans build no histogram
+
+            self.kll = datasketches.kll_floats_sketch(DEFAULT_K)
+        #: CPU seconds this sketcher spent computing Murmur3 hashes (ANALYZE --verbose's "hashing" phase).
+        self.hash_seconds = 0.0
 
     # ---------------------------------------------------------------------------------- typed feeders
 
@@ -88,7 +94,7 @@ class ColumnSketcher:
         if self.want_range:
             self._widen(int(ints.min()), int(ints.max()))
         if self.hll is not None:
-            _add_hashes(self.hll, hash64_array_long(ints))
+            _add_hashes(self.hll, self._hash(hash64_array_long, ints))
         if self.kll is not None:
             self.kll.update(ints.astype(np.float32))
 
@@ -131,7 +137,7 @@ class ColumnSketcher:
         if self.want_range:
             self._widen(int(days.min()), int(days.max()))
         if self.hll is not None:
-            _add_hashes(self.hll, hash64_array_long(days))
+            _add_hashes(self.hll, self._hash(hash64_array_long, days))
         if self.kll is not None:
             self.kll.update((days * _SECONDS_PER_DAY).astype(np.float32))
 
@@ -144,7 +150,7 @@ class ColumnSketcher:
         if self.want_range:
             self._widen(int(seconds.min()), int(seconds.max()))
         if self.hll is not None:
-            _add_hashes(self.hll, hash64_array_long(seconds))
+            _add_hashes(self.hll, self._hash(hash64_array_long, seconds))
         if self.kll is not None:
             self.kll.update(seconds.astype(np.float32))
 
@@ -173,7 +179,7 @@ class ColumnSketcher:
         if n > 0:
             self.max_length = max(self.max_length, int(lengths.max()))
             if self.hll is not None:
-                _add_hashes(self.hll, hash64_packed(buffer, offsets))
+                _add_hashes(self.hll, self._hash(hash64_packed, buffer, offsets))
 
     def add_lengths(self, lengths: np.ndarray, *, count_rows: bool = True) -> None:
         """Per-value byte lengths of string/binary values (each one row unless ``count_rows`` is False)."""
@@ -220,7 +226,7 @@ class ColumnSketcher:
         used[ids] = True
         self.max_length = max(self.max_length, int(entry_lengths[used].max()))
         if self.hll is not None:
-            hashes = hash64_packed(dictionary.data, dictionary.offsets)
+            hashes = self._hash(hash64_packed, dictionary.data, dictionary.offsets)
             _add_hashes(self.hll, hashes[used])
 
     # ---------------------------------------------------------------------------------------- helpers
@@ -234,12 +240,18 @@ class ColumnSketcher:
 
     def _hash_and_histogram(self, doubles: np.ndarray, hasher: Callable[[np.ndarray], np.ndarray]) -> None:
         if self.hll is not None:
-            _add_hashes(self.hll, hasher(doubles))
+            _add_hashes(self.hll, self._hash(hasher, doubles))
         if self.kll is not None:
             # KLL sketches hold 32-bit floats (as Hive's); values beyond float's range are clamped to its
             # extremes rather than becoming infinities. NaN stays NaN, which the sketch skips.
             limit = np.finfo(np.float32).max
             self.kll.update(np.clip(doubles, -limit, limit).astype(np.float32))
+
+    def _hash(self, hasher: Callable[..., np.ndarray], *args: Any) -> np.ndarray:
+        started = thread_time()
+        hashes = hasher(*args)
+        self.hash_seconds += thread_time() - started
+        return hashes
 
     def _widen(self, low: Any, high: Any) -> None:
         self.low = low if self.low is None or low < self.low else self.low
@@ -257,20 +269,25 @@ class ColumnSketcher:
 
 
 def _add_hashes(sketch: HyperLogLog, hashes: np.ndarray) -> None:
-    """Add hashes to a sketch; while it is sparse, duplicates are dropped first so that its per-entry work is
-    bounded by the distinct values, not the rows."""
+    """Add hashes to a sketch; while it stays sparse after a first slice (few distinct values so far), duplicates
+    are dropped first so that its per-entry work is bounded by the distinct values, not the rows. (A sketch's
+    state depends only on the set of hashes added, never on their order or repetition.)"""
     if hashes.size == 0:
         return
     if sketch.encoding == "sparse":
+        sketch.add_hashes(hashes[:_PROBE])
+        hashes = hashes[_PROBE:]
+        if hashes.size == 0 or sketch.encoding != "sparse":
+            sketch.add_hashes(hashes)
+            return
         # sort-based: numpy's hash-based np.unique is far slower on millions of 64-bit values
         ordered = np.sort(hashes)
         keep = np.ones(ordered.size, dtype=bool)
         np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-        unique = ordered[keep]
-        head = 4096
-        sketch.add_hashes(unique[:head])
-        if unique.size > head:
-            sketch.add_hashes(unique[head:])
+        sketch.add_hashes(ordered[keep])
         return
     sketch.add_hashes(hashes)
 
+
+#: Hashes offered to a sparse sketch before deciding whether to drop duplicates first.
+_PROBE = 4096

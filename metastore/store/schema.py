@@ -353,3 +353,51 @@ DATA_FILE_PARTIALS = sa.Table(
     sa.Column("ENTRY_KEY", sa.String(COLUMN_NAME_LEN), primary_key=True),
     sa.Column("PARTIAL", sa.LargeBinary, nullable=False),
 )
+
+# ---------------------------------------------------------------------------------------------- issue 11
+# Split-filtering indexes (metastore/index): not Hive's IDXS (Hive's own, removed in Hive 3). TBL_ID is set to
+# NULL when the table row goes without the index (SHOW INDEX then says "Table dropped"); the service deletes
+# the indexes of tables and partitions it drops. Part keys and file paths can be 4000 characters, more than a
+# PostgreSQL B-tree entry may hold, so nothing unique is declared on them; the code keeps them unique.
+
+SPLIT_INDEXES = sa.Table(
+    "SPLIT_INDEXES",
+    metadata,
+    _id_column("INDEX_ID"),
+    sa.Column("INDEX_NAME", sa.String(NAME_LEN), nullable=False, unique=True),
+    sa.Column("TBL_ID", Id, sa.ForeignKey("TBLS.TBL_ID", ondelete="SET NULL"), index=True),
+    sa.Column("DB_NAME", sa.String(NAME_LEN), nullable=False),
+    sa.Column("TBL_NAME", sa.String(TABLE_NAME_LEN), nullable=False),
+    sa.Column("COLUMN_NAME", sa.String(COLUMN_NAME_LEN), nullable=False),
+    sa.Column("COLUMN_TYPE", sa.String(4000), nullable=False),
+    sa.Column("INDEX_TYPE", sa.String(16), nullable=False),
+    sa.Column("INDEX_LEVEL", sa.String(16), nullable=False),
+    sa.Column("PROPERTIES", sa.Text, nullable=False),  # JSON object of the WITH (...) options
+    sa.Column("PARTITIONS", sa.Text),  # JSON list of covered partition names; NULL: every partition
+    sa.Column("LOCATION", sa.String(URI_LEN), nullable=False),
+    sa.Column("STATE", sa.String(16), nullable=False),
+    sa.Column("CREATE_TIME", sa.BigInteger, nullable=False),
+    sa.Column("BUILD_TIME", sa.BigInteger, nullable=False),
+    sa.Column("OWNER_NAME", sa.String(NAME_LEN)),
+)
+
+SPLIT_INDEX_PARTS = sa.Table(
+    "SPLIT_INDEX_PARTS",
+    metadata,
+    _id_column("PART_ID"),
+    sa.Column("INDEX_ID", Id, sa.ForeignKey("SPLIT_INDEXES.INDEX_ID", ondelete="CASCADE"), nullable=False, index=True),
+    sa.Column("PART_KEY", sa.String(URI_LEN), nullable=False),
+    sa.Column("PART_NAME", sa.String(PART_NAME_LEN), nullable=False),
+    sa.Column("LOCATION", sa.String(URI_LEN), nullable=False),
+    sa.Column("FILE_SIZE", sa.BigInteger, nullable=False),
+)
+
+SPLIT_INDEX_FILES = sa.Table(
+    "SPLIT_INDEX_FILES",
+    metadata,
+    sa.Column("PART_ID", Id, sa.ForeignKey("SPLIT_INDEX_PARTS.PART_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("INTEGER_IDX", sa.Integer, primary_key=True),
+    sa.Column("FILE_PATH", sa.String(URI_LEN), nullable=False),
+    sa.Column("FILE_SIZE", sa.BigInteger, nullable=False),
+    sa.Column("FILE_MTIME_NS", sa.BigInteger, nullable=False),
+)

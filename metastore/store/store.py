@@ -15,6 +15,7 @@ from metastore.store.column_stats import StatsRepository
 from metastore.store.databases import DatabaseRepository, ensure_default_database
 from metastore.store.engine import SQLITE_BEGIN, autocommit_connection, create_engine
 from metastore.store.partitions import PartitionRepository
+from metastore.store.split_indexes import SplitIndexRepository
 from metastore.store.tables import TableRepository
 
 
@@ -27,12 +28,14 @@ class UnitOfWork:
     tables: TableRepository = field(init=False)
     partitions: PartitionRepository = field(init=False)
     column_stats: StatsRepository = field(init=False)
+    split_indexes: SplitIndexRepository = field(init=False)
 
     def __post_init__(self) -> None:
         self.databases = DatabaseRepository(self.connection)
         self.tables = TableRepository(self.connection)
         self.partitions = PartitionRepository(self.connection)
         self.column_stats = StatsRepository(self.connection)
+        self.split_indexes = SplitIndexRepository(self.connection)
 
 
 @dataclass(frozen=True)

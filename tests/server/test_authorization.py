@@ -213,6 +213,14 @@ CALLS: dict[str, Callable[[Any], tuple]] = {
     "metastore_put_file_partials": lambda c: (tt.MetastorePutFilePartialsRequest(dbName=DB, tblName=TBL, files=[
         tt.MetastoreFilePartials(path="/w/x.orc", size=1, mtimeNs=2, partName="ds=1", partials={"k": b"\xff"})]),),
     "metastore_delete_file_partials": lambda c: (tt.MetastoreDeleteFilePartialsRequest(dbName=DB, tblName=TBL),),
+    "metastore_create_index": lambda c: (tt.MetastoreIndex(name="ix_new", dbName=DB, tableName=TBL, columnName="s",
+                                                           columnType="string", indexType="bloom", level="STRIPE"),),
+    "metastore_finish_index_build": lambda c: (tt.MetastoreFinishIndexBuild(name="ix_a", dbName=DB, tableName=TBL,
+                                                                            parts=[]),),
+    "metastore_drop_index": lambda c: (DB, TBL, "ix_a", []),
+    "metastore_get_index": lambda c: (DB, TBL, "ix_a"),
+    "metastore_filter_splits": lambda c: (tt.MetastoreFilterSplitsRequest(
+        dbName=DB, tableName=TBL, predicate='{"op": "true"}', splits=[]),),
 }
 
 
@@ -235,6 +243,8 @@ _CATALOG_CHANGES = {
     "drop_partition_by_name", "drop_partition_by_name_with_environment_context", "drop_partitions_req",
     "alter_partition", "alter_partition_with_environment_context", "alter_partitions",
     "alter_partitions_with_environment_context", "rename_partition",
+    # issue 11: index DDL
+    "metastore_create_index", "metastore_finish_index_build", "metastore_drop_index",
 }
 
 
@@ -351,6 +361,8 @@ def _reset(admin: Any, warehouse: Path) -> None:
     admin.update_partition_column_statistics(b.partition_stats(DB, TBL, "ds=1", _long_stats()))
     admin.create_function(_function("f"))
     admin.create_type(tt.Type(name="ty", fields=[tt.FieldSchema(name="x", type="int")]))
+    admin.metastore_create_index(tt.MetastoreIndex(name="ix_a", dbName=DB, tableName=TBL, columnName="a",
+                                                   columnType="bigint", indexType="minmax", level="STRIPE"))
 
 
 def _snapshot(db_url: str) -> dict[str, list[tuple]]:
@@ -423,6 +435,11 @@ def test_listings_show_only_what_the_principal_may_read(clients: Connections, tm
     assert reader.get_table_objects_by_name_req(tt.GetTablesRequest(dbName="secret", tblNames=["s"])).tables == []
     assert [f.functionName for f in reader.get_all_functions().functions] == ["f"]
     assert outsider.get_all_functions().functions == []
+    admin.metastore_create_index(tt.MetastoreIndex(name="ix_secret", dbName="secret", tableName="s", columnName="a",
+                                                   columnType="bigint", indexType="minmax", level="STRIPE"))
+    assert {i.name for i in admin.metastore_list_indexes("", "")} == {"ix_a", "ix_secret"}
+    assert [i.name for i in reader.metastore_list_indexes("", "")] == ["ix_a"]
+    assert reader.metastore_list_indexes("secret", "s") == [] and outsider.metastore_list_indexes("", "") == []
     # Session calls need no grant.
     assert outsider.getName() == "metastore"
     assert outsider.partition_name_to_vals("ds=1") == ["1"]

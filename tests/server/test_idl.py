@@ -235,6 +235,9 @@ def test_declarations_newer_than_hive_2_3_are_the_known_ones(
     assert not {name for name in hive_layouts if name.startswith(EXTENSION_PREFIXES)}
     for method in ("metastore_get_file_partials", "metastore_put_file_partials", "metastore_delete_file_partials"):
         assert f"ThriftHiveMetastore.{method}_args" in ours
+    for method in ("metastore_create_index", "metastore_get_index", "metastore_list_indexes",
+                   "metastore_finish_index_build", "metastore_drop_index", "metastore_filter_splits"):
+        assert f"ThriftHiveMetastore.{method}_args" in ours
 
 
 def _differences(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -268,3 +269,29 @@ def test_analyze_errors(session: SqlSession) -> None:
     with pytest.raises(SqlError, match="needs an ORC table"):
         session.run("ANALYZE TABLE pq COMPUTE STATISTICS FOR COLUMNS")
     assert session.one("ANALYZE TABLE pq COMPUTE STATISTICS NOSCAN").rows[0][:4] == ["default.pq", None, 0, 0]
+
+
+def test_verbose_reports_every_phase(dataset: Dataset) -> None:
+    verbose = SqlSession(dataset.client, None, verbose=True)  # no per-file cache: every file is read
+    result = verbose.one("ANALYZE TABLE sales.orders PARTITION (ds) COMPUTE STATISTICS FOR COLUMNS id, name")
+    lines = (result.message or "").splitlines()
+    assert lines[0].startswith("analyzed 4 partition(s) of sales.orders")
+    phases: dict[str, tuple[float, str]] = {}
+    for line in lines[1:]:
+        match = re.fullmatch(r"phase (.+?) +(\d+\.\d{3}) s (wall|CPU, summed over the workers)", line)
+        assert match, line
+        phases[match[1].strip()] = (float(match[2]), match[3])
+    files = sum(len(list(Path(p.sd.location.removeprefix("file:")).glob("*")))
+                for p in dataset.client.list_partitions("sales", "orders"))
+    wall = ["listing (partitions and files)", "per-file cache (lookups, writes)", f"harvest ({files} file(s) analysed)",
+            "merge (files into partitions and table)", "persistence (parameters and statistics through the client)",
+            "statement total"]
+    cpu = ["footers", "scan and decode", "hashing", "sketch updates"]
+    for name in wall:
+        assert phases[name][1] == "wall", name
+    for name in cpu:
+        assert phases[name][1].startswith("CPU"), name
+    assert phases["scan and decode"][0] > 0 and phases["hashing"][0] > 0
+    assert phases["statement total"][0] >= max(phases[name][0] for name in wall[:-1])
+    quiet = SqlSession(dataset.client, None).one("ANALYZE TABLE sales.orders PARTITION (ds) COMPUTE STATISTICS FOR COLUMNS id")
+    assert "\nphase " not in (quiet.message or "")

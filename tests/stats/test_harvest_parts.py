@@ -11,8 +11,19 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.orc as po
+import pytest
 
-from metastore.stats.harvest import ColumnPartial, analyze_files, merge_partials
+from metastore.errors import InvalidInput
+from metastore.stats.harvest import (
+    FILE_PHASES,
+    PHASE_CACHE,
+    PHASE_HARVEST,
+    PHASE_MERGE,
+    ColumnPartial,
+    analyze_files,
+    merge_partials,
+    split_result,
+)
 from metastore.stats.harvest.scan import ColumnSpec, ScanOptions, analyze_file, stat_file
 from metastore.stats.kll import kll_from_bytes
 from metastore.stats.model import RangeStats
@@ -64,3 +75,21 @@ def test_per_file_partials_shipped_and_merged_equal_the_local_run(tmp_path: Path
     assert merged == local.columns
     assert sum(a.num_rows for a in shipped) == local.num_rows
     assert local.columns["s"].num_dvs > 0 and local.columns["n"].num_nulls > 0
+
+
+def test_one_run_split_into_groups_equals_a_run_per_group(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    run = analyze_files(files, list(TYPES), hive_types=TYPES, workers=2)
+    first, empty, last = split_result(run, [2, 0, 1])
+    assert first.columns == analyze_files(files[:2], list(TYPES), hive_types=TYPES, workers=1).columns
+    assert last.columns == analyze_files(files[2:], list(TYPES), hive_types=TYPES, workers=1).columns
+    assert (first.num_rows, first.num_files, last.num_rows, last.num_files) == (4500, 2, 3000, 1)
+    assert empty.num_rows == 0 and empty.num_files == 0
+    assert empty.columns == analyze_files([], list(TYPES), hive_types=TYPES).columns
+    assert all(stats.num_nulls == 0 for stats in empty.columns.values())
+    with pytest.raises(InvalidInput, match="cannot split a result of 3 file"):
+        split_result(run, [2, 2])
+    # the run accounts for its time per phase: the files' own phases (CPU) and the runner's (wall)
+    assert set(FILE_PHASES) | {PHASE_CACHE, PHASE_HARVEST, PHASE_MERGE} <= set(run.phases)
+    assert run.phases["scan and decode"] > 0 and run.phases["hashing"] > 0
+    assert all(set(a.phases) == set(FILE_PHASES) for a in run.files)

@@ -34,6 +34,19 @@ def test_packed_hash_equals_hash64_of_each_value(values: list[bytes], lead: int)
     assert got.tolist() == hash64_array_bytes(values).tolist()
 
 
+def test_packed_hash_over_several_blocks_of_mixed_lengths():
+    # more values than one hashing block (HASH_BLOCK), lengths from empty to beyond eight words, varying per block
+    rng = np.random.default_rng(11)
+    lengths = np.concatenate([rng.integers(0, 80, 70_000), np.full(5_000, 24), rng.integers(17, 26, 70_000)])
+    data = rng.integers(0, 256, int(lengths.sum()), dtype=np.uint8).tobytes()
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    got = hash64_packed(data, offsets)
+    values = [data[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)]
+    assert got.tolist() == hash64_array_bytes(values).tolist()
+    sample = rng.integers(0, len(values), 300).tolist()
+    assert [got[i] for i in sample] == [hash64(values[i]) for i in sample]
+
+
 def test_packed_hash_rejects_offsets_outside_the_buffer():
     with pytest.raises(ValueError, match="offsets"):
         hash64_packed(b"abc", np.array([0, 5]))

@@ -264,3 +264,34 @@ def test_adding_in_batches_equals_adding_at_once(values: list[int], split: int, 
         batched.add_hash(h)
     assert batched.encoding == once.encoding
     assert batched.to_bytes() == once.to_bytes()
+
+
+@pytest.mark.parametrize("distinct", [1, 300, 2_400, 2_500, 3_000, 9_000, 70_000, 200_000])
+def test_state_depends_only_on_the_set_of_hashes(distinct: int) -> None:
+    # The scan's sketcher offers hashes in slices, drops duplicates of sparse sketches and updates dense
+    # registers in blocks; none of that may change a sketch's registers, estimate or encoding (nor, once dense,
+    # its bytes; a sparse sketch lists colliding keys in insertion order, as Java's HashMap iterates).
+    from metastore.stats.sketcher import _add_hashes
+
+    rng = np.random.default_rng(distinct)
+    values = rng.integers(-(2**62), 2**62, distinct)
+    hashes = hash64_array_long(values)
+    reference = HyperLogLog(14)
+    for h in hashes[:2_000].tolist():  # one by one, in order, as Hive's add(long) does, then the rest at once
+        reference.add_hash(h)
+    reference.add_hashes(hashes[2_000:])
+    repeated = np.concatenate([hashes, hashes[rng.integers(0, distinct, 3 * distinct)]])
+    rng.shuffle(repeated)
+    whole, sliced = HyperLogLog(14), HyperLogLog(14)
+    whole.add_hashes(repeated)
+    for start in range(0, repeated.size, 50_000):
+        _add_hashes(sliced, repeated[start : start + 50_000])
+    for sketch in (whole, sliced):
+        assert sketch.encoding == reference.encoding
+        assert np.array_equal(sketch.registers(), reference.registers())
+        assert sketch.estimate() == reference.estimate()
+        if reference.encoding == "dense":
+            assert sketch.to_bytes() == reference.to_bytes()
+        else:
+            again = HyperLogLog.from_bytes(sketch.to_bytes())
+            assert np.array_equal(again.registers(), reference.registers())

@@ -64,6 +64,13 @@ def test_vectorised_longs_match_scalar() -> None:
     got = hash64_array_long(arr)
     assert got.dtype == np.int64
     assert got.tolist() == [hash64_long(int(v)) for v in arr]
+    # more values than one hashing block, and a non-contiguous input
+    many = rng.integers(-(2**63), 2**63 - 1, 150_001, dtype=np.int64)
+    got_many = hash64_array_long(many[::-1])
+    sample = rng.integers(0, many.size, 500)
+    assert got_many[sample].tolist() == [hash64_long(int(v)) for v in many[::-1][sample]]
+    assert got_many[-3:].tolist() == [hash64_long(int(v)) for v in many[2::-1]]
+    assert hash64_array_long(many).tolist() == got_many[::-1].tolist()
     # Narrower integer arrays are widened to Java long first.
     assert hash64_array_long(np.array([5, -5], dtype=np.int8)).tolist() == [hash64_long(5), hash64_long(-5)]
 

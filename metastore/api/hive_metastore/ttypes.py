@@ -7647,6 +7647,1044 @@ class CurrentNotificationEventId(object):
         return not (self == other)
 
 
+class MetastoreIndexFile(object):
+    """
+    Attributes:
+     - path
+     - size
+     - mtimeNs
+
+    """
+
+
+    def __init__(self, path=None, size=None, mtimeNs=None,):
+        self.path = path
+        self.size = size
+        self.mtimeNs = mtimeNs
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.path = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I64:
+                    self.size = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I64:
+                    self.mtimeNs = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreIndexFile')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRING, 1)
+            oprot.writeString(self.path.encode('utf-8') if sys.version_info[0] == 2 else self.path)
+            oprot.writeFieldEnd()
+        if self.size is not None:
+            oprot.writeFieldBegin('size', TType.I64, 2)
+            oprot.writeI64(self.size)
+            oprot.writeFieldEnd()
+        if self.mtimeNs is not None:
+            oprot.writeFieldBegin('mtimeNs', TType.I64, 3)
+            oprot.writeI64(self.mtimeNs)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.path is None:
+            raise TProtocolException(message='Required field path is unset!')
+        if self.size is None:
+            raise TProtocolException(message='Required field size is unset!')
+        if self.mtimeNs is None:
+            raise TProtocolException(message='Required field mtimeNs is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastoreIndexPart(object):
+    """
+    Attributes:
+     - key
+     - partitionName
+     - location
+     - size
+     - files
+
+    """
+
+
+    def __init__(self, key=None, partitionName=None, location=None, size=None, files=None,):
+        self.key = key
+        self.partitionName = partitionName
+        self.location = location
+        self.size = size
+        self.files = files
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.key = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.partitionName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.location = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I64:
+                    self.size = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.LIST:
+                    self.files = []
+                    (_etype463, _size460) = iprot.readListBegin()
+                    for _i464 in range(_size460):
+                        _elem465 = MetastoreIndexFile()
+                        _elem465.read(iprot)
+                        self.files.append(_elem465)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreIndexPart')
+        if self.key is not None:
+            oprot.writeFieldBegin('key', TType.STRING, 1)
+            oprot.writeString(self.key.encode('utf-8') if sys.version_info[0] == 2 else self.key)
+            oprot.writeFieldEnd()
+        if self.partitionName is not None:
+            oprot.writeFieldBegin('partitionName', TType.STRING, 2)
+            oprot.writeString(self.partitionName.encode('utf-8') if sys.version_info[0] == 2 else self.partitionName)
+            oprot.writeFieldEnd()
+        if self.location is not None:
+            oprot.writeFieldBegin('location', TType.STRING, 3)
+            oprot.writeString(self.location.encode('utf-8') if sys.version_info[0] == 2 else self.location)
+            oprot.writeFieldEnd()
+        if self.size is not None:
+            oprot.writeFieldBegin('size', TType.I64, 4)
+            oprot.writeI64(self.size)
+            oprot.writeFieldEnd()
+        if self.files is not None:
+            oprot.writeFieldBegin('files', TType.LIST, 5)
+            oprot.writeListBegin(TType.STRUCT, len(self.files))
+            for iter466 in self.files:
+                iter466.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.key is None:
+            raise TProtocolException(message='Required field key is unset!')
+        if self.partitionName is None:
+            raise TProtocolException(message='Required field partitionName is unset!')
+        if self.location is None:
+            raise TProtocolException(message='Required field location is unset!')
+        if self.size is None:
+            raise TProtocolException(message='Required field size is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastoreIndex(object):
+    """
+    Attributes:
+     - name
+     - dbName
+     - tableName
+     - columnName
+     - columnType
+     - indexType
+     - level
+     - properties
+     - partitions
+     - location
+     - state
+     - createTime
+     - buildTime
+     - owner
+     - tableExists
+     - parts
+
+    """
+
+
+    def __init__(self, name=None, dbName=None, tableName=None, columnName=None, columnType=None, indexType=None, level=None, properties=None, partitions=None, location=None, state=None, createTime=None, buildTime=None, owner=None, tableExists=None, parts=None,):
+        self.name = name
+        self.dbName = dbName
+        self.tableName = tableName
+        self.columnName = columnName
+        self.columnType = columnType
+        self.indexType = indexType
+        self.level = level
+        self.properties = properties
+        self.partitions = partitions
+        self.location = location
+        self.state = state
+        self.createTime = createTime
+        self.buildTime = buildTime
+        self.owner = owner
+        self.tableExists = tableExists
+        self.parts = parts
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.tableName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.columnName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.columnType = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.indexType = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRING:
+                    self.level = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.MAP:
+                    self.properties = {}
+                    (_ktype468, _vtype469, _size467) = iprot.readMapBegin()
+                    for _i471 in range(_size467):
+                        _key472 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val473 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.properties[_key472] = _val473
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.LIST:
+                    self.partitions = []
+                    (_etype477, _size474) = iprot.readListBegin()
+                    for _i478 in range(_size474):
+                        _elem479 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitions.append(_elem479)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.STRING:
+                    self.location = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 11:
+                if ftype == TType.STRING:
+                    self.state = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 12:
+                if ftype == TType.I64:
+                    self.createTime = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 13:
+                if ftype == TType.I64:
+                    self.buildTime = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 14:
+                if ftype == TType.STRING:
+                    self.owner = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 15:
+                if ftype == TType.BOOL:
+                    self.tableExists = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 16:
+                if ftype == TType.LIST:
+                    self.parts = []
+                    (_etype483, _size480) = iprot.readListBegin()
+                    for _i484 in range(_size480):
+                        _elem485 = MetastoreIndexPart()
+                        _elem485.read(iprot)
+                        self.parts.append(_elem485)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreIndex')
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 1)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tableName is not None:
+            oprot.writeFieldBegin('tableName', TType.STRING, 3)
+            oprot.writeString(self.tableName.encode('utf-8') if sys.version_info[0] == 2 else self.tableName)
+            oprot.writeFieldEnd()
+        if self.columnName is not None:
+            oprot.writeFieldBegin('columnName', TType.STRING, 4)
+            oprot.writeString(self.columnName.encode('utf-8') if sys.version_info[0] == 2 else self.columnName)
+            oprot.writeFieldEnd()
+        if self.columnType is not None:
+            oprot.writeFieldBegin('columnType', TType.STRING, 5)
+            oprot.writeString(self.columnType.encode('utf-8') if sys.version_info[0] == 2 else self.columnType)
+            oprot.writeFieldEnd()
+        if self.indexType is not None:
+            oprot.writeFieldBegin('indexType', TType.STRING, 6)
+            oprot.writeString(self.indexType.encode('utf-8') if sys.version_info[0] == 2 else self.indexType)
+            oprot.writeFieldEnd()
+        if self.level is not None:
+            oprot.writeFieldBegin('level', TType.STRING, 7)
+            oprot.writeString(self.level.encode('utf-8') if sys.version_info[0] == 2 else self.level)
+            oprot.writeFieldEnd()
+        if self.properties is not None:
+            oprot.writeFieldBegin('properties', TType.MAP, 8)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.properties))
+            for kiter486, viter487 in self.properties.items():
+                oprot.writeString(kiter486.encode('utf-8') if sys.version_info[0] == 2 else kiter486)
+                oprot.writeString(viter487.encode('utf-8') if sys.version_info[0] == 2 else viter487)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.partitions is not None:
+            oprot.writeFieldBegin('partitions', TType.LIST, 9)
+            oprot.writeListBegin(TType.STRING, len(self.partitions))
+            for iter488 in self.partitions:
+                oprot.writeString(iter488.encode('utf-8') if sys.version_info[0] == 2 else iter488)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.location is not None:
+            oprot.writeFieldBegin('location', TType.STRING, 10)
+            oprot.writeString(self.location.encode('utf-8') if sys.version_info[0] == 2 else self.location)
+            oprot.writeFieldEnd()
+        if self.state is not None:
+            oprot.writeFieldBegin('state', TType.STRING, 11)
+            oprot.writeString(self.state.encode('utf-8') if sys.version_info[0] == 2 else self.state)
+            oprot.writeFieldEnd()
+        if self.createTime is not None:
+            oprot.writeFieldBegin('createTime', TType.I64, 12)
+            oprot.writeI64(self.createTime)
+            oprot.writeFieldEnd()
+        if self.buildTime is not None:
+            oprot.writeFieldBegin('buildTime', TType.I64, 13)
+            oprot.writeI64(self.buildTime)
+            oprot.writeFieldEnd()
+        if self.owner is not None:
+            oprot.writeFieldBegin('owner', TType.STRING, 14)
+            oprot.writeString(self.owner.encode('utf-8') if sys.version_info[0] == 2 else self.owner)
+            oprot.writeFieldEnd()
+        if self.tableExists is not None:
+            oprot.writeFieldBegin('tableExists', TType.BOOL, 15)
+            oprot.writeBool(self.tableExists)
+            oprot.writeFieldEnd()
+        if self.parts is not None:
+            oprot.writeFieldBegin('parts', TType.LIST, 16)
+            oprot.writeListBegin(TType.STRUCT, len(self.parts))
+            for iter489 in self.parts:
+                iter489.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.name is None:
+            raise TProtocolException(message='Required field name is unset!')
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tableName is None:
+            raise TProtocolException(message='Required field tableName is unset!')
+        if self.columnName is None:
+            raise TProtocolException(message='Required field columnName is unset!')
+        if self.indexType is None:
+            raise TProtocolException(message='Required field indexType is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastoreFinishIndexBuild(object):
+    """
+    Attributes:
+     - name
+     - parts
+     - buildTime
+     - partitions
+     - dbName
+     - tableName
+
+    """
+
+
+    def __init__(self, name=None, parts=None, buildTime=None, partitions=None, dbName=None, tableName=None,):
+        self.name = name
+        self.parts = parts
+        self.buildTime = buildTime
+        self.partitions = partitions
+        self.dbName = dbName
+        self.tableName = tableName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.LIST:
+                    self.parts = []
+                    (_etype493, _size490) = iprot.readListBegin()
+                    for _i494 in range(_size490):
+                        _elem495 = MetastoreIndexPart()
+                        _elem495.read(iprot)
+                        self.parts.append(_elem495)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I64:
+                    self.buildTime = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.partitions = []
+                    (_etype499, _size496) = iprot.readListBegin()
+                    for _i500 in range(_size496):
+                        _elem501 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitions.append(_elem501)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.tableName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreFinishIndexBuild')
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 1)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.parts is not None:
+            oprot.writeFieldBegin('parts', TType.LIST, 2)
+            oprot.writeListBegin(TType.STRUCT, len(self.parts))
+            for iter502 in self.parts:
+                iter502.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.buildTime is not None:
+            oprot.writeFieldBegin('buildTime', TType.I64, 3)
+            oprot.writeI64(self.buildTime)
+            oprot.writeFieldEnd()
+        if self.partitions is not None:
+            oprot.writeFieldBegin('partitions', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRING, len(self.partitions))
+            for iter503 in self.partitions:
+                oprot.writeString(iter503.encode('utf-8') if sys.version_info[0] == 2 else iter503)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 5)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tableName is not None:
+            oprot.writeFieldBegin('tableName', TType.STRING, 6)
+            oprot.writeString(self.tableName.encode('utf-8') if sys.version_info[0] == 2 else self.tableName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.name is None:
+            raise TProtocolException(message='Required field name is unset!')
+        if self.parts is None:
+            raise TProtocolException(message='Required field parts is unset!')
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tableName is None:
+            raise TProtocolException(message='Required field tableName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastoreSplit(object):
+    """
+    Attributes:
+     - path
+     - start
+     - length
+     - fileSize
+     - fileMtimeNs
+
+    """
+
+
+    def __init__(self, path=None, start=None, length=None, fileSize=None, fileMtimeNs=None,):
+        self.path = path
+        self.start = start
+        self.length = length
+        self.fileSize = fileSize
+        self.fileMtimeNs = fileMtimeNs
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.path = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I64:
+                    self.start = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I64:
+                    self.length = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I64:
+                    self.fileSize = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.I64:
+                    self.fileMtimeNs = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreSplit')
+        if self.path is not None:
+            oprot.writeFieldBegin('path', TType.STRING, 1)
+            oprot.writeString(self.path.encode('utf-8') if sys.version_info[0] == 2 else self.path)
+            oprot.writeFieldEnd()
+        if self.start is not None:
+            oprot.writeFieldBegin('start', TType.I64, 2)
+            oprot.writeI64(self.start)
+            oprot.writeFieldEnd()
+        if self.length is not None:
+            oprot.writeFieldBegin('length', TType.I64, 3)
+            oprot.writeI64(self.length)
+            oprot.writeFieldEnd()
+        if self.fileSize is not None:
+            oprot.writeFieldBegin('fileSize', TType.I64, 4)
+            oprot.writeI64(self.fileSize)
+            oprot.writeFieldEnd()
+        if self.fileMtimeNs is not None:
+            oprot.writeFieldBegin('fileMtimeNs', TType.I64, 5)
+            oprot.writeI64(self.fileMtimeNs)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.path is None:
+            raise TProtocolException(message='Required field path is unset!')
+        if self.start is None:
+            raise TProtocolException(message='Required field start is unset!')
+        if self.length is None:
+            raise TProtocolException(message='Required field length is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastoreFilterSplitsRequest(object):
+    """
+    Attributes:
+     - dbName
+     - tableName
+     - predicate
+     - splits
+
+    """
+
+
+    def __init__(self, dbName=None, tableName=None, predicate=None, splits=None,):
+        self.dbName = dbName
+        self.tableName = tableName
+        self.predicate = predicate
+        self.splits = splits
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.tableName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.predicate = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.splits = []
+                    (_etype507, _size504) = iprot.readListBegin()
+                    for _i508 in range(_size504):
+                        _elem509 = MetastoreSplit()
+                        _elem509.read(iprot)
+                        self.splits.append(_elem509)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreFilterSplitsRequest')
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 1)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tableName is not None:
+            oprot.writeFieldBegin('tableName', TType.STRING, 2)
+            oprot.writeString(self.tableName.encode('utf-8') if sys.version_info[0] == 2 else self.tableName)
+            oprot.writeFieldEnd()
+        if self.predicate is not None:
+            oprot.writeFieldBegin('predicate', TType.STRING, 3)
+            oprot.writeString(self.predicate.encode('utf-8') if sys.version_info[0] == 2 else self.predicate)
+            oprot.writeFieldEnd()
+        if self.splits is not None:
+            oprot.writeFieldBegin('splits', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRUCT, len(self.splits))
+            for iter510 in self.splits:
+                iter510.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tableName is None:
+            raise TProtocolException(message='Required field tableName is unset!')
+        if self.predicate is None:
+            raise TProtocolException(message='Required field predicate is unset!')
+        if self.splits is None:
+            raise TProtocolException(message='Required field splits is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastoreIndexCount(object):
+    """
+    Attributes:
+     - indexName
+     - indexType
+     - columnName
+     - considered
+     - kept
+
+    """
+
+
+    def __init__(self, indexName=None, indexType=None, columnName=None, considered=None, kept=None,):
+        self.indexName = indexName
+        self.indexType = indexType
+        self.columnName = columnName
+        self.considered = considered
+        self.kept = kept
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.indexName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.indexType = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.columnName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I64:
+                    self.considered = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.I64:
+                    self.kept = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreIndexCount')
+        if self.indexName is not None:
+            oprot.writeFieldBegin('indexName', TType.STRING, 1)
+            oprot.writeString(self.indexName.encode('utf-8') if sys.version_info[0] == 2 else self.indexName)
+            oprot.writeFieldEnd()
+        if self.indexType is not None:
+            oprot.writeFieldBegin('indexType', TType.STRING, 2)
+            oprot.writeString(self.indexType.encode('utf-8') if sys.version_info[0] == 2 else self.indexType)
+            oprot.writeFieldEnd()
+        if self.columnName is not None:
+            oprot.writeFieldBegin('columnName', TType.STRING, 3)
+            oprot.writeString(self.columnName.encode('utf-8') if sys.version_info[0] == 2 else self.columnName)
+            oprot.writeFieldEnd()
+        if self.considered is not None:
+            oprot.writeFieldBegin('considered', TType.I64, 4)
+            oprot.writeI64(self.considered)
+            oprot.writeFieldEnd()
+        if self.kept is not None:
+            oprot.writeFieldBegin('kept', TType.I64, 5)
+            oprot.writeI64(self.kept)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetastoreFilterSplitsResponse(object):
+    """
+    Attributes:
+     - keptPositions
+     - keptSplits
+     - counts
+     - warnings
+
+    """
+
+
+    def __init__(self, keptPositions=None, keptSplits=None, counts=None, warnings=None,):
+        self.keptPositions = keptPositions
+        self.keptSplits = keptSplits
+        self.counts = counts
+        self.warnings = warnings
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.keptPositions = []
+                    (_etype514, _size511) = iprot.readListBegin()
+                    for _i515 in range(_size511):
+                        _elem516 = iprot.readI32()
+                        self.keptPositions.append(_elem516)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.LIST:
+                    self.keptSplits = []
+                    (_etype520, _size517) = iprot.readListBegin()
+                    for _i521 in range(_size517):
+                        _elem522 = MetastoreSplit()
+                        _elem522.read(iprot)
+                        self.keptSplits.append(_elem522)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.LIST:
+                    self.counts = []
+                    (_etype526, _size523) = iprot.readListBegin()
+                    for _i527 in range(_size523):
+                        _elem528 = MetastoreIndexCount()
+                        _elem528.read(iprot)
+                        self.counts.append(_elem528)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.warnings = []
+                    (_etype532, _size529) = iprot.readListBegin()
+                    for _i533 in range(_size529):
+                        _elem534 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.warnings.append(_elem534)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetastoreFilterSplitsResponse')
+        if self.keptPositions is not None:
+            oprot.writeFieldBegin('keptPositions', TType.LIST, 1)
+            oprot.writeListBegin(TType.I32, len(self.keptPositions))
+            for iter535 in self.keptPositions:
+                oprot.writeI32(iter535)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.keptSplits is not None:
+            oprot.writeFieldBegin('keptSplits', TType.LIST, 2)
+            oprot.writeListBegin(TType.STRUCT, len(self.keptSplits))
+            for iter536 in self.keptSplits:
+                iter536.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.counts is not None:
+            oprot.writeFieldBegin('counts', TType.LIST, 3)
+            oprot.writeListBegin(TType.STRUCT, len(self.counts))
+            for iter537 in self.counts:
+                iter537.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.warnings is not None:
+            oprot.writeFieldBegin('warnings', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRING, len(self.warnings))
+            for iter538 in self.warnings:
+                oprot.writeString(iter538.encode('utf-8') if sys.version_info[0] == 2 else iter538)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
 class MetaException(TException):
     """
     Attributes:
@@ -8529,11 +9567,11 @@ class MetastoreFilePartials(object):
             elif fid == 9:
                 if ftype == TType.MAP:
                     self.partials = {}
-                    (_ktype461, _vtype462, _size460) = iprot.readMapBegin()
-                    for _i464 in range(_size460):
-                        _key465 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val466 = iprot.readBinary()
-                        self.partials[_key465] = _val466
+                    (_ktype540, _vtype541, _size539) = iprot.readMapBegin()
+                    for _i543 in range(_size539):
+                        _key544 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val545 = iprot.readBinary()
+                        self.partials[_key544] = _val545
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -8582,9 +9620,9 @@ class MetastoreFilePartials(object):
         if self.partials is not None:
             oprot.writeFieldBegin('partials', TType.MAP, 9)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.partials))
-            for kiter467, viter468 in self.partials.items():
-                oprot.writeString(kiter467.encode('utf-8') if sys.version_info[0] == 2 else kiter467)
-                oprot.writeBinary(viter468)
+            for kiter546, viter547 in self.partials.items():
+                oprot.writeString(kiter546.encode('utf-8') if sys.version_info[0] == 2 else kiter546)
+                oprot.writeBinary(viter547)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -8652,20 +9690,20 @@ class MetastoreGetFilePartialsRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.partNames = []
-                    (_etype472, _size469) = iprot.readListBegin()
-                    for _i473 in range(_size469):
-                        _elem474 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partNames.append(_elem474)
+                    (_etype551, _size548) = iprot.readListBegin()
+                    for _i552 in range(_size548):
+                        _elem553 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partNames.append(_elem553)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.paths = []
-                    (_etype478, _size475) = iprot.readListBegin()
-                    for _i479 in range(_size475):
-                        _elem480 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.paths.append(_elem480)
+                    (_etype557, _size554) = iprot.readListBegin()
+                    for _i558 in range(_size554):
+                        _elem559 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.paths.append(_elem559)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8695,15 +9733,15 @@ class MetastoreGetFilePartialsRequest(object):
         if self.partNames is not None:
             oprot.writeFieldBegin('partNames', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.partNames))
-            for iter481 in self.partNames:
-                oprot.writeString(iter481.encode('utf-8') if sys.version_info[0] == 2 else iter481)
+            for iter560 in self.partNames:
+                oprot.writeString(iter560.encode('utf-8') if sys.version_info[0] == 2 else iter560)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.paths is not None:
             oprot.writeFieldBegin('paths', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.paths))
-            for iter482 in self.paths:
-                oprot.writeString(iter482.encode('utf-8') if sys.version_info[0] == 2 else iter482)
+            for iter561 in self.paths:
+                oprot.writeString(iter561.encode('utf-8') if sys.version_info[0] == 2 else iter561)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.catName is not None:
@@ -8755,11 +9793,11 @@ class MetastoreGetFilePartialsResult(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.files = []
-                    (_etype486, _size483) = iprot.readListBegin()
-                    for _i487 in range(_size483):
-                        _elem488 = MetastoreFilePartials()
-                        _elem488.read(iprot)
-                        self.files.append(_elem488)
+                    (_etype565, _size562) = iprot.readListBegin()
+                    for _i566 in range(_size562):
+                        _elem567 = MetastoreFilePartials()
+                        _elem567.read(iprot)
+                        self.files.append(_elem567)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8776,8 +9814,8 @@ class MetastoreGetFilePartialsResult(object):
         if self.files is not None:
             oprot.writeFieldBegin('files', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.files))
-            for iter489 in self.files:
-                iter489.write(oprot)
+            for iter568 in self.files:
+                iter568.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -8839,11 +9877,11 @@ class MetastorePutFilePartialsRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.files = []
-                    (_etype493, _size490) = iprot.readListBegin()
-                    for _i494 in range(_size490):
-                        _elem495 = MetastoreFilePartials()
-                        _elem495.read(iprot)
-                        self.files.append(_elem495)
+                    (_etype572, _size569) = iprot.readListBegin()
+                    for _i573 in range(_size569):
+                        _elem574 = MetastoreFilePartials()
+                        _elem574.read(iprot)
+                        self.files.append(_elem574)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8873,8 +9911,8 @@ class MetastorePutFilePartialsRequest(object):
         if self.files is not None:
             oprot.writeFieldBegin('files', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.files))
-            for iter496 in self.files:
-                iter496.write(oprot)
+            for iter575 in self.files:
+                iter575.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.catName is not None:
@@ -8946,20 +9984,20 @@ class MetastoreDeleteFilePartialsRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.partNames = []
-                    (_etype500, _size497) = iprot.readListBegin()
-                    for _i501 in range(_size497):
-                        _elem502 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partNames.append(_elem502)
+                    (_etype579, _size576) = iprot.readListBegin()
+                    for _i580 in range(_size576):
+                        _elem581 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partNames.append(_elem581)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.paths = []
-                    (_etype506, _size503) = iprot.readListBegin()
-                    for _i507 in range(_size503):
-                        _elem508 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.paths.append(_elem508)
+                    (_etype585, _size582) = iprot.readListBegin()
+                    for _i586 in range(_size582):
+                        _elem587 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.paths.append(_elem587)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8989,15 +10027,15 @@ class MetastoreDeleteFilePartialsRequest(object):
         if self.partNames is not None:
             oprot.writeFieldBegin('partNames', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.partNames))
-            for iter509 in self.partNames:
-                oprot.writeString(iter509.encode('utf-8') if sys.version_info[0] == 2 else iter509)
+            for iter588 in self.partNames:
+                oprot.writeString(iter588.encode('utf-8') if sys.version_info[0] == 2 else iter588)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.paths is not None:
             oprot.writeFieldBegin('paths', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.paths))
-            for iter510 in self.paths:
-                oprot.writeString(iter510.encode('utf-8') if sys.version_info[0] == 2 else iter510)
+            for iter589 in self.paths:
+                oprot.writeString(iter589.encode('utf-8') if sys.version_info[0] == 2 else iter589)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.catName is not None:
@@ -9631,6 +10669,86 @@ all_structs.append(CurrentNotificationEventId)
 CurrentNotificationEventId.thrift_spec = (
     None,  # 0
     (1, TType.I64, 'eventId', None, None, ),  # 1
+)
+all_structs.append(MetastoreIndexFile)
+MetastoreIndexFile.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'path', 'UTF8', None, ),  # 1
+    (2, TType.I64, 'size', None, None, ),  # 2
+    (3, TType.I64, 'mtimeNs', None, None, ),  # 3
+)
+all_structs.append(MetastoreIndexPart)
+MetastoreIndexPart.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'key', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'partitionName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'location', 'UTF8', None, ),  # 3
+    (4, TType.I64, 'size', None, None, ),  # 4
+    (5, TType.LIST, 'files', (TType.STRUCT, [MetastoreIndexFile, None], False), None, ),  # 5
+)
+all_structs.append(MetastoreIndex)
+MetastoreIndex.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'name', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'tableName', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'columnName', 'UTF8', None, ),  # 4
+    (5, TType.STRING, 'columnType', 'UTF8', None, ),  # 5
+    (6, TType.STRING, 'indexType', 'UTF8', None, ),  # 6
+    (7, TType.STRING, 'level', 'UTF8', None, ),  # 7
+    (8, TType.MAP, 'properties', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 8
+    (9, TType.LIST, 'partitions', (TType.STRING, 'UTF8', False), None, ),  # 9
+    (10, TType.STRING, 'location', 'UTF8', None, ),  # 10
+    (11, TType.STRING, 'state', 'UTF8', None, ),  # 11
+    (12, TType.I64, 'createTime', None, None, ),  # 12
+    (13, TType.I64, 'buildTime', None, None, ),  # 13
+    (14, TType.STRING, 'owner', 'UTF8', None, ),  # 14
+    (15, TType.BOOL, 'tableExists', None, None, ),  # 15
+    (16, TType.LIST, 'parts', (TType.STRUCT, [MetastoreIndexPart, None], False), None, ),  # 16
+)
+all_structs.append(MetastoreFinishIndexBuild)
+MetastoreFinishIndexBuild.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'name', 'UTF8', None, ),  # 1
+    (2, TType.LIST, 'parts', (TType.STRUCT, [MetastoreIndexPart, None], False), None, ),  # 2
+    (3, TType.I64, 'buildTime', None, None, ),  # 3
+    (4, TType.LIST, 'partitions', (TType.STRING, 'UTF8', False), None, ),  # 4
+    (5, TType.STRING, 'dbName', 'UTF8', None, ),  # 5
+    (6, TType.STRING, 'tableName', 'UTF8', None, ),  # 6
+)
+all_structs.append(MetastoreSplit)
+MetastoreSplit.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'path', 'UTF8', None, ),  # 1
+    (2, TType.I64, 'start', None, None, ),  # 2
+    (3, TType.I64, 'length', None, None, ),  # 3
+    (4, TType.I64, 'fileSize', None, None, ),  # 4
+    (5, TType.I64, 'fileMtimeNs', None, None, ),  # 5
+)
+all_structs.append(MetastoreFilterSplitsRequest)
+MetastoreFilterSplitsRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'dbName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'tableName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'predicate', 'UTF8', None, ),  # 3
+    (4, TType.LIST, 'splits', (TType.STRUCT, [MetastoreSplit, None], False), None, ),  # 4
+)
+all_structs.append(MetastoreIndexCount)
+MetastoreIndexCount.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'indexName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'indexType', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'columnName', 'UTF8', None, ),  # 3
+    (4, TType.I64, 'considered', None, None, ),  # 4
+    (5, TType.I64, 'kept', None, None, ),  # 5
+)
+all_structs.append(MetastoreFilterSplitsResponse)
+MetastoreFilterSplitsResponse.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'keptPositions', (TType.I32, None, False), None, ),  # 1
+    (2, TType.LIST, 'keptSplits', (TType.STRUCT, [MetastoreSplit, None], False), None, ),  # 2
+    (3, TType.LIST, 'counts', (TType.STRUCT, [MetastoreIndexCount, None], False), None, ),  # 3
+    (4, TType.LIST, 'warnings', (TType.STRING, 'UTF8', False), None, ),  # 4
 )
 all_structs.append(MetaException)
 MetaException.thrift_spec = (

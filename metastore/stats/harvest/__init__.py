@@ -61,6 +61,7 @@ sketches in ORC metadata (:mod:`metastore.stats.orc_sketch_metadata`), which har
 """
 
 from metastore.stats.harvest.partial import (
+    FILE_PHASES,
     MISSING_HISTOGRAM,
     MISSING_MAX_LENGTH,
     MISSING_NDV,
@@ -72,12 +73,22 @@ from metastore.stats.harvest.partial import (
     FileAnalysis,
     merge_partials,
 )
-from metastore.stats.harvest.result import AnalyzeResult, BasicStats, merge_results, results_by_partition
-from metastore.stats.harvest.runner import analyze_files, basic_stats
+from metastore.stats.harvest.result import (
+    AnalyzeResult,
+    BasicStats,
+    merge_results,
+    results_by_partition,
+    split_result,
+)
+from metastore.stats.harvest.runner import PHASE_CACHE, PHASE_HARVEST, PHASE_MERGE, analyze_files, basic_stats
 from metastore.stats.harvest.scan import HarvestError
 from metastore.stats.sketcher import SKETCH_P, ColumnSketcher
 
 __all__ = [
+    "FILE_PHASES",
+    "PHASE_CACHE",
+    "PHASE_HARVEST",
+    "PHASE_MERGE",
     "MISSING_HISTOGRAM",
     "MISSING_MAX_LENGTH",
     "MISSING_NDV",
@@ -97,4 +108,5 @@ __all__ = [
     "merge_partials",
     "merge_results",
     "results_by_partition",
+    "split_result",
 ]

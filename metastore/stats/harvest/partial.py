@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -23,6 +23,11 @@ from metastore.stats.merge import max_present, min_present
 from metastore.stats.model import ColumnStats, StatsKind
 
 __all__ = [
+    "FILE_PHASES",
+    "PHASE_DECODE",
+    "PHASE_FOOTERS",
+    "PHASE_HASHING",
+    "PHASE_SKETCHES",
     "KLL_KINDS",
     "LENGTH_KINDS",
     "MISSING_HISTOGRAM",
@@ -39,6 +44,13 @@ __all__ = [
     "PartialAccumulator",
     "merge_partials",
 ]
+
+#: The phases of one file's analysis, as FileAnalysis.phases names them.
+PHASE_FOOTERS = "footers"
+PHASE_DECODE = "scan and decode"
+PHASE_HASHING = "hashing"
+PHASE_SKETCHES = "sketch updates"
+FILE_PHASES = (PHASE_FOOTERS, PHASE_DECODE, PHASE_HASHING, PHASE_SKETCHES)
 
 #: Facts a partial may lack (footer-only runs, NDV or histograms not asked for).
 MISSING_RANGE = "range"
@@ -335,6 +347,8 @@ class FileAnalysis:
     stripes_scanned: int = 0
     sketch_metadata_columns: tuple[str, ...] = ()
     seconds: float = 0.0
+    #: CPU seconds of this file's analysis per phase (FILE_PHASES), for ANALYZE --verbose.
+    phases: dict[str, float] = field(default_factory=dict)
 
     def stats(self) -> dict[str, ColumnStats]:
         """This file's statistics per column."""

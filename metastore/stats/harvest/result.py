@@ -7,15 +7,15 @@ run over many partitions' files) without reading files again. :class:`BasicStats
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from metastore.errors import InvalidInput
 from metastore.stats.harvest.partial import MISSING_HISTOGRAM, ColumnPartial, FileAnalysis, merge_partials
-from metastore.stats.harvest.scan import ScanOptions
+from metastore.stats.harvest.scan import ScanOptions, absent_partial
 from metastore.stats.model import ColumnStats
 
-__all__ = ["AnalyzeResult", "BasicStats", "merge_results", "result_of", "results_by_partition"]
+__all__ = ["AnalyzeResult", "BasicStats", "merge_results", "result_of", "results_by_partition", "split_result"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,10 @@ class AnalyzeResult:
     missing: dict[str, frozenset[str]] = field(default_factory=dict)
     want_ndv: bool = True
     want_histograms: bool = False
+    #: Seconds per phase of the run that produced this result (empty for merged or split results): the analysed
+    #: files' CPU seconds per ``partial.FILE_PHASES``, summed, and this process's wall seconds of ``cache``,
+    #: ``harvest`` and ``merge`` (see ``runner``).
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def num_files(self) -> int:
@@ -103,6 +107,26 @@ def results_by_partition(result: AnalyzeResult, partition_of: Callable[[str], st
     for key, files in groups.items():
         merged = {name: merge_partials([f.columns[name] for f in files]) for name in names}
         out[key] = result_of(tuple(files), merged, options, sum(f.seconds for f in files))
+    return out
+
+
+def split_result(result: AnalyzeResult, counts: Sequence[int]) -> list[AnalyzeResult]:
+    """Split one run over consecutive groups of files (``counts[i]`` files each, in the order the run was given
+    them, e.g. each partition's files) into one result per group, without reading anything; a group of no files
+    has all-null statistics of 0 rows."""
+    if sum(counts) != len(result.files) or any(c < 0 for c in counts):
+        raise InvalidInput(f"cannot split a result of {len(result.files)} file(s) into groups of {list(counts)}")
+    options = ScanOptions(want_ndv=result.want_ndv, want_histograms=result.want_histograms, scan=True)
+    out = []
+    start = 0
+    for count in counts:
+        files = result.files[start : start + count]
+        start += count
+        merged = {
+            name: merge_partials([f.columns[name] for f in files]) if files else absent_partial(p.kind, 0, options)
+            for name, p in result.partials.items()
+        }
+        out.append(result_of(files, merged, options, sum(f.seconds for f in files)))
     return out
 
 

@@ -54,8 +54,15 @@ from metastore.stats.partial_store import FilePartials, PartialStore
 from metastore.storage import FileRef, StorageOptions
 
 __all__ = [
-    "SPLIT_MIN_BYTES", "DataFile", "analyze_files", "basic_stats", "cached_partials", "column_specs", "stored_partials",
+    "PHASE_CACHE", "PHASE_HARVEST", "PHASE_MERGE", "SPLIT_MIN_BYTES", "DataFile", "analyze_files", "basic_stats",
+    "cached_partials", "column_specs", "stored_partials",
 ]
+
+#: Phases of a run measured in this process (wall seconds), besides the files' own (partial.FILE_PHASES, CPU
+#: seconds in the workers): per-file cache lookups and writes, the files' analysis, merging the files' partials.
+PHASE_CACHE = "cache"
+PHASE_HARVEST = "harvest"
+PHASE_MERGE = "merge"
 
 # A file still to analyse: (position, path, size, mtime_ns, columns to compute, partials the cache had).
 _Todo = tuple[int, str, int, int, tuple[ColumnSpec, ...], dict[str, ColumnPartial]]
@@ -93,7 +100,7 @@ def analyze_files(
     table_columns: Sequence[str] | None = None,
     workers: int | None = None,
     storage_options: StorageOptions | None = None,
-    partition: str | None = None,
+    partition: str | None | Sequence[str | None] = None,
 ) -> AnalyzeResult:
     """Column statistics of ``columns`` over ORC ``files`` (one table or partition), merged.
 
@@ -103,8 +110,9 @@ def analyze_files(
     ``want_histograms`` KLL histograms; ``scan=False`` never reads data (footer facts only; what needs data is
     reported in ``result.missing``). ``cache`` keeps per-file results between runs: a
     :class:`~metastore.stats.partial_store.PartialStore` (the local file cache, or the metastore's database),
-    asked once for all files and given the new results once; ``partition`` names the partition the files
-    belong to (None: an unpartitioned table's files). ``progress(done, total)``
+    asked once per partition and given the new results once; ``partition`` names the partition the files
+    belong to (None: an unpartitioned table's files), or is a sequence naming each file's partition (one run over
+    several partitions' files, split afterwards with :func:`split_result`). ``progress(done, total)``
     is called after each file. ``workers`` processes scan in parallel (default: one per CPU; 1 = in this process):
     files are shared out, and when fewer files than workers need reading their columns are split between
     workers. Raises :class:`HarvestError` naming the file for unreadable or
@@ -115,12 +123,26 @@ def analyze_files(
     ``storage_options``, and only the byte ranges a file's analysis needs are read.
     """
     started = time.perf_counter()
+    clock: dict[str, float] = {}
     order = list(table_columns) if table_columns is not None else list(hive_types)
     specs = column_specs(columns, hive_types, order)
     options = ScanOptions(want_ndv=want_ndv, want_histograms=want_histograms, scan=scan)
     refs = _refs(files, storage_options)
     versions = {ref.url: ref.version for ref in refs}
-    stored = cache.lookup(refs, partition) if cache is not None and refs else {}
+    if partition is None or isinstance(partition, str):
+        partition_of = {ref.url: partition for ref in refs}
+    else:
+        if len(partition) != len(refs):
+            raise InvalidInput(f"{len(partition)} partition names for {len(refs)} files")
+        partition_of = {ref.url: name for ref, name in zip(refs, partition, strict=True)}
+    lookups_started = time.perf_counter()
+    stored: dict[str, FilePartials] = {}
+    if cache is not None and refs:
+        groups: dict[str | None, list[FileRef]] = {}
+        for ref in refs:
+            groups.setdefault(partition_of[ref.url], []).append(ref)
+        for name, group in groups.items():
+            stored.update(cache.lookup(group, name))
     total = len(refs)
     results: list[FileAnalysis | None] = [None] * total
     todo: list[_Todo] = []
@@ -137,6 +159,7 @@ def analyze_files(
             continue
         have = reused[1] if reused is not None else {}
         todo.append((i, path, size, mtime_ns, tuple(s for s in specs if s.name not in have), have))
+    clock[PHASE_CACHE] = time.perf_counter() - lookups_started
 
     def finished(index: int, analysis: FileAnalysis) -> None:
         nonlocal done
@@ -169,6 +192,7 @@ def analyze_files(
                       storage_options, versions[by_index[index][1]]))
              for index, wanted in tasks]
     pool_size = min(_worker_count(workers), len(calls))
+    harvest_started = time.perf_counter()
     if pool_size <= 1:
         for index, call in calls:
             analysed(index, analyze_file(*call))
@@ -186,10 +210,19 @@ def analyze_files(
                             other.cancel()
                         raise error
                     analysed(futures[future], future.result())
+    clock[PHASE_HARVEST] = time.perf_counter() - harvest_started
     analyses = tuple(r for r in results if r is not None)
     if cache is not None and outcomes:
-        cache.store([stored_partials(o, versions[o.analysis.path], partition) for o in outcomes])
-    return _combine(analyses, specs, options, started)
+        stores_started = time.perf_counter()
+        cache.store([stored_partials(o, versions[o.analysis.path], partition_of[o.analysis.path]) for o in outcomes])
+        clock[PHASE_CACHE] += time.perf_counter() - stores_started
+    merge_started = time.perf_counter()
+    result = _combine(analyses, specs, options, started)
+    clock[PHASE_MERGE] = time.perf_counter() - merge_started
+    for o in outcomes:
+        for phase, seconds in o.analysis.phases.items():
+            clock[phase] = clock.get(phase, 0.0) + seconds
+    return replace(result, phases=clock)
 
 
 def basic_stats(
@@ -305,6 +338,7 @@ def _join_outcomes(parts: list[FileOutcome]) -> FileOutcome:
         stripes_scanned=max(a.stripes_scanned for a in analyses),
         sketch_metadata_columns=tuple(c for a in analyses for c in a.sketch_metadata_columns),
         seconds=max(a.seconds for a in analyses),
+        phases={phase: sum(a.phases.get(phase, 0.0) for a in analyses) for phase in first.phases},
     )
     return FileOutcome(analysis, parts[0].info, entries)
 

@@ -15,7 +15,8 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from time import thread_time
 from typing import Any
 
 from metastore import storage
@@ -31,6 +32,7 @@ from metastore.orcio import (
     scan_stripe_columns,
 )
 from metastore.stats.harvest.partial import (
+    FILE_PHASES,
     KLL_KINDS,
     LENGTH_KINDS,
     MISSING_HISTOGRAM,
@@ -41,6 +43,10 @@ from metastore.stats.harvest.partial import (
     MISSING_TOTAL_LENGTH,
     MISSING_TRUES,
     NDV_KINDS,
+    PHASE_DECODE,
+    PHASE_FOOTERS,
+    PHASE_HASHING,
+    PHASE_SKETCHES,
     RANGE_KINDS,
     ColumnPartial,
     FileAnalysis,
@@ -211,9 +217,11 @@ def analyze_file_piece(
     if not 0 <= piece < pieces:
         raise InvalidInput(f"piece {piece} of {pieces} does not exist")
     started = time.perf_counter()
+    cpu_started = thread_time()
     with open_orc(FileRef(path, size, mtime_ns, version), storage_options) as (reader, counter):
         try:
-            found = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options, piece, pieces)
+            found = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options, piece, pieces,
+                                       cpu_started)
             return replace(found, seconds=time.perf_counter() - started)
         except HarvestError:
             raise
@@ -238,6 +246,7 @@ def join_file_pieces(pieces: Sequence[FilePiece]) -> FileOutcome:
         raise InvalidInput(
             f"pieces {[p.piece for p in ordered]} of {first.path} are not the {first.pieces} piece(s) of one file"
         )
+    joining_started = thread_time()
     partials: dict[str, ColumnPartial] = {}
     entries: dict[str, bytes] = {}
     for index, plan in enumerate(first.plans):
@@ -253,7 +262,10 @@ def join_file_pieces(pieces: Sequence[FilePiece]) -> FileOutcome:
         "scan" if stripes_scanned else "footer", sum(p.bytes_read for p in ordered), stripes_scanned,
         tuple(plan.spec.name for plan in first.plans if plan.metadata is not None),
         sum(p.seconds for p in ordered),
+        phases={phase: sum(p.phases.get(phase, 0.0) for p in ordered) for phase in FILE_PHASES},
     )
+    # merging the pieces' sketches and serialising the partials counts as sketch work
+    analysis.phases[PHASE_SKETCHES] += thread_time() - joining_started
     return FileOutcome(analysis, first.info, entries)
 
 
@@ -282,6 +294,7 @@ class _Plan:
     with_ids: bool = False
     sketcher: ColumnSketcher | None = None
     scanned_non_null: int = 0
+    feed_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -331,6 +344,8 @@ class FilePiece:
     stripes_scanned: int
     bytes_read: int
     seconds: float = 0.0
+    #: CPU seconds of this piece per phase (partial.FILE_PHASES).
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def _merge_scans(scans: Sequence[ColumnScan]) -> ColumnScan:
@@ -357,7 +372,7 @@ def _merge_scans(scans: Sequence[ColumnScan]) -> ColumnScan:
 
 def _analyze_open_file(
     reader: OrcReader, counter: RangeFile, path: str, size: int, mtime_ns: int,
-    wanted: tuple[ColumnSpec, ...], options: ScanOptions, piece: int, pieces: int,
+    wanted: tuple[ColumnSpec, ...], options: ScanOptions, piece: int, pieces: int, cpu_started: float,
 ) -> FilePiece:
     schema = reader.schema
     if schema.category != Category.STRUCT:
@@ -394,6 +409,7 @@ def _analyze_open_file(
         plans.append(plan)
 
     stripes_scanned = 0
+    scan_started = thread_time()
     if options.scan and rows:
         for plan in plans:
             _choose_scan(plan, options)
@@ -406,6 +422,7 @@ def _analyze_open_file(
                 stripes_scanned += 1
                 for plan, chunk in zip(scanning, scan_stripe_columns(reader, stripe, requests), strict=True):
                     _feed(plan, chunk)
+    scan_finished = thread_time()
     column_plans = tuple(
         ColumnPlan(p.spec, p.kind, None if p.node is None else p.node.id, "" if p.node is None else str(p.node),
                    p.facts, p.metadata, p.sketcher is not None, p.sketcher is not None and p.sketcher.want_range,
@@ -413,8 +430,18 @@ def _analyze_open_file(
         for p in plans
     )
     scans = tuple(_scan_of(p) for p in plans)
+    # CPU seconds by phase: hashing and sketch updates (with the sketches' serialisation) measured around the
+    # sketchers' work, decoding the rest of the scan
+    hashing = sum(p.sketcher.hash_seconds for p in plans if p.sketcher is not None)
+    feeding = sum(p.feed_seconds for p in plans)
+    phases = {
+        PHASE_FOOTERS: scan_started - cpu_started,
+        PHASE_DECODE: max(0.0, scan_finished - scan_started - feeding),
+        PHASE_HASHING: hashing,
+        PHASE_SKETCHES: max(0.0, feeding - hashing) + thread_time() - scan_finished,
+    }
     return FilePiece(path, size, mtime_ns, piece, pieces, rows, raw, json.dumps(file_info(reader, raw)).encode(),
-                     options, column_plans, scans, stripes_scanned, counter.bytes_read)
+                     options, column_plans, scans, stripes_scanned, counter.bytes_read, phases=phases)
 
 
 def _scan_of(plan: _Plan) -> ColumnScan | None:
@@ -458,6 +485,12 @@ def _choose_scan(plan: _Plan, options: ScanOptions) -> None:
 
 
 def _feed(plan: _Plan, chunk: StripeColumn) -> None:
+    started = thread_time()
+    _feed_sketcher(plan, chunk)
+    plan.feed_seconds += thread_time() - started
+
+
+def _feed_sketcher(plan: _Plan, chunk: StripeColumn) -> None:
     sketcher = plan.sketcher
     assert sketcher is not None and plan.node is not None
     plan.scanned_non_null += chunk.non_null

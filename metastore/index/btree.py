@@ -1,0 +1,438 @@
+"""BTREE: an on-disk B+tree from each distinct value of a column to the stripes holding it.
+
+Keys are the column's distinct non-null keys (columns.py), values the ids of the stripes holding them: ids
+into the file's stripe table (coverage.py), the dictionary that keeps the long "path+start+end+mtime" strings
+out of the tree. The tree is bulk-loaded bottom-up from sorted keys, so it is balanced and the same input gives
+the same bytes.
+
+Blocks (each zstd-compressed with a CRC, container.py):
+
+- leaf: ``u32 n, u8 flags`` (bit 0: every key has exactly one stripe), the n keys, then either n u32 stripe
+  ids or n+1 u32 offsets into a u32 id array;
+- inner node: ``u32 n, u8 level``, the first key of each child, then per child its block reference (offset
+  u64, length u32, crc u32, raw length u32, codec u8) and the number of keys below it (u64).
+
+A point lookup reads the description, then one block per level (about three for 50 million keys); ranges read
+the blocks their keys span. A range spanning more than ``GIVE_UP_KEYS`` keys and at least ``GIVE_UP_FRACTION``
+of all keys is not looked up (openLooKeng's rule: filtering would not pay); the answer is then "undecided",
+which keeps every stripe. Null values are not keys; the stripes holding nulls are stored beside the tree so
+``IS NULL`` / ``IS NOT NULL`` are answered too.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from metastore.index.bind import KeyRange, KeySet, Leaf, NullTest
+from metastore.index.columns import Domain, Key
+from metastore.index.container import BlockRef, IndexFileReader, IndexFileWriter
+from metastore.index.coverage import Coverage, FileValues, decode_keys, encode_keys
+from metastore.index.errors import IndexFileCorrupt
+
+KIND = "btree"
+LEAF_TARGET_BYTES = 32 * 1024
+MAX_LEAF_KEYS = 4096
+FANOUT = 512
+GIVE_UP_KEYS = 10_000
+GIVE_UP_FRACTION = 0.10
+_LEAF_HEAD = struct.Struct("<IB")
+_INNER_HEAD = struct.Struct("<IB")
+_CHILD = struct.Struct("<QIIIBQ")
+_SINGLE = 1
+
+
+@dataclass
+class Postings:
+    """Sorted distinct keys with the sorted stripe ids of each: ``ids[offsets[i]:offsets[i+1]]``."""
+
+    domain: Domain
+    keys: np.ndarray
+    offsets: np.ndarray  # int64, len(keys) + 1
+    ids: np.ndarray  # uint32
+
+    @classmethod
+    def empty(cls, domain: Domain) -> Postings:
+        keys = np.zeros(0, dtype=np.int64 if domain is Domain.INT64 else object)
+        return cls(domain, keys, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint32))
+
+    @classmethod
+    def from_pairs(cls, domain: Domain, keys: np.ndarray, ids: np.ndarray) -> Postings:
+        """Group (key, stripe id) pairs; each pair at most once, in any order."""
+        if len(keys) == 0:
+            return cls.empty(domain)
+        order = np.lexsort((ids, keys)) if domain is Domain.INT64 else _object_order(keys, ids)
+        k = keys[order]
+        i = np.asarray(ids, dtype=np.uint32)[order]
+        starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+        offsets = np.append(starts, len(k)).astype(np.int64)
+        return cls(domain, k[starts], offsets, i)
+
+
+def _object_order(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    # bytes keys: a stable sort by id first, then a stable sort by key (Python comparisons)
+    by_id = np.argsort(ids, kind="stable")
+    by_key = np.argsort(keys[by_id], kind="stable")
+    return by_id[by_key]
+
+
+def postings_of(files: Sequence[FileValues], domain: Domain) -> Postings:
+    """The postings of scanned files (stripe ids in coverage order)."""
+    key_parts: list[np.ndarray] = []
+    id_parts: list[np.ndarray] = []
+    stripe_id = 0
+    for f in files:
+        for s in f.stripes:
+            if len(s.distinct):
+                key_parts.append(s.distinct)
+                id_parts.append(np.full(len(s.distinct), stripe_id, dtype=np.uint32))
+            stripe_id += 1
+    if not key_parts:
+        return Postings.empty(domain)
+    keys = np.concatenate(key_parts)
+    ids = np.concatenate(id_parts)
+    return Postings.from_pairs(domain, keys, ids)
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+
+def _leaf_bounds(domain: Domain, postings: Postings) -> list[int]:
+    """Where leaves start (key positions), cut by bytes so a leaf stays near LEAF_TARGET_BYTES."""
+    n = len(postings.keys)
+    if n == 0:
+        return [0]
+    per_key = np.diff(postings.offsets) * 4 + 8
+    if domain is Domain.BYTES:
+        per_key = per_key + np.fromiter((len(k) for k in postings.keys), dtype=np.int64, count=n)
+    cumulative = np.cumsum(per_key)
+    bounds = [0]
+    start_bytes = 0
+    while bounds[-1] < n:
+        start = bounds[-1]
+        end = int(np.searchsorted(cumulative, start_bytes + LEAF_TARGET_BYTES, side="right"))
+        end = min(max(end, start + 1), start + MAX_LEAF_KEYS, n)
+        bounds.append(end)
+        start_bytes = int(cumulative[end - 1])
+    return bounds
+
+
+def _encode_leaf(postings: Postings, start: int, end: int) -> bytes:
+    keys = postings.keys[start:end]
+    lo, hi = int(postings.offsets[start]), int(postings.offsets[end])
+    counts = np.diff(postings.offsets[start : end + 1])
+    ids = postings.ids[lo:hi].astype("<u4")
+    single = bool(np.all(counts == 1))
+    parts = [_LEAF_HEAD.pack(end - start, _SINGLE if single else 0), encode_keys(postings.domain, keys)]
+    if single:
+        parts.append(ids.tobytes())
+    else:
+        parts.append((postings.offsets[start : end + 1] - lo).astype("<u4").tobytes())
+        parts.append(ids.tobytes())
+    return b"".join(parts)
+
+
+@dataclass(frozen=True)
+class _Child:
+    first: Key
+    ref: BlockRef
+    keys: int
+
+
+def _encode_inner(domain: Domain, level: int, children: Sequence[_Child]) -> bytes:
+    first = np.empty(len(children), dtype=np.int64 if domain is Domain.INT64 else object)
+    first[:] = [c.first for c in children]
+    parts = [_INNER_HEAD.pack(len(children), level), encode_keys(domain, first)]
+    parts.extend(
+        _CHILD.pack(c.ref.offset, c.ref.length, c.ref.crc, c.ref.raw_length, c.ref.codec, c.keys) for c in children
+    )
+    return b"".join(parts)
+
+
+def write_tree(writer: IndexFileWriter, postings: Postings) -> dict[str, Any]:
+    """Bulk-load the tree into the file; returns the description entries (root, height, key count)."""
+    domain = postings.domain
+    bounds = _leaf_bounds(domain, postings)
+    level: list[_Child] = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        ref = writer.add_block(_encode_leaf(postings, a, b))
+        level.append(_Child(postings.keys[a].item() if domain is Domain.INT64 else postings.keys[a], ref, b - a))
+    height = 1
+    while len(level) > 1:
+        parents: list[_Child] = []
+        for i in range(0, len(level), FANOUT):
+            group = level[i : i + FANOUT]
+            ref = writer.add_block(_encode_inner(domain, height, group))
+            parents.append(_Child(group[0].first, ref, sum(c.keys for c in group)))
+        level = parents
+        height += 1
+    out: dict[str, Any] = {"height": height, "key_count": int(len(postings.keys))}
+    out["root_block"] = level[0].ref.to_list() if level else None
+    if not level:
+        out.pop("root_block")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+def _decode_leaf(domain: Domain, raw: bytes, path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, offsets, ids) of a leaf block."""
+    if len(raw) < _LEAF_HEAD.size:
+        raise IndexFileCorrupt(path, "a B+tree leaf is cut short")
+    n, flags = _LEAF_HEAD.unpack_from(raw)
+    view = memoryview(raw)[_LEAF_HEAD.size :]
+    keys, used = decode_keys(domain, view, n, path)
+    rest = view[used:]
+    if flags & _SINGLE:
+        if len(rest) != 4 * n:
+            raise IndexFileCorrupt(path, "a B+tree leaf has the wrong number of stripe ids")
+        ids = np.frombuffer(rest, dtype="<u4").astype(np.uint32)
+        offsets = np.arange(n + 1, dtype=np.int64)
+    else:
+        if len(rest) < 4 * (n + 1):
+            raise IndexFileCorrupt(path, "a B+tree leaf is cut short")
+        offsets = np.frombuffer(rest, dtype="<u4", count=n + 1).astype(np.int64)
+        ids = np.frombuffer(rest[4 * (n + 1) :], dtype="<u4").astype(np.uint32)
+        if offsets[0] != 0 or offsets[-1] != len(ids) or np.any(np.diff(offsets) <= 0):
+            raise IndexFileCorrupt(path, "a B+tree leaf has bad offsets")
+    if n > 1 and not _strictly_increasing(keys):
+        raise IndexFileCorrupt(path, "a B+tree leaf's keys are out of order")
+    return keys, offsets, ids
+
+
+def _strictly_increasing(keys: np.ndarray) -> bool:
+    if keys.dtype == object:
+        items = keys.tolist()
+        return all(a < b for a, b in zip(items[:-1], items[1:], strict=True))
+    return bool(np.all(keys[1:] > keys[:-1]))
+
+
+@dataclass(frozen=True)
+class _Inner:
+    level: int
+    first: list[Key]
+    children: list[tuple[BlockRef, int]]
+
+
+def _decode_inner(domain: Domain, raw: bytes, path: str) -> _Inner:
+    if len(raw) < _INNER_HEAD.size:
+        raise IndexFileCorrupt(path, "a B+tree node is cut short")
+    n, level = _INNER_HEAD.unpack_from(raw)
+    view = memoryview(raw)[_INNER_HEAD.size :]
+    keys, used = decode_keys(domain, view, n, path)
+    rest = view[used:]
+    if len(rest) != n * _CHILD.size or n == 0:
+        raise IndexFileCorrupt(path, "a B+tree node has the wrong number of children")
+    children = []
+    for i in range(n):
+        offset, length, crc, raw_length, codec, count = _CHILD.unpack_from(rest, i * _CHILD.size)
+        children.append((BlockRef.from_list([offset, length, crc, raw_length, codec], path), count))
+    first = keys.tolist()
+    if n > 1 and not all(a < b for a, b in zip(first[:-1], first[1:], strict=True)):
+        raise IndexFileCorrupt(path, "a B+tree node's keys are out of order")
+    return _Inner(level, first, children)
+
+
+class BTreeReader:
+    """Lookups in one BTREE index file; every answer is a sorted array of stripe ids, or None when undecided."""
+
+    def __init__(self, reader: IndexFileReader, domain: Domain) -> None:
+        self.file = reader
+        self.path = reader.path
+        self.domain = domain
+        d = reader.description
+        height, key_count = d.get("height"), d.get("key_count")
+        if not isinstance(height, int) or not isinstance(key_count, int) or not 0 < height < 64 or key_count < 0:
+            raise IndexFileCorrupt(self.path, "the B+tree description has no valid height or key count")
+        self.height: int = height
+        self.key_count: int = key_count
+        self.root = BlockRef.from_list(d["root_block"], self.path) if "root_block" in d else None
+        self._null_stripes: np.ndarray | None = None
+        self._value_stripes: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ blocks
+
+    def _node(self, ref: BlockRef, level: int) -> _Inner:
+        node = _decode_inner(self.domain, self.file.block(ref, "a B+tree node"), self.path)
+        if node.level != level:
+            raise IndexFileCorrupt(self.path, f"a B+tree node claims level {node.level}, expected {level}")
+        return node
+
+    def _leaf(self, ref: BlockRef) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return _decode_leaf(self.domain, self.file.block(ref, "a B+tree leaf"), self.path)
+
+    def _stripe_set(self, name: str) -> np.ndarray:
+        ref = BlockRef.from_list(self.file.description.get(name), self.path)
+        raw = self.file.block(ref, name.replace("_block", "").replace("_", " "))
+        if len(raw) % 4:
+            raise IndexFileCorrupt(self.path, f"{name} has a partial entry")
+        return np.frombuffer(raw, dtype="<u4").astype(np.uint32)
+
+    # ------------------------------------------------------------------ lookups
+
+    def point(self, keys: Sequence[Key]) -> np.ndarray:
+        """Stripes holding any of ``keys`` (a point lookup each, sharing the blocks they touch)."""
+        if self.root is None or not keys:
+            return np.zeros(0, dtype=np.uint32)
+        found: list[np.ndarray] = []
+        wanted = sorted(set(keys))  # type: ignore[type-var]
+        for ref, group in self._descend_points(self.root, self.height - 1, wanted):
+            leaf_keys, offsets, ids = self._leaf(ref)
+            items = leaf_keys.tolist()
+            for k in group:
+                i = bisect.bisect_left(items, k)
+                if i < len(items) and items[i] == k:
+                    found.append(ids[offsets[i] : offsets[i + 1]])
+        return _union(found)
+
+    def _descend_points(self, ref: BlockRef, level: int, keys: list[Key]) -> Iterator[tuple[BlockRef, list[Key]]]:
+        if level == 0:
+            yield ref, keys
+            return
+        node = self._node(ref, level)
+        groups: dict[int, list[Key]] = {}
+        for k in keys:
+            i = bisect.bisect_right(node.first, k) - 1
+            if i >= 0:
+                groups.setdefault(i, []).append(k)
+        for i in sorted(groups):
+            yield from self._descend_points(node.children[i][0], level - 1, groups[i])
+
+    def range(self, leaf: KeyRange) -> np.ndarray | None:
+        """Stripes holding a key in the range; None when the range spans too many keys to be worth it."""
+        if self.root is None:
+            return np.zeros(0, dtype=np.uint32)
+        if leaf.is_point:
+            assert leaf.low is not None
+            return self.point([leaf.low])
+        if leaf.low is None and leaf.high is None:
+            return self.value_stripes()
+        budget = max(GIVE_UP_KEYS, int(GIVE_UP_FRACTION * self.key_count))
+        refs = self._range_leaves(self.root, self.height - 1, leaf, budget)
+        if refs is None:
+            return None
+        found: list[np.ndarray] = []
+        for ref in refs:
+            keys, offsets, ids = self._leaf(ref)
+            lo, hi = _slice(keys, leaf)
+            if hi > lo:
+                found.append(ids[offsets[lo] : offsets[hi]])
+        return _union(found)
+
+    def _range_leaves(self, ref: BlockRef, level: int, leaf: KeyRange, budget: int) -> list[BlockRef] | None:
+        """The leaves the range spans, or None when they hold more keys than ``budget`` (and at least
+        GIVE_UP_FRACTION of all keys)."""
+        out: list[BlockRef] = []
+        pending: list[tuple[BlockRef, int]] = [(ref, level)]
+        spanned = 0
+        while pending:
+            ref, level = pending.pop(0)
+            if level == 0:
+                out.append(ref)
+                continue
+            node = self._node(ref, level)
+            a = 0 if leaf.low is None else max(bisect.bisect_right(node.first, leaf.low) - 1, 0)
+            b = len(node.first) if leaf.high is None else bisect.bisect_right(node.first, leaf.high)
+            if level == 1:
+                spanned += sum(count for _, count in node.children[a:b])
+                if spanned > budget and spanned >= GIVE_UP_FRACTION * self.key_count:
+                    return None
+            pending.extend((child, level - 1) for child, _ in node.children[a:b])
+        return out
+
+    def null_stripes(self) -> np.ndarray:
+        """Stripes holding at least one null."""
+        if self._null_stripes is None:
+            self._null_stripes = self._stripe_set("null_stripes_block")
+        return self._null_stripes
+
+    def value_stripes(self) -> np.ndarray:
+        """Stripes holding at least one non-null value."""
+        if self._value_stripes is None:
+            self._value_stripes = self._stripe_set("value_stripes_block")
+        return self._value_stripes
+
+    def answer(self, leaf: Leaf) -> np.ndarray | None:
+        """The stripes that may satisfy a leaf (exactly those that do), or None when the tree cannot tell."""
+        if isinstance(leaf, NullTest):
+            return self.null_stripes() if leaf.is_null else self.value_stripes()
+        if isinstance(leaf, KeySet):
+            return None if leaf.negated else self.point(list(leaf.keys))
+        return self.range(leaf)
+
+    def postings(self) -> Postings:
+        """Every key with its stripes (UPDATE INDEX reuses the entries of unchanged files)."""
+        if self.root is None:
+            return Postings.empty(self.domain)
+        keys: list[np.ndarray] = []
+        counts: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
+        for ref in self._all_leaves(self.root, self.height - 1):
+            k, o, i = self._leaf(ref)
+            keys.append(k)
+            counts.append(np.diff(o))
+            ids.append(i)
+        all_keys = np.concatenate(keys)
+        offsets = np.zeros(len(all_keys) + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(counts), out=offsets[1:])
+        return Postings(self.domain, all_keys, offsets, np.concatenate(ids))
+
+    def _all_leaves(self, ref: BlockRef, level: int) -> Iterator[BlockRef]:
+        if level == 0:
+            yield ref
+            return
+        for child, _ in self._node(ref, level).children:
+            yield from self._all_leaves(child, level - 1)
+
+    def verify(self) -> None:
+        """Read every block of the tree (SHOW INDEX's full check)."""
+        self.postings()
+        self.null_stripes()
+        self.value_stripes()
+
+
+def _slice(keys: np.ndarray, leaf: KeyRange) -> tuple[int, int]:
+    items = keys.tolist() if keys.dtype == object else keys
+    lo = 0
+    hi = len(keys)
+    if leaf.low is not None:
+        side = "left" if leaf.low_inclusive else "right"
+        lo = bisect.bisect_left(items, leaf.low) if side == "left" else bisect.bisect_right(items, leaf.low)
+    if leaf.high is not None:
+        hi = bisect.bisect_right(items, leaf.high) if leaf.high_inclusive else bisect.bisect_left(items, leaf.high)
+    return lo, hi
+
+
+def _union(parts: list[np.ndarray]) -> np.ndarray:
+    if not parts:
+        return np.zeros(0, dtype=np.uint32)
+    return np.unique(np.concatenate(parts)).astype(np.uint32)
+
+
+def write_stripe_sets(writer: IndexFileWriter, files: Sequence[FileValues]) -> dict[str, Any]:
+    """Blocks of the stripes holding nulls and of those holding values."""
+    nulls: list[int] = []
+    values: list[int] = []
+    stripe_id = 0
+    for f in files:
+        for s in f.stripes:
+            if s.nulls:
+                nulls.append(stripe_id)
+            if len(s.distinct):
+                values.append(stripe_id)
+            stripe_id += 1
+    return {
+        "null_stripes_block": writer.add_block(np.asarray(nulls, dtype="<u4").tobytes()).to_list(),
+        "value_stripes_block": writer.add_block(np.asarray(values, dtype="<u4").tobytes()).to_list(),
+    }
+
+
+def coverage_and_postings(files: Sequence[FileValues], domain: Domain) -> tuple[Coverage, Postings]:
+    """The coverage and the postings of scanned files."""
+    return Coverage.of(files), postings_of(files, domain)

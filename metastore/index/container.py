@@ -1,0 +1,223 @@
+"""The index file format shared by BTREE, BLOOM and MINMAX: checksummed blocks, a JSON description, a trailer.
+
+    offset 0   b"MSIDX\\x00\\x01\\n"                       magic (8 bytes)
+               block, block, ...                            each: raw or zstd bytes, CRC-32 in its reference
+               description                                  UTF-8 JSON (sorted keys): kind, column, files, block refs
+    end - 32   trailer: description offset (u64), length (u32), CRC-32 (u32), format version (u16),
+               reserved (u16 + u32), magic again (8 bytes)   little-endian
+
+A reader checks the trailer, the description's CRC and every block's CRC as it reads it; anything wrong is an
+IndexFileCorrupt naming the file (the split filter then keeps the splits the file would have decided). Only
+the blocks a lookup needs are read (``pread``-style range reads), so a B+tree point lookup touches the trailer,
+the description and one block per tree level. Writing goes to a temporary name in the same directory and is
+renamed into place, so readers see either the old file or the whole new one. Files are deterministic: the
+same content gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import cramjam
+
+from metastore.index.errors import IndexFileCorrupt
+
+MAGIC = b"MSIDX\x00\x01\n"
+FORMAT_VERSION = 1
+_TRAILER = struct.Struct("<QIIHHI8s")
+TRAILER_SIZE = _TRAILER.size
+#: A description larger than this is not one we wrote (guards allocations against corrupt lengths).
+MAX_DESCRIPTION_BYTES = 256 * 1024 * 1024
+MAX_BLOCK_BYTES = 1 << 30
+_CODEC_NONE = 0
+_CODEC_ZSTD = 1
+_ZSTD_LEVEL = 3
+
+
+@dataclass(frozen=True)
+class BlockRef:
+    """Where a block is: offset and stored length, CRC-32 of the stored bytes, length once decompressed and
+    the codec (0 none, 1 zstd)."""
+
+    offset: int
+    length: int
+    crc: int
+    raw_length: int
+    codec: int
+
+    def to_list(self) -> list[int]:
+        return [self.offset, self.length, self.crc, self.raw_length, self.codec]
+
+    @classmethod
+    def from_list(cls, obj: Any, path: str) -> BlockRef:
+        """A reference from the description; IndexFileCorrupt when it is not five sane integers."""
+        if (
+            not isinstance(obj, list)
+            or len(obj) != 5
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in obj)
+        ):
+            raise IndexFileCorrupt(path, f"bad block reference {str(obj)[:80]}")
+        ref = cls(*obj)
+        if ref.codec not in (_CODEC_NONE, _CODEC_ZSTD) or ref.raw_length > MAX_BLOCK_BYTES:
+            raise IndexFileCorrupt(path, f"bad block reference {obj}")
+        return ref
+
+
+class IndexFileWriter:
+    """Writes one index file: blocks first, then ``finish(description)``. Use as a context manager; the file
+    appears at ``path`` only when finish() succeeded."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self._file: BinaryIO = self._tmp.open("wb")
+        self._file.write(MAGIC)
+        self._offset = len(MAGIC)
+        self._done = False
+
+    def add_block(self, data: bytes | bytearray | memoryview, *, compress: bool = True) -> BlockRef:
+        """Append a block; returns its reference (for the description or a parent block)."""
+        raw = bytes(data)
+        stored = raw
+        codec = _CODEC_NONE
+        if compress and len(raw) > 64:
+            packed = bytes(cramjam.zstd.compress(raw, level=_ZSTD_LEVEL))
+            if len(packed) < len(raw):
+                stored, codec = packed, _CODEC_ZSTD
+        ref = BlockRef(self._offset, len(stored), zlib.crc32(stored), len(raw), codec)
+        self._file.write(stored)
+        self._offset += len(stored)
+        return ref
+
+    def finish(self, description: dict[str, Any]) -> int:
+        """Write the description and trailer, then move the file into place; returns its size in bytes."""
+        text = json.dumps(description, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        offset = self._offset
+        self._file.write(text)
+        self._file.write(_TRAILER.pack(offset, len(text), zlib.crc32(text), FORMAT_VERSION, 0, 0, MAGIC))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        os.replace(self._tmp, self.path)
+        self._done = True
+        return offset + len(text) + TRAILER_SIZE
+
+    def abort(self) -> None:
+        """Drop what was written."""
+        if not self._file.closed:
+            self._file.close()
+        self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> IndexFileWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._done:
+            self.abort()
+
+
+class IndexFileReader:
+    """Reads an index file lazily: the trailer and description when opened, blocks on demand. Every read opens
+    the file, reads the range and closes it again, so thousands of cached readers hold no file handles."""
+
+    def __init__(self, path: str, size: int) -> None:
+        self.path = path
+        self.size = size
+        self.bytes_read = 0
+        self.description = self._read_description()
+
+    @classmethod
+    def open_path(cls, path: str) -> IndexFileReader:
+        """Open a local index file; IndexFileCorrupt when it is missing or malformed."""
+        try:
+            size = os.stat(path).st_size
+        except OSError as exc:
+            raise IndexFileCorrupt(path, f"cannot be opened: {exc.strerror or exc}") from None
+        return cls(path, size)
+
+    def _pread(self, offset: int, length: int, what: str) -> bytes:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise IndexFileCorrupt(self.path, f"{what} at bytes {offset}..{offset + length} lies outside the file "
+                                   f"of {self.size} bytes (truncated?)")
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                data = os.pread(fd, length, offset)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise IndexFileCorrupt(self.path, f"cannot read {what}: {exc.strerror or exc}") from None
+        if len(data) != length:
+            raise IndexFileCorrupt(self.path, f"{what} is cut short (truncated file)")
+        self.bytes_read += length
+        return data
+
+    def _read_description(self) -> dict[str, Any]:
+        if self.size < len(MAGIC) + TRAILER_SIZE:
+            raise IndexFileCorrupt(self.path, f"{self.size} bytes is too small for an index file (truncated?)")
+        trailer = self._pread(self.size - TRAILER_SIZE, TRAILER_SIZE, "the trailer")
+        offset, length, crc, version, _, _, magic = _TRAILER.unpack(trailer)
+        if magic != MAGIC:
+            raise IndexFileCorrupt(self.path, "not an index file (no trailer magic; truncated or overwritten?)")
+        if version != FORMAT_VERSION:
+            raise IndexFileCorrupt(self.path, f"format version {version} is not known (this code reads {FORMAT_VERSION})")
+        if length > MAX_DESCRIPTION_BYTES or offset + length != self.size - TRAILER_SIZE:
+            raise IndexFileCorrupt(self.path, "the trailer points outside the file")
+        text = self._pread(offset, length, "the description")
+        if zlib.crc32(text) != crc:
+            raise IndexFileCorrupt(self.path, "checksum mismatch in the description")
+        try:
+            description = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise IndexFileCorrupt(self.path, f"the description is not JSON: {exc}") from None
+        if not isinstance(description, dict):
+            raise IndexFileCorrupt(self.path, "the description is not a JSON object")
+        return description
+
+    def ref(self, name: str) -> BlockRef:
+        """The block reference the description holds under ``name``."""
+        return BlockRef.from_list(self.description.get(name), self.path)
+
+    def block(self, ref: BlockRef, what: str = "a block") -> bytes:
+        """A block's bytes after its CRC check and decompression."""
+        stored = self._pread(ref.offset, ref.length, what)
+        if zlib.crc32(stored) != ref.crc:
+            raise IndexFileCorrupt(self.path, f"checksum mismatch in {what} at byte {ref.offset}")
+        if ref.codec == _CODEC_NONE:
+            raw = stored
+        else:
+            try:
+                raw = bytes(cramjam.zstd.decompress(stored, output_len=ref.raw_length))
+            except Exception as exc:  # noqa: BLE001 - cramjam raises its own DecompressionError
+                raise IndexFileCorrupt(self.path, f"cannot decompress {what}: {exc}") from None
+        if len(raw) != ref.raw_length:
+            raise IndexFileCorrupt(self.path, f"{what} decompressed to {len(raw)} bytes, expected {ref.raw_length}")
+        return raw
+
+    def verify(self) -> None:
+        """Read and check every block the description names (SHOW INDEX's full check)."""
+        for ref in iter_refs(self.description, self.path):
+            self.block(ref)
+
+
+def iter_refs(obj: Any, path: str) -> Iterator[BlockRef]:
+    """Every block reference in a description (keys ending in ``_block``/``_blocks``)."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key.endswith("_block"):
+                yield BlockRef.from_list(value, path)
+            elif key.endswith("_blocks"):
+                if not isinstance(value, list):
+                    raise IndexFileCorrupt(path, f"{key} is not a list")
+                for item in value:
+                    yield BlockRef.from_list(item, path)
+            else:
+                yield from iter_refs(value, path)

@@ -1,0 +1,172 @@
+"""What an index file covers: data files (path, size, modification time) and their stripes, and the per-stripe
+values a scan of the indexed column found (the input every index kind is built from).
+
+Stripe ids are positions in the part's stripe table: the stripes of the first file, then those of the second,
+and so on. Index files store the table as one binary block and the file list in their description.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from metastore.index.columns import Domain
+from metastore.index.container import BlockRef, IndexFileReader, IndexFileWriter
+from metastore.index.errors import IndexFileCorrupt
+from metastore.index.model import DataFile
+from metastore.orcio import BloomFilter
+
+
+@dataclass(frozen=True)
+class StripeSpan:
+    """Where a stripe is in its file (bytes offset..offset+length) and how many rows it holds."""
+
+    file: int  # index into the part's file list
+    offset: int
+    length: int
+    rows: int
+
+    def overlaps(self, start: int, length: int) -> bool:
+        """Whether the byte range start..start+length overlaps the stripe."""
+        return start < self.offset + self.length and self.offset < start + length
+
+
+@dataclass
+class StripeValues:
+    """One stripe's column values as a scan saw them: sorted distinct non-null keys, the null count and the
+    number of non-null values. When an index file is rewritten, stripes of unchanged files come back from the
+    old file: ``distinct`` may then hold only the minimum and maximum (MINMAX), and ``bloom`` the old filter."""
+
+    offset: int
+    length: int
+    rows: int
+    distinct: np.ndarray
+    nulls: int
+    values: int | None = None
+    bloom: BloomFilter | None = None
+
+
+@dataclass
+class FileValues:
+    """Every stripe of one data file."""
+
+    file: DataFile
+    stripes: list[StripeValues]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The files and stripe table of one index file."""
+
+    files: tuple[DataFile, ...]
+    first_stripe: tuple[int, ...]  # per file, its first stripe id
+    stripes: tuple[StripeSpan, ...]
+
+    @classmethod
+    def of(cls, files: Sequence[FileValues]) -> Coverage:
+        """The coverage of scanned files, in the given order."""
+        spans: list[StripeSpan] = []
+        first: list[int] = []
+        for i, f in enumerate(files):
+            first.append(len(spans))
+            spans.extend(StripeSpan(i, s.offset, s.length, s.rows) for s in f.stripes)
+        return cls(tuple(f.file for f in files), tuple(first), tuple(spans))
+
+    def stripes_of(self, file_index: int) -> range:
+        """The stripe ids of one file."""
+        start = self.first_stripe[file_index]
+        end = self.first_stripe[file_index + 1] if file_index + 1 < len(self.files) else len(self.stripes)
+        return range(start, end)
+
+    def find(self, path: str) -> int | None:
+        """The index of a file by path (None when not covered)."""
+        for i, f in enumerate(self.files):
+            if f.path == path:
+                return i
+        return None
+
+    # ------------------------------------------------------------------ storage
+
+    _SPAN = struct.Struct("<QQQ")
+
+    def write(self, writer: IndexFileWriter) -> dict[str, Any]:
+        """Store the stripe table as a block; returns the description entries."""
+        table = np.zeros((len(self.stripes), 3), dtype="<u8")
+        for i, s in enumerate(self.stripes):
+            table[i] = (s.offset, s.length, s.rows)
+        ref = writer.add_block(table.tobytes())
+        files = [[f.path, f.size, f.mtime_ns, self.first_stripe[i], len(self.stripes_of(i))]
+                 for i, f in enumerate(self.files)]
+        return {"files": files, "stripes_block": ref.to_list()}
+
+    @classmethod
+    def read(cls, reader: IndexFileReader) -> Coverage:
+        """The coverage stored in an index file; IndexFileCorrupt when it is inconsistent."""
+        path = reader.path
+        files_obj = reader.description.get("files")
+        if not isinstance(files_obj, list):
+            raise IndexFileCorrupt(path, "the description has no file list")
+        ref = BlockRef.from_list(reader.description.get("stripes_block"), path)
+        raw = reader.block(ref, "the stripe table")
+        if len(raw) % cls._SPAN.size:
+            raise IndexFileCorrupt(path, "the stripe table has a partial entry")
+        table = np.frombuffer(raw, dtype="<u8").reshape(-1, 3)
+        files: list[DataFile] = []
+        first: list[int] = []
+        spans: list[StripeSpan] = []
+        for i, item in enumerate(files_obj):
+            if (
+                not isinstance(item, list) or len(item) != 5 or not isinstance(item[0], str)
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in item[1:])
+            ):
+                raise IndexFileCorrupt(path, f"bad file entry {str(item)[:120]}")
+            name, size, mtime, start, count = item
+            if start != len(spans) or start + count > len(table):
+                raise IndexFileCorrupt(path, f"file entry {i} does not match the stripe table")
+            files.append(DataFile(name, size, mtime))
+            first.append(start)
+            for offset, length, rows in table[start : start + count].tolist():
+                if offset + length > size:
+                    raise IndexFileCorrupt(path, f"a stripe of {name} lies outside the file's {size} bytes")
+                spans.append(StripeSpan(i, offset, length, rows))
+        if len(spans) != len(table):
+            raise IndexFileCorrupt(path, "the stripe table has entries no file claims")
+        return cls(tuple(files), tuple(first), tuple(spans))
+
+
+# ---------------------------------------------------------------------------------------------- key arrays
+
+
+def encode_keys(domain: Domain, keys: np.ndarray) -> bytes:
+    """Keys as bytes: little-endian int64s, or u32 offsets (n+1) followed by the concatenated bytes."""
+    if domain is Domain.INT64:
+        return np.asarray(keys, dtype="<i8").tobytes()
+    items = keys.tolist()
+    offsets = np.zeros(len(items) + 1, dtype="<u4")
+    if items:
+        np.cumsum([len(k) for k in items], out=offsets[1:])
+    return offsets.tobytes() + b"".join(items)
+
+
+def decode_keys(domain: Domain, data: bytes | memoryview, count: int, path: str) -> tuple[np.ndarray, int]:
+    """``count`` keys from the start of ``data``; returns them and the number of bytes used."""
+    if domain is Domain.INT64:
+        need = 8 * count
+        if len(data) < need:
+            raise IndexFileCorrupt(path, "a key array is cut short")
+        return np.frombuffer(data, dtype="<i8", count=count).astype(np.int64), need
+    head = 4 * (count + 1)
+    if len(data) < head:
+        raise IndexFileCorrupt(path, "a key array is cut short")
+    offsets = np.frombuffer(data, dtype="<u4", count=count + 1).astype(np.int64)
+    if offsets[0] != 0 or (count and np.any(np.diff(offsets) < 0)) or head + int(offsets[-1]) > len(data):
+        raise IndexFileCorrupt(path, "a key array has bad offsets")
+    body = bytes(data[head : head + int(offsets[-1])])
+    out = np.empty(count, dtype=object)
+    bounds = offsets.tolist()
+    out[:] = [body[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return out, head + int(offsets[-1])

@@ -1,0 +1,311 @@
+"""The split filter: which splits (byte ranges of data files) may hold rows matching a predicate.
+
+    result = filter_splits(table, "id = 42" as a predicate, splits, indexes=records)
+    result.kept      # positions of the splits to read
+    result.counts    # per index: splits it could judge, and how many of those it kept
+    result.warnings  # one line per file or index file that could not be used
+
+It never drops a split that may match. Everything an index cannot decide keeps the split: a predicate leaf
+the index does not answer (a range on BLOOM, NOT IN on BTREE), a column without index, a file the index does
+not cover or whose size or modification time changed since the build (keyed by path, size and mtime, so a
+file copied in with an old mtime is still "unknown"), an index being built, a missing or corrupt index file,
+an index whose column changed type. The predicate is evaluated per stripe with SQL's logic: every index on a
+leaf's column must admit a stripe (AND of conservative answers is conservative), AND needs all operands, OR
+any. A split is kept when its byte range overlaps a stripe that may match; a split overlapping no stripe holds
+no rows and is dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from metastore.catalog import Table
+from metastore.errors import MetastoreError
+from metastore.index.bind import AllOf, AnyOf, Bound, KeyRange, KeySet, NullTest, Truth, bind, leaves
+from metastore.index.columns import ColumnType, column_type
+from metastore.index.coverage import StripeSpan
+from metastore.index.errors import IndexFileCorrupt, UnsupportedColumn
+from metastore.index.model import (
+    DataFile,
+    FilterResult,
+    IndexCount,
+    IndexPart,
+    IndexRecord,
+    IndexState,
+    Split,
+)
+from metastore.index.parts import PartReader
+from metastore.index.predicate import Expr, from_json
+from metastore.locations import local_path, qualify
+
+#: warnings returned at most (the rest are counted in the last line)
+MAX_WARNINGS = 100
+
+
+class PartCache:
+    """Opened index files, reused while their size and modification time stay the same (LRU by count)."""
+
+    def __init__(self, capacity: int = 2048) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[tuple[str, str, str, str], tuple[tuple[int, int], PartReader]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def open(self, location: str, expected_size: int, *, kind: str, column: str, ctype: ColumnType) -> PartReader:
+        """The reader of an index file; IndexFileCorrupt when it is missing, of the wrong size or malformed."""
+        path = local_path(location)
+        if path is None:
+            raise IndexFileCorrupt(location, "is not on the local filesystem; index files are local for now")
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise IndexFileCorrupt(location, f"cannot be opened: {exc.strerror or exc}") from None
+        if st.st_size != expected_size:
+            raise IndexFileCorrupt(location, f"is {st.st_size} bytes, the index record says {expected_size}")
+        key = (location, kind, column, ctype.hive)
+        stamp = (st.st_size, st.st_mtime_ns)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None and hit[0] == stamp:
+                self._items.move_to_end(key)
+                return hit[1]
+        reader = PartReader(str(path), kind=kind, column=column, ctype=ctype)
+        with self._lock:
+            self._items[key] = (stamp, reader)
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+        return reader
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+#: the process's cache (the server's workers and the shell each have one)
+DEFAULT_CACHE = PartCache()
+
+
+def normal_path(path: str) -> str:
+    """A data file location as index records keep it (qualified: `/x` and `file:///x` are `file:/x`)."""
+    try:
+        return qualify(path) or path
+    except MetastoreError:
+        return path
+
+
+def local_identity(path: str) -> DataFile | None:
+    """A local file's identity now (None when it cannot be looked up), under its qualified location."""
+    local = local_path(path)
+    if local is None:
+        return None
+    try:
+        st = os.stat(local)
+    except (OSError, ValueError):
+        return None
+    return DataFile(normal_path(path), st.st_size, st.st_mtime_ns)
+
+
+def table_columns(table: Table) -> dict[str, ColumnType]:
+    """The types of a table's data and partition columns that predicates can compare (others left out)."""
+    out: dict[str, ColumnType] = {}
+    for col in [*table.sd.cols, *table.partition_keys]:
+        try:
+            out[col.name.lower()] = column_type(col.type, col.name)
+        except UnsupportedColumn:
+            continue
+    return out
+
+
+class _Warnings:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.seen: set[str] = set()
+        self.dropped = 0
+
+    def add(self, line: str) -> None:
+        if line in self.seen:
+            return
+        self.seen.add(line)
+        if len(self.lines) < MAX_WARNINGS:
+            self.lines.append(line)
+        else:
+            self.dropped += 1
+
+    def result(self) -> tuple[str, ...]:
+        if self.dropped:
+            return (*self.lines, f"... and {self.dropped} more warnings")
+        return tuple(self.lines)
+
+
+@dataclass
+class _Known:
+    """An index that covers a file as it is now: the part, and the file's stripe ids in it."""
+
+    position: int  # of the index in the usable list
+    record: IndexRecord
+    part: PartReader
+    part_key: str
+    stripe_ids: range
+
+
+def _evaluate(node: Bound, answers: Callable[[KeyRange | KeySet | NullTest], np.ndarray], n: int) -> np.ndarray:
+    if isinstance(node, Truth):
+        return np.full(n, node.value, dtype=bool)
+    if isinstance(node, AllOf | AnyOf):
+        masks = [_evaluate(a, answers, n) for a in node.args]
+        return np.logical_and.reduce(masks) if isinstance(node, AllOf) else np.logical_or.reduce(masks)
+    assert isinstance(node, KeyRange | KeySet | NullTest)
+    return answers(node)
+
+
+def filter_splits(
+    table: Table | Mapping[str, ColumnType],
+    predicate: Expr | str,
+    splits: Sequence[Split],
+    indexes: Sequence[IndexRecord],
+    *,
+    identity: Callable[[str], DataFile | None] = local_identity,
+    cache: PartCache | None = None,
+) -> FilterResult:
+    """The splits that may hold rows matching ``predicate`` (a tree or its serialized JSON form), judged by
+    the table's ``indexes``; see the module docstring for the rules. PredicateError for a malformed predicate
+    or one naming an unknown column or a literal of the wrong type."""
+    columns = table_columns(table) if isinstance(table, Table) else dict(table)
+    expr = from_json(predicate) if isinstance(predicate, str) else predicate
+    bound = bind(expr, columns)
+    cache = cache or DEFAULT_CACHE
+    warnings = _Warnings()
+    wanted = {leaf.column for leaf in leaves(bound)}
+    usable: list[IndexRecord] = []
+    for record in indexes:
+        if record.column not in wanted:
+            continue
+        if record.state is not IndexState.READY:
+            warnings.add(f"index {record.name} is being built; it is not used")
+            continue
+        if not record.table_exists:
+            continue
+        current = columns.get(record.column)
+        if current is None or current.hive != column_type(record.column_type, record.column).hive:
+            warnings.add(
+                f"index {record.name} was built on {record.column} {record.column_type}, which the table no longer "
+                "has; it is not used (UPDATE INDEX rebuilds it)"
+            )
+            continue
+        usable.append(record)
+    counts = {i: [0, 0] for i in range(len(usable))}
+    if isinstance(bound, Truth):
+        kept = tuple(range(len(splits))) if bound.value else ()
+        return FilterResult(kept, _counts(usable, counts), warnings.result())
+
+    by_file: dict[str, list[int]] = {}
+    for i, split in enumerate(splits):
+        by_file.setdefault(normal_path(split.path), []).append(i)
+    file_maps = [record.files() for record in usable]
+    kept_positions: list[int] = []
+    stripe_info: dict[str, tuple[tuple[StripeSpan, ...], np.ndarray]] = {}
+    part_answers: dict[tuple[int, str, Bound], np.ndarray | None] = {}
+
+    for path, positions in by_file.items():
+        first = splits[positions[0]]
+        if first.file_size is not None and first.file_mtime_ns is not None:
+            now: DataFile | None = DataFile(path, first.file_size, first.file_mtime_ns)
+        else:
+            now = identity(path)
+        known = _known_indexes(path, now, usable, file_maps, cache, warnings)
+        if not known:
+            kept_positions.extend(positions)
+            continue
+        spans = tuple(known[0].part.coverage.stripes[s] for s in known[0].stripe_ids)
+        n = len(spans)
+
+        def answers(leaf: KeyRange | KeySet | NullTest, only: int | None = None, known: list[_Known] = known,
+                    n: int = n) -> np.ndarray:
+            out = np.ones(n, dtype=bool)
+            for k in known:
+                if k.record.column != leaf.column or (only is not None and k.position != only):
+                    continue
+                key = (k.position, k.part_key, leaf)
+                if key not in part_answers:
+                    try:
+                        part_answers[key] = k.part.answer(leaf)
+                    except IndexFileCorrupt as exc:
+                        warnings.add(f"index {k.record.name}: {exc}; its splits are kept")
+                        part_answers[key] = None
+                whole = part_answers[key]
+                if whole is not None:
+                    out &= whole[k.stripe_ids.start : k.stripe_ids.stop]
+            return out
+
+        may = _evaluate(bound, answers, n)
+        stripe_info[path] = (spans, may)
+        overlaps = [np.fromiter((s.overlaps(splits[p].start, splits[p].length) for s in spans), dtype=bool, count=n)
+                    for p in positions]
+        for p, overlap in zip(positions, overlaps, strict=True):
+            if np.any(overlap & may):
+                kept_positions.append(p)
+        for k in known:
+
+            def alone_answers(leaf: KeyRange | KeySet | NullTest, only: int = k.position) -> np.ndarray:
+                return answers(leaf, only=only)
+
+            alone = _evaluate(bound, alone_answers, n)
+            counts[k.position][0] += len(positions)
+            counts[k.position][1] += sum(1 for overlap in overlaps if np.any(overlap & alone))
+    return FilterResult(tuple(sorted(kept_positions)), _counts(usable, counts), warnings.result(), stripe_info)
+
+
+def _known_indexes(
+    path: str, now: DataFile | None, usable: Sequence[IndexRecord],
+    file_maps: Sequence[dict[str, tuple[IndexPart, DataFile]]], cache: PartCache, warnings: _Warnings,
+) -> list[_Known]:
+    known: list[_Known] = []
+    for position, (record, files) in enumerate(zip(usable, file_maps, strict=True)):
+        entry = files.get(path)
+        if entry is None:
+            warnings.add(f"{path} is not covered by index {record.name} (added after its build); its splits are kept")
+            continue
+        part, recorded = entry
+        if now is None:
+            warnings.add(f"{path} cannot be looked up (size and modification time unknown); its splits are kept")
+            continue
+        if recorded.identity != now.identity:
+            warnings.add(
+                f"{path} changed since index {record.name} was built (size/mtime {recorded.size}/{recorded.mtime_ns} "
+                f"then, {now.size}/{now.mtime_ns} now); its splits are kept"
+            )
+            continue
+        try:
+            reader = cache.open(part.location, part.size, kind=record.kind.value, column=record.column,
+                                ctype=column_type(record.column_type, record.column))
+        except IndexFileCorrupt as exc:
+            warnings.add(f"index {record.name}: {exc}; its splits are kept")
+            continue
+        index = reader.coverage.find(path)
+        if index is None or reader.coverage.files[index].identity != recorded.identity:
+            warnings.add(f"index {record.name}: index file {part.location} does not cover {path} as recorded; "
+                         "its splits are kept")
+            continue
+        k = _Known(position, record, reader, part.location, reader.coverage.stripes_of(index))
+        if known:
+            ref = known[0]
+            mine = [(s.offset, s.length) for s in (reader.coverage.stripes[i] for i in k.stripe_ids)]
+            theirs = [(s.offset, s.length) for s in (ref.part.coverage.stripes[i] for i in ref.stripe_ids)]
+            if mine != theirs:
+                warnings.add(f"index {record.name}: index file {part.location} disagrees with index "
+                             f"{ref.record.name} about the stripes of {path}; it is not used for that file")
+                continue
+        known.append(k)
+    return known
+
+
+def _counts(usable: Sequence[IndexRecord], counts: Mapping[int, list[int]]) -> tuple[IndexCount, ...]:
+    return tuple(
+        IndexCount(r.name, r.kind.value, r.column, counts[i][0], counts[i][1]) for i, r in enumerate(usable)
+    )

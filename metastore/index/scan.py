@@ -1,0 +1,121 @@
+"""Reading an indexed column out of ORC data files: per stripe, the sorted distinct keys and the null count.
+
+Only the column's value streams are read (orcio's stream-selective scan); string dictionaries are reduced to
+the entries the stripe uses before any key is built. Files are matched to table columns as ANALYZE matches
+them (by name, then case-insensitively; by position for Hive's ``_colN`` files); a column the file lacks
+reads as all NULL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from metastore.index.columns import ColumnType, Domain, Family, KeyConversionError, keys_of
+from metastore.index.coverage import FileValues, StripeValues
+from metastore.index.errors import IndexBuildError
+from metastore.index.model import DataFile
+from metastore.locations import local_path, qualify
+from metastore.orcio import (
+    Category,
+    DictionaryBytesVector,
+    OrcError,
+    OrcReader,
+    column_request,
+    scan_stripe_columns,
+)
+
+_POSITIONAL = re.compile(r"^_col\d+$")
+
+
+def data_file(location: str) -> DataFile:
+    """A local data file's identity now (its qualified location, size, modification time in ns)."""
+    path = local_path(location)
+    if path is None:
+        raise IndexBuildError(f"cannot index {location}: not on the local filesystem")
+    st = os.stat(path)
+    return DataFile(qualify(location) or location, st.st_size, st.st_mtime_ns)
+
+
+def resolve_field(field_names: Sequence[str], column: str, position: int | None) -> int | None:
+    """Index of the file field holding a table column (None when the file lacks it)."""
+    if field_names and all(_POSITIONAL.match(n) for n in field_names):
+        wanted = f"_col{position}" if position is not None else None
+        return field_names.index(wanted) if wanted in field_names else None
+    if column in field_names:
+        return field_names.index(column)
+    lowered = [n.lower() for n in field_names]
+    return lowered.index(column.lower()) if column.lower() in lowered else None
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    if values.dtype == object:
+        items = sorted(set(values.tolist()))
+        out = np.empty(len(items), dtype=object)
+        out[:] = items
+        return out
+    return np.unique(values)
+
+
+def scan_column(file: DataFile, column: str, ctype: ColumnType, position: int | None) -> FileValues:
+    """The per-stripe values of ``column`` in one ORC file; IndexBuildError naming the file when it cannot be
+    read or its column does not fit the table's type."""
+    try:
+        path = local_path(file.path)
+        if path is None:
+            raise IndexBuildError(f"cannot index {file.path}: not on the local filesystem")
+        with OrcReader(str(path)) as reader:
+            return _scan(reader, file, column, ctype, position)
+    except IndexBuildError:
+        raise
+    except OrcError as err:
+        raise IndexBuildError(f"cannot index {file.path}: corrupt ORC data: {err}") from None
+    except KeyConversionError as exc:
+        raise IndexBuildError(f"cannot index {file.path}: column '{column}': {exc}") from None
+    except OSError as exc:
+        raise IndexBuildError(f"cannot index {file.path}: {exc.strerror or exc}") from None
+    except (ValueError, IndexError, OverflowError, MemoryError, KeyError) as exc:
+        raise IndexBuildError(f"cannot index {file.path}: corrupt ORC data: {type(exc).__name__}: {exc}") from None
+
+
+def _scan(reader: OrcReader, file: DataFile, column: str, ctype: ColumnType, position: int | None) -> FileValues:
+    schema = reader.schema
+    if schema.category != Category.STRUCT:
+        raise IndexBuildError(f"cannot index {file.path}: the file's schema {schema} is not a struct of columns")
+    field = resolve_field(list(schema.field_names), column, position)
+    empty = np.zeros(0, dtype=np.int64 if ctype.domain is Domain.INT64 else object)
+    stripes: list[StripeValues] = []
+    if field is None:
+        for info in reader.stripes:
+            stripes.append(StripeValues(info.offset, info.length, info.number_of_rows, empty, info.number_of_rows, 0))
+        return FileValues(file, stripes)
+    node = schema.children[field]
+    if not node.is_primitive:
+        raise IndexBuildError(f"cannot index {file.path}: column '{column}' is {node} in the file")
+    request = column_request(reader, node.id, "values")
+    for info in reader.stripes:
+        (chunk,) = scan_stripe_columns(reader, info.index, [request])
+        vector = chunk.vector
+        if vector is None or chunk.non_null == 0:
+            distinct = empty
+        elif (
+            isinstance(vector, DictionaryBytesVector) and vector.dictionary is not None
+            and ctype.family in (Family.STRING, Family.CHAR)
+        ):
+            # only the dictionary entries the stripe uses, each once
+            used = np.unique(vector.indices)
+            entries = vector.dictionary.raw_values()
+            chosen = [entries[i] for i in used.tolist()]
+            if ctype.family is Family.CHAR:
+                chosen = [c.rstrip(b" ") for c in chosen]
+            arr = np.empty(len(chosen), dtype=object)
+            arr[:] = chosen
+            distinct = _distinct(arr)
+        else:
+            distinct = _distinct(keys_of(vector, ctype).values)
+        nulls = chunk.rows - chunk.non_null
+        stripes.append(StripeValues(info.offset, info.length, info.number_of_rows, distinct, nulls, chunk.non_null))
+    return FileValues(file, stripes)
