@@ -48,8 +48,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--histograms", action="store_true", help="also compute KLL histograms")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--stats-cache", metavar="PATH",
-                       help="per-file statistics cache on the driver for incremental runs (default: the user's "
-                       "cache directory)")
+                       help="where per-file results are kept for incremental runs: 'metastore' (the metastore's "
+                       "database, shared with every shell and driver; the default with a thrift:// metastore), "
+                       "'default' (the user's cache directory, the default for a database URL) or a local path")
     cache.add_argument("--no-stats-cache", action="store_true", help="analyze every file afresh, keep no cache")
     p.add_argument("--conf", metavar="KEY=VALUE", action="append", type=_key_value, default=[],
                    help="Spark configuration for the session (repeatable), e.g. spark.executor.memory=4g")
@@ -119,7 +120,7 @@ def run_spark_analyze(args: argparse.Namespace) -> int:
     try:
         summary = analyze_table(
             spark, args.table, columns, partition, args.histograms, args.metastore,
-            cache=None if args.no_stats_cache else (args.stats_cache or "default"), progress=args.progress,
+            cache=_cache_option(args), progress=args.progress,
             storage_options=storage,
         )
     except MetastoreError as exc:
@@ -137,6 +138,15 @@ def run_spark_analyze(args: argparse.Namespace) -> int:
         print(text, flush=True)
     print(summary.message, file=sys.stderr, flush=True)
     return 1 if summary.failed else 0
+
+
+def _cache_option(args: argparse.Namespace) -> str | None:
+    if args.no_stats_cache:
+        return None
+    if args.stats_cache:
+        return str(args.stats_cache)
+    # a server keeps per-file results for every host; an embedded database's user keeps them locally
+    return "metastore" if args.metastore.strip().lower().startswith(("thrift://", "thrifts://")) else "default"
 
 
 def _session(master: str | None, conf: dict[str, str]) -> Any:

@@ -189,14 +189,15 @@ def test_cluster_run_equals_in_process_and_ground_truth(table_dir: Path, server:
 
 def test_rerun_after_one_partition_changed_reads_only_its_files(table_dir: Path, server: OurServer,
                                                                cluster: Cluster, tmp_path: Path) -> None:
+    """Per-file results live in the metastore (the default with a thrift:// metastore): a re-run from Spark, and
+    then the shell on another 'host' (no local cache), read only what changed."""
     copy = tmp_path / "events"
     shutil.copytree(table_dir, copy, copy_function=os.link)
     uri = f"thrift://127.0.0.1:{server.port}"
     with ThriftMetastoreClient(uri) as client:
         _create_table(SqlSession(client, None), copy, "events_changing")
-    cache = tmp_path / "driver-cache.sqlite"
-    args = ["sales.events_changing", "--master", cluster.master_url, "--metastore", uri, "--stats-cache",
-            str(cache), "--output", "json", *APP_CONF]
+    args = ["sales.events_changing", "--master", cluster.master_url, "--metastore", uri, "--output", "json",
+            *APP_CONF]
     first = spark_analyze(*args)
     assert first.returncode == 0, first.stderr
     assert all(r["files_reused"] == 0 for r in json.loads(first.stdout))
@@ -216,6 +217,14 @@ def test_rerun_after_one_partition_changed_reads_only_its_files(table_dir: Path,
     want = in_process(copy, tmp_path, "events_changing")
     assert differences(got, want) == []
     assert got[0][changed]["qty"].high == int(pc.max(extra.column("qty")).as_py())
+    shell = subprocess.run(
+        [str(Path(sys.executable).with_name("metastore")), "sql", "--connect", uri, "--output", "json", "-e",
+         "ANALYZE TABLE sales.events_changing COMPUTE STATISTICS FOR COLUMNS;"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "HOME": str(tmp_path / "other-host"),
+                                                          "XDG_CACHE_HOME": str(tmp_path / "other-host")},
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert "0 file(s) read" in shell.stderr and all(r["files_read"] == 0 for r in json.loads(shell.stdout))
 
 
 def test_spark_connect_run_equals_in_process(table_dir: Path, server: OurServer, connect_server: ConnectServer,
