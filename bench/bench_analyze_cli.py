@@ -28,6 +28,7 @@ import argparse
 import datetime as dt
 import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -101,6 +102,29 @@ def ensure_table(spark, data: Path, rows: int, partitions: int) -> Path:
     return table
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process and all its live descendants, from /proc."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        total += times.get(current, 0.0)
+        todo.extend(child for child, parent in parents.items() if parent == current)
+    return total
+
+
 def load_average() -> str:
     return "/".join(f"{v:.1f}" for v in os.getloadavg())
 
@@ -147,15 +171,19 @@ class Server:
         self.process.wait(timeout=60)
 
 
-def sql(uri: str, statements: str, *extra: str, cwd: Path) -> tuple[float, str]:
-    """Run `metastore sql --connect uri -e statements` as a fresh process; (wall seconds, stdout + stderr)."""
+def sql(uri: str, statements: str, *extra: str, cwd: Path) -> tuple[float, str, float]:
+    """Run `metastore sql --connect uri -e statements` as a fresh process; (wall seconds, stdout + stderr, CPU
+    seconds of the command and its worker processes)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-c", _MAIN, "sql", "--connect", uri, *extra, "-e", statements],
                             capture_output=True, text=True, cwd=cwd, timeout=3600, env=_env())
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise RuntimeError(f"metastore sql failed ({result.returncode}): {result.stderr.strip()}")
-    return seconds, result.stdout + result.stderr
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, result.stdout + result.stderr, cpu
 
 
 def _table_ddl(location: Path) -> str:
@@ -167,8 +195,21 @@ def _table_ddl(location: Path) -> str:
 ANALYZE = "ANALYZE TABLE bench.orders PARTITION (ds) COMPUTE STATISTICS FOR ALL COLUMNS;"
 
 
-def ours(uri: str, cache: Path, cwd: Path) -> tuple[float, str]:
-    return sql(uri, ANALYZE, "--stats-cache", str(cache), "--verbose", cwd=cwd)
+@dataclass(frozen=True)
+class OurRun:
+    """One of our ANALYZE commands: wall seconds, its --verbose output, CPU seconds of the command (with its
+    workers) and of the server."""
+
+    seconds: float
+    output: str
+    cpu: float
+    server_cpu: float
+
+
+def ours(server: Server, cache: Path, cwd: Path) -> OurRun:
+    server_before = tree_cpu(server.process.pid)
+    seconds, output, cpu = sql(server.uri, ANALYZE, "--stats-cache", str(cache), "--verbose", cwd=cwd)
+    return OurRun(seconds, output, cpu, tree_cpu(server.process.pid) - server_before)
 
 
 # ------------------------------------------------------------------------------------- Spark side
@@ -181,11 +222,14 @@ def create_spark_table(spark, table: Path) -> None:
     spark.sql("ALTER TABLE bench_orders RECOVER PARTITIONS")
 
 
-def spark_analyze(spark) -> float:
+def spark_analyze(spark) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of Spark's JVM) of one ANALYZE ... FOR ALL COLUMNS."""
     spark.sql("REFRESH TABLE bench_orders")  # files were rewritten between rounds
+    jvm = spark.sparkContext._gateway.proc.pid
+    cpu_before = tree_cpu(jvm)
     started = time.perf_counter()
     spark.sql("ANALYZE TABLE bench_orders COMPUTE STATISTICS FOR ALL COLUMNS")
-    return time.perf_counter() - started
+    return time.perf_counter() - started, tree_cpu(jvm) - cpu_before
 
 
 # ---------------------------------------------------------------------------------------- changes
@@ -277,16 +321,16 @@ class SizeResult:
     files: int
     mib: float
     changed: int = 0
-    spark: list[float] = field(default_factory=list)
-    full: list[tuple[float, str]] = field(default_factory=list)
-    changed_runs: list[tuple[float, str]] = field(default_factory=list)
-    unchanged: list[tuple[float, str]] = field(default_factory=list)
+    spark: list[tuple[float, float]] = field(default_factory=list)
+    full: list[OurRun] = field(default_factory=list)
+    changed_runs: list[OurRun] = field(default_factory=list)
+    unchanged: list[OurRun] = field(default_factory=list)
     loads: list[str] = field(default_factory=list)
     floor: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
-def _best(runs: list[tuple[float, str]]) -> tuple[float, str]:
-    return min(runs, key=lambda r: r[0])
+def _best(runs: list[OurRun]) -> OurRun:
+    return min(runs, key=lambda r: r.seconds)
 
 
 def _phases(output: str) -> str:
@@ -307,20 +351,23 @@ def run_size(spark, data: Path, rows: int, partitions: int, runs: int) -> SizeRe
         print(f"{rows:,} rows, {partitions} partitions, {len(files)} files, {result.mib:.1f} MiB", flush=True)
         server = Server(work)
         sql(server.uri, _table_ddl(table), cwd=work)
+        sql(server.uri, "SHOW DATABASES;", cwd=work)  # byte-code of the shell cached before timing
         create_spark_table(spark, table)
         spark_analyze(spark)  # warm-up: the session's first ANALYZE compiles and JITs
         for round_ in range(runs):
             result.loads.append(load_average())
             result.spark.append(spark_analyze(spark))
             cache = work / f"cache-{round_}.sqlite"
-            result.full.append(ours(server.uri, cache, work))
+            result.full.append(ours(server, cache, work))
             changed = change_partitions(table)
             result.changed = len(changed)
-            result.changed_runs.append(ours(server.uri, cache, work))
-            result.unchanged.append(ours(server.uri, cache, work))
-            print(f"round {round_ + 1}: load {result.loads[-1]}; Spark {result.spark[-1]:.2f} s, ours full "
-                  f"{result.full[-1][0]:.2f} s, after {len(changed)} of {partitions} changed "
-                  f"{result.changed_runs[-1][0]:.2f} s, unchanged {result.unchanged[-1][0]:.2f} s", flush=True)
+            result.changed_runs.append(ours(server, cache, work))
+            result.unchanged.append(ours(server, cache, work))
+            print(f"round {round_ + 1}: load {result.loads[-1]}; Spark {result.spark[-1][0]:.2f} s "
+                  f"({result.spark[-1][1]:.1f} s CPU), ours full {result.full[-1].seconds:.2f} s "
+                  f"({result.full[-1].cpu:.1f} s CPU + server {result.full[-1].server_cpu:.1f}), after "
+                  f"{len(changed)} of {partitions} changed {result.changed_runs[-1].seconds:.2f} s, unchanged "
+                  f"{result.unchanged[-1].seconds:.2f} s", flush=True)
         result.floor = physical_floor(files)
         return result
     finally:
@@ -336,10 +383,13 @@ def _pair(times: tuple[float, float]) -> str:
 def report(results: list[SizeResult], runs: int) -> str:
     lines = []
     for r in results:
-        spark = min(r.spark)
-        full, full_out = _best(r.full)
-        changed, changed_out = _best(r.changed_runs)
-        unchanged, unchanged_out = _best(r.unchanged)
+        spark = min(w for w, _ in r.spark)
+        spark_cpu = min(c for _, c in r.spark)
+        best_full, best_changed, best_unchanged = _best(r.full), _best(r.changed_runs), _best(r.unchanged)
+        full, full_out = best_full.seconds, best_full.output
+        changed, changed_out = best_changed.seconds, best_changed.output
+        unchanged = best_unchanged.seconds
+        full_cpu = min(run.cpu + run.server_cpu for run in r.full)
         lines += [
             f"### {r.rows:,} rows, {r.partitions} partitions ({r.files} files, {r.mib:.0f} MiB)",
             "",
@@ -354,6 +404,10 @@ def report(results: list[SizeResult], runs: int) -> str:
             f"{spark / changed:.1f}× | {changed / full:.1%} |",
             f"| the same after nothing changed | {unchanged:.2f} | {spark / unchanged:.1f}× | "
             f"{unchanged / full:.1%} |",
+            "",
+            f"CPU seconds, least of the rounds (the machine's load inflates wall times, not these much): Spark's "
+            f"JVM {spark_cpu:.2f}; our full run {full_cpu:.2f} (the command with its workers, plus the server); "
+            f"Spark / ours {spark_cpu / full_cpu:.2f}×.",
             "",
             "Physical floor on two processes (page cache warm; wall s / CPU s summed over both): reading the bytes "
             f"{_pair(r.floor['read'])}, reading and decompressing every stream {_pair(r.floor['decompress'])}, "

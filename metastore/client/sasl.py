@@ -1,14 +1,13 @@
 """The client side of SASL on the Thrift port, as Hive's clients speak it (Thrift's TSaslClientTransport).
 
 GSSAPI uses the Kerberos ticket cache (kinit, KRB5CCNAME) and the server's principal `service/host@REALM` (Hive's
-hive.metastore.kerberos.principal, `_HOST` replaced by the canonical name of the host connected to); PLAIN sends a
+hive.metastore.kerberos.principal, `_HOST` replaced by the host name of the URI, as Hive's client does); PLAIN sends a
 user name and password (only over TLS: `thrifts://`). After negotiation each message travels in a 4-byte-length
 frame. Imports the optional `gssapi` package only when Kerberos is used.
 """
 
 from __future__ import annotations
 
-import socket
 import struct
 from dataclasses import dataclass
 from io import BytesIO
@@ -54,10 +53,10 @@ class SaslCredentials:
 
 
 def resolve_principal(pattern: str, host: str) -> str:
-    """The server principal with `_HOST` replaced by `host`'s canonical name, lower-cased (as Hive's client)."""
-    if "_HOST" not in pattern:
-        return pattern
-    return pattern.replace("_HOST", socket.getfqdn(host).lower())
+    """The server principal with `_HOST` replaced by the host of the URI as written, lower-cased: what Hive's
+    client does (Hadoop's SecurityUtil.getServerPrincipal with the URI's host), so both find the same principal.
+    Connect by the name the service principal carries (thrift://metastore1.example.com:9083, not an address)."""
+    return pattern.replace("_HOST", host.lower())
 
 
 class _Peer:

@@ -398,7 +398,9 @@ METHOD_RULES: dict[str, Rule] = {
     "getName": _ANYONE, "getVersion": _ANYONE, "getStatus": _ANYONE, "getStatusDetails": _ANYONE,
     "aliveSince": _ANYONE, "getCounters": _ANYONE, "getCounter": _ANYONE, "getOption": _ANYONE,
     "getOptions": _ANYONE,
-    "setOption": _ADMIN, "getCpuProfile": _ADMIN, "reinitialize": _ADMIN, "shutdown": _ADMIN,
+    "setOption": _ADMIN, "getCpuProfile": _ADMIN,
+    # Hive's client calls shutdown() whenever it closes a connection; this server ignores both calls.
+    "reinitialize": _ANYONE, "shutdown": _ANYONE,
     # the session: per connection, changes nothing stored
     "set_ugi": _ANYONE, "getMetaConf": _ANYONE, "setMetaConf": _ANYONE, "get_config_value": _ANYONE,
     "partition_name_to_vals": _ANYONE, "partition_name_to_spec": _ANYONE,

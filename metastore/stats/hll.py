@@ -181,7 +181,14 @@ def _write_vulongs(values: np.ndarray) -> bytes:
 
 
 def _vulong(value: int) -> bytes:
-    return _write_vulongs(np.array([value & ((1 << 64) - 1)], dtype=np.uint64))
+    # one value (a header field): plain integer steps, far cheaper than the array path for many values
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 # --------------------------------------------------------------------------------------------- the sketch
@@ -415,10 +422,12 @@ class HyperLogLog:
             other = other.squash(self.p)
         if self._sparse is not None and other._sparse is not None:
             sparse = self._sparse
-            for key, value in other._sparse_items_java_order():
-                current = sparse.get(key)
-                if current is None or value > current:
-                    sparse[key] = value
+            if other._sparse:
+                # the other's entries in its Java order: new keys join in that order, known ones keep the larger
+                keys = np.fromiter(other._sparse.keys(), dtype=np.int64, count=len(other._sparse))
+                values = np.fromiter(other._sparse.values(), dtype=np.int64, count=len(other._sparse))
+                order = _hashmap_order(keys)
+                self._sparse_update(keys[order], values[order])
             if len(sparse) > self.switch_threshold:
                 self._switch_to_dense()
             return

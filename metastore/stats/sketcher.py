@@ -91,10 +91,7 @@ class ColumnSketcher:
             self._hash_and_histogram(doubles, double_hashes)
             return
         ints = values.astype(np.int64, copy=False)
-        if self.want_range:
-            self._widen(int(ints.min()), int(ints.max()))
-        if self.hll is not None:
-            _add_hashes(self.hll, self._hash(hash64_array_long, ints))
+        self._add_longs(ints)
         if self.kll is not None:
             self.kll.update(ints.astype(np.float32))
 
@@ -134,10 +131,7 @@ class ColumnSketcher:
         if days.size == 0:
             return
         self.non_null += days.size
-        if self.want_range:
-            self._widen(int(days.min()), int(days.max()))
-        if self.hll is not None:
-            _add_hashes(self.hll, self._hash(hash64_array_long, days))
+        self._add_longs(days)
         if self.kll is not None:
             self.kll.update((days * _SECONDS_PER_DAY).astype(np.float32))
 
@@ -247,6 +241,25 @@ class ColumnSketcher:
             limit = np.finfo(np.float32).max
             self.kll.update(np.clip(doubles, -limit, limit).astype(np.float32))
 
+    def _add_longs(self, ints: np.ndarray) -> None:
+        """Range and NDV sketch of int64 values hashed as Hive's hash64(long). Values that span no wider a range
+        than there are values (counts, codes, dates) are reduced to their distinct values with one bitmap pass
+        first: a sketch depends only on the set of values, and hashing (and, for a sparse sketch, sorting) every
+        row would cost far more."""
+        small = ints.size >= _DISTINCT_MIN_VALUES and (self.want_range or self.hll is not None)
+        if small or self.want_range:
+            low, high = int(ints.min()), int(ints.max())
+            if self.want_range:
+                self._widen(low, high)
+            small = small and high - low < ints.size
+        if self.hll is None:
+            return
+        if small:
+            seen = np.zeros(high - low + 1, dtype=bool)
+            seen[ints - low] = True
+            ints = np.flatnonzero(seen) + low
+        _add_hashes(self.hll, self._hash(hash64_array_long, ints))
+
     def _hash(self, hasher: Callable[..., np.ndarray], *args: Any) -> np.ndarray:
         started = thread_time()
         hashes = hasher(*args)
@@ -266,6 +279,10 @@ class ColumnSketcher:
         if self.kll is None or self.kll.is_empty():
             return None
         return bytes(self.kll.serialize())
+
+
+#: Fewest values for which the distinct-values bitmap of _add_longs is worth its min/max passes.
+_DISTINCT_MIN_VALUES = 4096
 
 
 def _add_hashes(sketch: HyperLogLog, hashes: np.ndarray) -> None:

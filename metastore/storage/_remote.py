@@ -58,8 +58,11 @@ def filesystem(protocol: str, options: StorageOptions) -> Any:
         raise StorageError(
             f"{protocol}:// locations need fsspec and {_PACKAGES.get(protocol, 'its filesystem package')}"
         ) from None
+    kwargs = options.for_protocol(protocol)
     try:
-        fs = fsspec.filesystem(protocol, skip_instance_cache=True, **options.for_protocol(protocol))
+        if protocol == "s3" and "session" not in kwargs:
+            kwargs["session"] = _s3_session()
+        fs = fsspec.filesystem(protocol, skip_instance_cache=True, **kwargs)
         _FILESYSTEMS[key] = fs
         return fs
     except ImportError:
@@ -70,6 +73,26 @@ def filesystem(protocol: str, options: StorageOptions) -> Any:
         raise StorageError(f"cannot set up the {protocol}:// filesystem: {reason(exc)}") from None
     except TypeError as exc:  # an option the filesystem does not take
         raise StorageError(f"cannot set up the {protocol}:// filesystem: {reason(exc)}") from None
+
+
+_BOTOCORE_LOADER: Any = None
+
+
+def _s3_session() -> Any:
+    """A new aiobotocore session that shares this process tree's botocore data loader. A session parses about
+    a megabyte of JSON (endpoint rules, the S3 model) on its first client, 0.4 s or more; the worker processes
+    forked for each ANALYZE scan inherit the parent's parsed copy instead of paying that again."""
+    global _BOTOCORE_LOADER
+    import botocore.loaders
+    from aiobotocore.session import AioSession
+
+    session = AioSession()
+    if os.environ.get("AWS_DATA_PATH"):
+        return session  # custom model paths: let botocore build its own loader
+    if _BOTOCORE_LOADER is None:
+        _BOTOCORE_LOADER = botocore.loaders.create_loader()
+    session.register_component("data_loader", _BOTOCORE_LOADER)
+    return session
 
 
 def reason(exc: BaseException) -> str:

@@ -84,14 +84,19 @@ def _kerberos(qop: str = "auth") -> SaslCredentials:
 def test_kerberos_client_with_a_ticket_is_served_as_its_principal(tmp_path: Path, realm: Realm, as_user) -> None:
     server = _kerberos_server(tmp_path, realm)
     try:
-        # _HOST became the canonical name of 127.0.0.1, which the clients compute the same way.
+        # The server's _HOST became the canonical name of 127.0.0.1; the clients' _HOST is the URI's host, as in
+        # Hive's client.
         assert "authentication kerberos (SASL GSSAPI as metastore/localhost@METASTORE.TEST" in server.ready_line
         as_user(realm.alice_env)
-        with ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}", sasl=_kerberos()) as client:
+        with ThriftMetastoreClient(f"thrift://localhost:{server.port}", sasl=_kerberos()) as client:
             client.create_database(Database("krb_db", location_uri=f"file:{tmp_path / 'krb_db'}"))
             assert "krb_db" in client.list_databases()
         as_user(realm.bob_env)
-        with ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}", sasl=_kerberos()) as client:
+        with ThriftMetastoreClient(f"thrift://localhost:{server.port}", sasl=_kerberos()) as client:
+            assert client.get_database("krb_db").name == "krb_db"
+        # By address, the principal is given whole (_HOST would become 127.0.0.1, as in Hive's client).
+        explicit = SaslCredentials("GSSAPI", kerberos_principal="metastore/localhost@METASTORE.TEST")
+        with ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}", sasl=explicit) as client:
             assert client.get_database("krb_db").name == "krb_db"
         time.sleep(0.2)
         log = server.output
@@ -106,7 +111,7 @@ def test_kerberos_integrity_and_privacy_wrap_every_frame(tmp_path: Path, realm: 
     server = _kerberos_server(tmp_path, realm, "--sasl-qop", "auth,auth-int,auth-conf", workers=1)
     try:
         as_user(realm.alice_env)
-        with ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}", sasl=_kerberos(qop)) as client:
+        with ThriftMetastoreClient(f"thrift://localhost:{server.port}", sasl=_kerberos(qop)) as client:
             name = "p" * 70_000  # a call bigger than one read chunk, through the wrapped frames
             with pytest.raises(Exception, match="p" * 50):
                 client.get_database(name)
@@ -120,7 +125,7 @@ def test_a_qop_the_server_does_not_offer_is_refused(tmp_path: Path, realm: Realm
     try:
         as_user(realm.alice_env)
         with pytest.raises(ConnectionFailed, match="does not offer SASL QOP auth-conf"):
-            ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}", sasl=_kerberos("auth-conf"), timeout=10)
+            ThriftMetastoreClient(f"thrift://localhost:{server.port}", sasl=_kerberos("auth-conf"), timeout=10)
     finally:
         assert server.stop() == 0
 
@@ -130,12 +135,12 @@ def test_clients_without_a_ticket_or_without_sasl_are_refused(tmp_path: Path, re
     try:
         as_user(realm.no_ticket_env)
         with pytest.raises(ConnectionFailed, match="kinit first"):
-            ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}", sasl=_kerberos(), timeout=10)
+            ThriftMetastoreClient(f"thrift://localhost:{server.port}", sasl=_kerberos(), timeout=10)
         # A plain Thrift client (no SASL): its first call fails and the server says why in one line.
         with pytest.raises(ConnectionFailed):
-            ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}", timeout=10).list_databases()
+            ThriftMetastoreClient(f"thrift://localhost:{server.port}", timeout=10).list_databases()
         as_user(realm.alice_env)
-        with ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}", sasl=_kerberos()) as client:
+        with ThriftMetastoreClient(f"thrift://localhost:{server.port}", sasl=_kerberos()) as client:
             assert "default" in client.list_databases()
         time.sleep(0.2)
         assert "a client without SASL?" in server.output
@@ -149,7 +154,7 @@ def test_a_ticket_for_another_service_is_refused(tmp_path: Path, realm: Realm, a
         as_user(realm.alice_env)
         creds = SaslCredentials("GSSAPI", kerberos_principal="other/localhost@METASTORE.TEST")
         with pytest.raises(ConnectionFailed, match="authentication failed"):
-            ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}", sasl=creds, timeout=10)
+            ThriftMetastoreClient(f"thrift://localhost:{server.port}", sasl=creds, timeout=10)
         time.sleep(0.2)
         assert "Kerberos authentication failed" in server.output
     finally:
@@ -160,14 +165,14 @@ def test_sql_shell_with_kerberos(tmp_path: Path, realm: Realm) -> None:
     server = _kerberos_server(tmp_path, realm, workers=1)
     try:
         out = subprocess.run(
-            [metastore_exe(), "sql", "--connect", f"thrift://127.0.0.1:{server.port}", "--auth", "kerberos",
+            [metastore_exe(), "sql", "--connect", f"thrift://localhost:{server.port}", "--auth", "kerberos",
              "--kerberos-principal", "metastore/_HOST@METASTORE.TEST", "--output", "csv", "-e", "SHOW DATABASES"],
             capture_output=True, text=True, timeout=120, env={**os.environ, **realm.alice_env},
         )
         assert out.returncode == 0, out.stderr
         assert "default" in out.stdout.split()
         out = subprocess.run(
-            [metastore_exe(), "sql", "--connect", f"thrift://127.0.0.1:{server.port}", "--auth", "kerberos",
+            [metastore_exe(), "sql", "--connect", f"thrift://localhost:{server.port}", "--auth", "kerberos",
              "--kerberos-principal", "metastore/_HOST@METASTORE.TEST", "-e", "SHOW DATABASES"],
             capture_output=True, text=True, timeout=120, env={**os.environ, **realm.no_ticket_env},
         )
@@ -297,7 +302,7 @@ def test_hostile_negotiations_close_only_their_connection(tmp_path: Path, realm:
     port = server.port
     try:
         as_user(realm.alice_env)
-        good = ThriftMetastoreClient(f"thrift://127.0.0.1:{port}", sasl=_kerberos())
+        good = ThriftMetastoreClient(f"thrift://localhost:{port}", sasl=_kerberos())
         assert "default" in good.list_databases()
         # Garbage instead of a START message.
         garbage = socket.create_connection(("127.0.0.1", port))
@@ -333,13 +338,13 @@ def test_hostile_negotiations_close_only_their_connection(tmp_path: Path, realm:
         sock = TSocket.TSocket("127.0.0.1", port)
         sock.setTimeout(10_000)
         sock.open()
-        client_negotiate(sock, "127.0.0.1", _kerberos())
+        client_negotiate(sock, "localhost", _kerberos())
         sock.write(struct.pack("!i", 50_000_000))
         sock.flush()
         assert _closed_within(sock.handle, 5)
         # The first client's connection was never disturbed, and new ones are served.
         assert "default" in good.list_databases()
-        with ThriftMetastoreClient(f"thrift://127.0.0.1:{port}", sasl=_kerberos()) as client:
+        with ThriftMetastoreClient(f"thrift://localhost:{port}", sasl=_kerberos()) as client:
             assert "default" in client.list_databases()
         good.close()
         time.sleep(0.2)

@@ -176,3 +176,24 @@ def test_a_single_file_split_over_workers_by_columns_gives_the_same_result(tmp_p
     assert split.files_read == 1 and split.files[0].source == "scan"
     # two workers each opened the file for their columns
     assert split.bytes_read > serial.bytes_read
+
+
+@pytest.mark.parametrize("kind", [StatsKind.LONG, StatsKind.DATE])
+@pytest.mark.parametrize("span", [1, 50, 1_500, 99_999, 400_000])
+def test_sketches_of_narrow_ranges_equal_hashing_every_row(kind: StatsKind, span: int):
+    # values spanning fewer integers than there are rows are reduced to their distinct values before hashing;
+    # the sketch (registers, estimate, sparse or dense) and the range must be those of hashing every row
+    rng = np.random.default_rng(span)
+    values = rng.integers(-7, span - 7, 100_000)
+    sketcher = ColumnSketcher(kind, range_=True)
+    if kind is StatsKind.DATE:
+        sketcher.add_dates(values)
+    else:
+        sketcher.add_integers(values)
+    hive = NdvSketch(HyperLogLog(14))
+    hive.add_values(kind, values)
+    ours = HyperLogLog.from_bytes(sketcher.sketch_bytes() or b"")
+    assert ours.encoding == hive.sketch.encoding
+    assert np.array_equal(ours.registers(), hive.sketch.registers())
+    assert ours.estimate() == hive.estimate()
+    assert (sketcher.low, sketcher.high, sketcher.non_null) == (int(values.min()), int(values.max()), 100_000)

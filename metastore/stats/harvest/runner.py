@@ -48,6 +48,7 @@ from metastore.stats.harvest.scan import (
     resolve_field,
     stat_ref,
 )
+from metastore.stats.hll import HyperLogLog
 from metastore.stats.model import StatsKind
 from metastore.stats.orc_convert import hive_kind
 from metastore.stats.partial_store import FilePartials, PartialStore
@@ -347,13 +348,18 @@ def _join_outcomes(parts: list[FileOutcome]) -> FileOutcome:
 
 
 def _info(found: FilePartials) -> dict[str, Any] | None:
-    """The file facts a stored result holds (rows, raw size, fields), or None if they are unreadable or of
-    another format version (then the file is analysed again)."""
+    """The file facts a stored result holds (rows, raw size, fields), checked and normalised, or None if they
+    are unreadable, malformed or of another format version (then the file is analysed again). Stored results
+    come from a database any client may write to: nothing in them is trusted unchecked."""
     try:
         info = json.loads(found.info)
-    except ValueError:
+        if not isinstance(info, dict) or info.get("v") != INFO_KEY_VERSION:
+            return None
+        info["rows"], info["raw"] = int(info["rows"]), int(info["raw"])
+        info["fields"] = [(str(name), int(cid), str(type_text)) for name, cid, type_text in info["fields"]]
+    except (KeyError, TypeError, ValueError):
         return None
-    if not isinstance(info, dict) or info.get("v") != INFO_KEY_VERSION:
+    if info["rows"] < 0 or info["raw"] < 0:
         return None
     return info
 
@@ -376,7 +382,10 @@ def cached_partials(
     info = _info(cached)
     if info is None:
         return None
-    fields = [(name, int(cid), type_text) for name, cid, type_text in info["fields"]]
+    # a partial that is malformed, of another kind or of another row count is taken as not stored (the file
+    # is read again), never merged
+    rows = info["rows"]
+    fields = info["fields"]
     found: dict[str, ColumnPartial] = {}
     for spec in specs:
         index = resolve_field([f[0] for f in fields], spec)
@@ -386,7 +395,11 @@ def cached_partials(
             continue
         try:
             partial = ColumnPartial.from_bytes(raw)
+            if partial.sketch is not None:
+                HyperLogLog.from_bytes(partial.sketch)
         except ValueError:
+            continue
+        if partial.kind is not hive_kind(spec.hive_type) or partial.rows != rows or not 0 <= partial.num_nulls <= rows:
             continue
         if partial.missing & _required_facts(options):
             continue
