@@ -11,8 +11,8 @@ partitioned by ``ds``) is measured side by side in one run, in ``--runs`` interl
 2. ours, full: ``metastore sql --connect thrift://... -e "ANALYZE TABLE bench.orders PARTITION (ds) COMPUTE
    STATISTICS FOR ALL COLUMNS;"`` as a fresh process, against a ``metastore serve`` this script starts on a fresh
    SQLite database, with an empty per-file cache;
-3. ours after one of every 8 partitions changed (its files rewritten by pyarrow with the same rows: new sizes
-   and mtimes), the cache as the previous run left it;
+3. ours after one of every 8 partitions changed (Spark rewrote its files with the same rows: new files), the
+   cache as the previous run left it;
 4. ours after nothing changed.
 
 Each of our runs is a whole command (interpreter start, imports, listing, harvest, persistence); ``--verbose``
@@ -235,20 +235,20 @@ def spark_analyze(spark) -> tuple[float, float]:
 # ---------------------------------------------------------------------------------------- changes
 
 
-def change_partitions(table: Path, every: int = 8) -> list[str]:
-    """Rewrite the files of one partition in ``every`` (pyarrow, zstd, the same rows): new sizes and mtimes."""
-    import pyarrow.orc as po
-
+def change_partitions(spark, table: Path, rows_per_file: int, every: int = 8) -> list[str]:
+    """Spark rewrites one partition in ``every`` (the same rows, ORC zstd, new files replacing the old ones), as
+    a job that refreshes partitions would."""
     partitions = sorted(p for p in table.iterdir() if p.name.startswith("ds="))
     changed = partitions[::every]
     for partition in changed:
-        for target in sorted(partition.glob("*.orc")):
-            data = po.read_table(target)
-            tmp = target.with_suffix(".rewrite")
-            po.write_table(data, tmp, compression="zstd")
-            os.replace(tmp, target)
-            # Hadoop's local file system checks Spark's .crc side file: it no longer matches
-            target.with_name(f".{target.name}.crc").unlink(missing_ok=True)
+        staging = table / f".rewrite-{partition.name}"  # hidden from both listings
+        (spark.read.orc(str(partition)).write.option("compression", "zstd")
+         .option("maxRecordsPerFile", rows_per_file).orc(str(staging)))
+        for old in partition.iterdir():
+            old.unlink()
+        for new in staging.glob("*.orc"):
+            os.replace(new, partition / new.name)
+        shutil.rmtree(staging)
     return [p.name for p in changed]
 
 
@@ -359,7 +359,7 @@ def run_size(spark, data: Path, rows: int, partitions: int, runs: int) -> SizeRe
             result.spark.append(spark_analyze(spark))
             cache = work / f"cache-{round_}.sqlite"
             result.full.append(ours(server, cache, work))
-            changed = change_partitions(table)
+            changed = change_partitions(spark, table, -(-rows // partitions // 2))
             result.changed = len(changed)
             result.changed_runs.append(ours(server, cache, work))
             result.unchanged.append(ours(server, cache, work))

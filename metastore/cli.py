@@ -27,6 +27,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "orc": ("inspect and write ORC files", "metastore.orc_tools:add_orc_commands"),
     "passwd": ("add a user to a password file for serve --authentication config",
                "metastore.server.passwd:add_passwd_command"),
+    "spark-analyze": (
+        "ANALYZE TABLE ... COMPUTE STATISTICS FOR COLUMNS on Spark (needs the spark extra)",
+        "metastore.spark.cli:add_spark_analyze_command",
+    ),
 }
 
 

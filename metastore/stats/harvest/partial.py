@@ -8,6 +8,7 @@ A :class:`FileAnalysis` is one file's partials with its facts and how much was r
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -300,8 +301,15 @@ def _merge_sketches(blobs: list[bytes]) -> bytes | None:
         return None
     if len(blobs) == 1:
         return blobs[0]
-    sketches = [HyperLogLog.from_bytes(b) for b in blobs]
+    sketches = [_parsed_sketch(b) for b in blobs]
     return merge_hlls(sketches).to_bytes()
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_sketch(blob: bytes) -> HyperLogLog:
+    """A serialised sketch parsed once: a run's per-file sketches are merged twice (into the table and into each
+    partition). The sketches are only read (merge_hlls merges into a new sketch), never changed."""
+    return HyperLogLog.from_bytes(blob)
 
 
 def _merge_histograms(blobs: list[bytes]) -> bytes | None:

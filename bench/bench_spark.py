@@ -1,0 +1,258 @@
+"""ANALYZE on Spark: Spark's own ANALYZE TABLE against metastore.spark.analyze_table on the same Spark session.
+
+    python bench/bench_spark.py [--rows 20000000] [--partitions 40] [--runs 2] [--data DIR] [--write-md]
+
+The table is bench_analyze.py's (ten columns of mixed types, ORC zstd, written by Spark, partitioned by ``ds``),
+generated once into ``DIR``. Measured side by side:
+
+1. Spark ``ANALYZE TABLE t COMPUTE STATISTICS FOR ALL COLUMNS`` on a local[2] session (in-memory catalog,
+   ``CREATE TABLE ... USING orc PARTITIONED BY (ds) LOCATION``), the statement alone;
+2. ``analyze_table`` on the same session (two cores): per-partition and table statistics of every column, written
+   to an embedded metastore; no file cache;
+3. its re-ANALYZE after one partition's file was rewritten (the driver's file cache filled by an earlier run);
+4. ``analyze_table`` on a local[1] session (scaling from one to two executor cores);
+5. driver memory: the Python heap's peak (tracemalloc, driver only; executors are other processes) of
+   ``analyze_table`` over a table of ``--rows / 10`` rows in 40 files and the same rows in 40 × 25 files.
+
+Steps 1–3 run in ``--runs`` interleaved rounds and keep their best time. ``--write-md`` replaces the "ANALYZE on
+Spark" section of BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import re
+import shutil
+import sys
+import tempfile
+import textwrap
+import time
+import tracemalloc
+from pathlib import Path
+
+import platformdirs
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_analyze import (  # noqa: E402 - the sibling benchmark's table and helpers
+    _GENERATE_SQL,
+    HIVE_TYPES,
+    _ratio,
+    _seconds,
+    change_one_partition,
+    create_spark_table,
+    data_files,
+    ensure_table,
+    load_average,
+    machine,
+)
+
+SECTION = "ANALYZE on Spark"
+
+
+def session(master: str, memory: str = "3g"):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("bench-spark")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "20")
+        .config("spark.driver.memory", memory)
+        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="bench-spark-wh-"))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def make_metastore(work: Path, name: str, table: Path) -> str:
+    """An embedded metastore with the table registered (external, partitions repaired); returns its URL."""
+    from metastore.client.embedded import EmbeddedMetastoreClient
+    from metastore.sql.executor import Executor
+    from metastore.sql.parser import parse_script
+    from metastore.sql.session import ExecutorOptions
+
+    url = f"sqlite:///{work / f'{name}.db'}"
+    client = EmbeddedMetastoreClient(url, str(work / f"{name}-wh"))
+    try:
+        executor = Executor(client, options=ExecutorOptions(stats_cache=None))
+        columns = ", ".join(f"{k} {v}" for k, v in HIVE_TYPES.items())
+        for parsed in parse_script(
+            f"CREATE EXTERNAL TABLE bench_orders ({columns}) PARTITIONED BY (ds string) STORED AS ORC "
+            f"LOCATION '{table}'; MSCK REPAIR TABLE bench_orders;"
+        ):
+            executor.execute(parsed.statement)
+    finally:
+        client.close()
+    return url
+
+
+def spark_analyze(spark) -> float:
+    spark.sql("REFRESH TABLE bench_orders")
+    started = time.perf_counter()
+    spark.sql("ANALYZE TABLE bench_orders COMPUTE STATISTICS FOR ALL COLUMNS")
+    seconds = time.perf_counter() - started
+    print(f"Spark ANALYZE: {seconds:.1f} s", flush=True)
+    return seconds
+
+
+def ours(spark, url: str, cache: str | None, what: str):
+    from metastore.spark import analyze_table
+
+    started = time.perf_counter()
+    summary = analyze_table(spark, "default.bench_orders", metastore=url, cache=cache)
+    seconds = time.perf_counter() - started
+    assert not summary.failed, summary.message
+    print(f"{what}: {seconds:.2f} s — {summary.message}", flush=True)
+    return seconds, summary
+
+
+def driver_peak(spark, url: str) -> tuple[float, int]:
+    """Peak of the driver's Python heap during one analyze_table (MiB) and the files analysed."""
+    tracemalloc.start()
+    try:
+        _, summary = ours(spark, url, None, "memory run")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak / 2**20, sum(int(r[2]) for r in summary.rows)
+
+
+def small_table(spark, data: Path, rows: int, partitions: int, files_per_partition: int) -> Path:
+    """bench_analyze's table at ``rows`` rows written as ``files_per_partition`` files per partition."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    table = data / f"orders_{rows}_{partitions}_x{files_per_partition}"
+    marker = table / "_GENERATED"
+    if marker.exists():
+        return table
+    shutil.rmtree(table, ignore_errors=True)
+    df = spark.sql(_GENERATE_SQL.format(rows=rows, partitions=partitions))
+    (df.repartition(partitions * files_per_partition, "ds", F.expr(f"id % {files_per_partition}"))
+     .write.partitionBy("ds").option("compression", "zstd").orc(str(table)))
+    marker.write_text(f"rows={rows} partitions={partitions} files={files_per_partition}\n")
+    return table
+
+
+def write_markdown(section: str, path: Path) -> None:
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    pattern = re.compile(rf"^## {re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(section.rstrip("\n") + "\n\n", text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text.rstrip("\n") + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--partitions", type=int, default=40)
+    parser.add_argument("--runs", type=int, default=2, help="interleaved rounds (the best time is kept)")
+    parser.add_argument("--data", type=Path,
+                        default=Path(platformdirs.user_cache_dir("metastore", appauthor=False)) / "bench-analyze")
+    parser.add_argument("--write-md", action="store_true", help=f"write the '{SECTION}' section of BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    args.data.mkdir(parents=True, exist_ok=True)
+    load_before = load_average()
+    work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
+
+    spark = session("local[2]")
+    try:
+        source = ensure_table(spark, args.data, args.rows, args.partitions)
+        table = work / "orders"
+        shutil.copytree(source, table)  # the incremental step rewrites one file
+        files = data_files(table)
+        total = sum(f.stat().st_size for f in files)
+        print(f"{len(files)} files, {total / 2**20:.0f} MiB, {args.rows:,} rows", flush=True)
+        create_spark_table(spark, table)
+        url = make_metastore(work, "ms", table)
+        cache = str(work / "driver-cache.sqlite")
+        spark_best = full_best = inc_best = float("inf")
+        for round_ in range(args.runs):
+            spark_best = min(spark_best, spark_analyze(spark))
+            seconds, full = ours(spark, url, None, "ours on Spark, 2 cores")
+            full_best = min(full_best, seconds)
+            if round_ == 0:
+                ours(spark, url, cache, "filling the driver's file cache")
+            changed = change_one_partition(files)
+            seconds, inc = ours(spark, url, cache, f"re-ANALYZE after {changed.parent.name} changed")
+            read = [r for r in inc.rows if r[5]]
+            assert len(read) == 1 and read[0][5] == 1, inc.rows
+            inc_best = min(inc_best, seconds)
+        spark.sql("DROP TABLE IF EXISTS bench_orders")
+        small_rows = max(args.rows // 10, 100_000)
+        few = small_table(spark, args.data, small_rows, 40, 1)
+        many = small_table(spark, args.data, small_rows, 40, 25)
+        few_peak, few_files = driver_peak(spark, make_metastore(work, "few", few))
+        many_peak, many_files = driver_peak(spark, make_metastore(work, "many", many))
+    finally:
+        spark.stop()
+
+    # one executor core: a session of its own (one SparkContext per process at a time)
+    spark = session("local[1]")
+    try:
+        one_core_best = min(ours(spark, url, None, "ours on Spark, 1 core")[0] for _ in range(args.runs))
+    finally:
+        spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+    rows = [
+        ("Spark ANALYZE TABLE ... FOR ALL COLUMNS (local[2])", spark_best, None),
+        ("metastore.spark.analyze_table (local[2], no cache)", full_best, spark_best / full_best),
+        ("analyze_table re-ANALYZE after 1 partition changed", inc_best, spark_best / inc_best),
+        ("analyze_table on local[1]", one_core_best, spark_best / one_core_best),
+    ]
+    lines = ["| run | seconds | Spark / run |", "|---|---|---|"]
+    for name, seconds, ratio in rows:
+        lines.append(f"| {name} | {_seconds(seconds)} | {'—' if ratio is None else _ratio(ratio)} |")
+    speedup = spark_best / full_best
+    scaling = one_core_best / full_best
+    incremental = inc_best / full_best
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "not met"
+
+    summary = (
+        f"Targets: ≥ 3× faster than Spark's ANALYZE: {speedup:.2f}× ({verdict(speedup >= 3)}); scaling 1 → 2 cores "
+        f"≥ 1.7×: {scaling:.2f}× ({verdict(scaling >= 1.7)}); re-ANALYZE ≤ 5 % of full: {incremental:.1%} "
+        f"({verdict(incremental <= 0.05)}); driver memory flat in the number of files: Python heap peak "
+        f"{few_peak:.1f} MiB for {few_files} files, {many_peak:.1f} MiB for {many_files} files of the same "
+        f"{small_rows:,} rows ({verdict(many_peak <= 2 * few_peak + 8)})."
+    )
+    print()
+    print("\n".join(lines))
+    print(summary)
+    intro = (
+        f"`python bench/bench_spark.py --rows {args.rows} --partitions {args.partitions} --runs {args.runs}`: "
+        f"bench_analyze.py's table written by Spark (ORC zstd; {args.rows:,} rows, {args.partitions} partitions, "
+        f"{len(files)} files, {total / 2**20:.0f} MiB; ten columns of mixed types). On one local[2] Spark session: "
+        "Spark's own `ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS` (in-memory catalog, the statement "
+        "alone) and `metastore.spark.analyze_table` (every column, per partition and table, written to an embedded "
+        "metastore; listing, planning, executors, merge and writes included). The re-ANALYZE rewrites one "
+        "partition's file and reuses the driver's file cache. The one-core line runs on a local[1] session. "
+        f"Best of {args.runs} interleaved rounds."
+    )
+    context = (
+        f"{dt.date.today().isoformat()}, {machine()}. Load average (1/5/15 min) before {load_before}, after "
+        f"{load_average()}: the machine is shared with other work, so absolute numbers are noisy."
+    )
+    section = (
+        f"## {SECTION}\n\n"
+        + textwrap.fill(intro, 110, break_on_hyphens=False) + "\n\n"
+        + textwrap.fill(context, 110, break_on_hyphens=False) + "\n\n"
+        + "\n".join(lines) + "\n\n"
+        + textwrap.fill(summary, 110, break_on_hyphens=False) + "\n"
+    )
+    if args.write_md:
+        write_markdown(section, Path(__file__).resolve().parents[1] / "BENCHMARKS.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
