@@ -391,6 +391,10 @@ def simplify(node: Bound) -> Bound:
                 out.extend(s.args)
             else:
                 out.append(s)
+        if conjunction:
+            out = _intersect_same_column(out)
+            if any(isinstance(a, Truth) and not a.value for a in out):
+                return FALSE
         if not out:
             return Truth(conjunction)
         if len(out) == 1:
@@ -407,6 +411,63 @@ def simplify(node: Bound) -> Bound:
             return KeyRange(node.column) if node.negated else FALSE
         return node
     return node
+
+
+def _tighter_low(a: KeyRange, b: KeyRange) -> tuple[Key | None, bool]:
+    if a.low is None:
+        return b.low, b.low_inclusive
+    if b.low is None or a.low > b.low:  # type: ignore[operator]  # keys of one column share one ordered type
+        return a.low, a.low_inclusive
+    if b.low > a.low:  # type: ignore[operator]
+        return b.low, b.low_inclusive
+    return a.low, a.low_inclusive and b.low_inclusive
+
+
+def _tighter_high(a: KeyRange, b: KeyRange) -> tuple[Key | None, bool]:
+    if a.high is None:
+        return b.high, b.high_inclusive
+    if b.high is None or a.high < b.high:  # type: ignore[operator]
+        return a.high, a.high_inclusive
+    if b.high < a.high:  # type: ignore[operator]
+        return b.high, b.high_inclusive
+    return a.high, a.high_inclusive and b.high_inclusive
+
+
+def _in_range(key: Key, r: KeyRange) -> bool:
+    if r.low is not None and (key < r.low or (key == r.low and not r.low_inclusive)):  # type: ignore[operator]
+        return False
+    return not (r.high is not None and (key > r.high or (key == r.high and not r.high_inclusive)))  # type: ignore[operator]
+
+
+def _intersect_same_column(args: list[Bound]) -> list[Bound]:
+    """Conjuncts over one column folded into one leaf (ranges intersected, IN lists filtered by the range), so
+    that an index answers the conjunction for a stripe exactly: ``c >= 1 AND c <= 0`` holds for no row even where a
+    stripe holds values on both sides."""
+    ranges: dict[str, KeyRange] = {}
+    sets: dict[str, set[Key]] = {}
+    rest: list[Bound] = []
+    for a in args:
+        if isinstance(a, KeyRange):
+            prev = ranges.get(a.column)
+            if prev is None:
+                ranges[a.column] = a
+            else:
+                low, low_inc = _tighter_low(prev, a)
+                high, high_inc = _tighter_high(prev, a)
+                ranges[a.column] = KeyRange(a.column, low, low_inc, high, high_inc)
+        elif isinstance(a, KeySet) and not a.negated:
+            keys = set(a.keys)
+            sets[a.column] = sets[a.column] & keys if a.column in sets else keys
+        else:
+            rest.append(a)
+    merged: list[Bound] = []
+    for column, keys in sets.items():
+        r = ranges.pop(column, None)
+        if r is not None:
+            keys = {k for k in keys if _in_range(k, r)}
+        merged.append(simplify(KeySet(column, tuple(sorted(keys)))))  # type: ignore[type-var]
+    merged.extend(simplify(r) for r in ranges.values())
+    return merged + rest
 
 
 def flipped(op: str) -> str:
