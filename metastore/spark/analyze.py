@@ -61,8 +61,9 @@ _TASKS_PER_CORE = 4
 _MAX_UNITS_PER_TASK = 32
 #: Pickled task plans in one Spark job at most (a job broadcasts its plans); a larger table runs several jobs.
 _JOB_PLAN_BYTES = 32 << 20
-#: Fresh per-file results sent to the cache (the metastore: one call) at a time.
+#: Fresh per-file results are sent to the cache (the metastore: one call) in batches of this many files or bytes.
 _CACHE_BATCH_FILES = 64
+_CACHE_BATCH_BYTES = 4 << 20
 
 _log = logging.getLogger(__name__)
 
@@ -233,6 +234,7 @@ class _ResultMerge:
         self.progress = progress
         self.versions: dict[str, str] = {}  # object versions of the files in flight, for the cache
         self.pending: list[FilePartials] = []  # fresh per-file results not yet sent to the cache
+        self.pending_bytes = 0
         self.files_done = 0
         self.held = 0
         self.peak_held = 0
@@ -289,9 +291,12 @@ class _ResultMerge:
         analysis = outcome.analysis
         if slot.have:
             analysis = replace(analysis, columns={**slot.have, **analysis.columns})
-        self.pending.append(stored_partials(outcome, self.versions.pop(analysis.path, ""), merge.target.name))
+        version = self.versions.pop(analysis.path, "")
+        if self.cache is not None:
+            self.pending.append(stored_partials(outcome, version, merge.target.name))
+            self.pending_bytes += sum(map(len, outcome.entries.values()))
         self._complete(target, file, analysis)
-        if len(self.pending) >= _CACHE_BATCH_FILES:
+        if len(self.pending) >= _CACHE_BATCH_FILES or self.pending_bytes >= _CACHE_BATCH_BYTES:
             self.flush()
         elif self.progress is not None:
             self.progress.advance_to(self.files_done)
@@ -301,6 +306,7 @@ class _ResultMerge:
         if self.cache is not None and self.pending:
             self.cache.store(self.pending)
         self.pending = []
+        self.pending_bytes = 0
         if self.progress is not None:
             self.progress.advance_to(self.files_done)
 
