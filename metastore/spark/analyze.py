@@ -451,7 +451,7 @@ def _default_parallelism(spark: Any) -> int:
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
         from pyspark.sql import functions as F  # noqa: N812
 
-        last = spark.range(0, 1 << 16).agg(F.max(F.spark_partition_id())).first()[0]
+        last = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0]
         return int(last) + 1
 
 
