@@ -14,11 +14,11 @@ from metastore.store.column_stats.lookup import TABLE_NAME_PARAMS
 from metastore.store.column_stats.prepared import execute_prepared
 from metastore.store.column_stats.rows import row_reader
 from metastore.store.column_stats.statements import (
-    PARTITION_STATS_ROWS,
     TABLE_STATS_ROWS,
     bind_list,
     in_list,
     lower_unique,
+    named_partition_stats,
     partition_params,
     statements,
     table_names,
@@ -45,12 +45,7 @@ def _read_statement(conn: sa.Connection, level: str, bit_vectors: bool, histogra
         if level == "table":
             sql = f'SELECT {values}, s."LAST_ANALYZED" ' + TABLE_STATS_ROWS + f"AND {columns_in}"
         else:
-            parts_in = in_list('pt."PART_NAME"', "parts", stmts.dialect)
-            sql = (
-                f'SELECT pt."PART_NAME", {values}, s."LAST_ANALYZED" '
-                + PARTITION_STATS_ROWS
-                + f"AND {parts_in} AND {columns_in}"
-            )
+            sql = f'SELECT pt."PART_NAME", {values}, s."LAST_ANALYZED" ' + named_partition_stats(stmts.dialect)
         columns = (("PART_NAME",) if level == "partition" else ()) + names + ("LAST_ANALYZED",)
         return _Read(sa.text(sql), columns)
 

@@ -11,9 +11,8 @@ import sqlalchemy as sa
 from metastore.stats.model import ColumnStatsEntry
 from metastore.store.column_stats.reads import reader
 from metastore.store.column_stats.statements import (
-    PARTITION_STATS_ROWS,
-    in_list,
     lower_unique,
+    named_partition_stats,
     partition_params,
     statements,
 )
@@ -32,8 +31,6 @@ class ColumnSums:
 
 def _sum_statement(dialect: str) -> tuple[sa.TextClause, tuple[str, ...]]:
     total = "CAST(sum({}) AS BIGINT)"
-    parts_in = in_list('pt."PART_NAME"', "parts", dialect)
-    columns_in = in_list('s."COLUMN_NAME"', "columns", dialect)
     select = {
         "COLUMN_NAME": 's."COLUMN_NAME"',
         "COLUMN_TYPE": 's."COLUMN_TYPE"',
@@ -57,8 +54,8 @@ def _sum_statement(dialect: str) -> tuple[sa.TextClause, tuple[str, ...]]:
         "SELECT "
         + ", ".join(f'{expr} AS "{name}"' for name, expr in select.items())
         + " "
-        + PARTITION_STATS_ROWS
-        + f'AND {parts_in} AND {columns_in} GROUP BY s."COLUMN_NAME", s."COLUMN_TYPE"'
+        + named_partition_stats(dialect)
+        + 'GROUP BY s."COLUMN_NAME", s."COLUMN_TYPE"'
     )
     return sa.text(sql), tuple(select)
 
@@ -102,12 +99,10 @@ def partitions_with_every_column(
     stmts = statements(conn)
 
     def build() -> sa.TextClause:
-        parts_in = in_list('pt."PART_NAME"', "parts", stmts.dialect)
-        columns_in = in_list('s."COLUMN_NAME"', "columns", stmts.dialect)
         return sa.text(
             'SELECT count(*) FROM (SELECT s."PART_ID" '
-            + PARTITION_STATS_ROWS
-            + f'AND {parts_in} AND {columns_in} GROUP BY s."PART_ID" HAVING count(*) = :ncols) found'
+            + named_partition_stats(stmts.dialect)
+            + 'GROUP BY s."PART_ID" HAVING count(*) = :ncols) found'
         )
 
     params = partition_params(stmts.dialect, catalog, db_name, table_name, engine, parts, cols)
