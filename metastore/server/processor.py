@@ -25,7 +25,7 @@ from metastore.api.hive_metastore import ThriftHiveMetastore
 from metastore.api.hive_metastore.ttypes import MetaException
 from metastore.server.authorization import Authorizer
 from metastore.server.session import ConnectionSession
-from metastore.wire.encoded import EncodedResult
+from metastore.wire.encoded import EncodedResult, StreamedResult
 
 log = logging.getLogger("metastore.server.calls")
 denials = logging.getLogger("metastore.server.authorization")
@@ -156,7 +156,7 @@ class MetastoreProcessor:
             value = call(*(getattr(args, n) for n in spec.arg_names))
             if authorizer is not None and session is not None:
                 value = authorizer.filter_result(name, args, value, session)
-            if isinstance(value, EncodedResult):
+            if isinstance(value, EncodedResult | StreamedResult):
                 reply = value  # the value's bytes, written as the result struct's success field
             else:
                 reply = spec.result_cls() if spec.result_cls is not None else None
@@ -181,6 +181,8 @@ class MetastoreProcessor:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s took %.2f ms", name, (time.perf_counter() - start) * 1000)
         if mtype == TMessageType.ONEWAY or spec.result_cls is None:
+            if isinstance(reply, StreamedResult):
+                reply.close()
             return True
         self._write(oprot, name, reply_type, seqid, reply)
         return True

@@ -14,6 +14,7 @@ from metastore.errors import InvalidObject, InvalidOperation
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.service import spark_statistics
 from metastore.service.indexes import delete_index_files, drop_partition_indexes, drop_table_indexes
+from metastore.service.streams import Stream, open_stream
 from metastore.store import Store
 
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
@@ -289,6 +290,15 @@ class CatalogService:
         with self.store.read() as uow:
             return uow.partitions.list_names(db_name, table_name, max_parts=max_parts, catalog=catalog)
 
+    def stream_partition_names(
+        self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> Stream[list[str]]:
+        """list_partition_names a page at a time, inside one snapshot (close the stream when done)."""
+        return open_stream(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.stream_names(db_name, table_name, max_parts=max_parts, catalog=catalog),
+        )
+
     def list_partitions_ps(
         self, db_name: str, table_name: str, values: Sequence[str], max_parts: int = -1, catalog: str = DEFAULT_CATALOG
     ) -> list[Partition]:
@@ -310,6 +320,17 @@ class CatalogService:
     ) -> list[Partition]:
         with self.store.read() as uow:
             return uow.partitions.list_by_filter(db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog)
+
+    def stream_partitions_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> Stream[list[Partition]]:
+        """list_partitions_by_filter a page at a time, inside one snapshot (close the stream when done)."""
+        return open_stream(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.stream_by_filter(
+                db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog
+            ),
+        )
 
     def count_partitions_by_filter(
         self, db_name: str, table_name: str, filter_text: str, catalog: str = DEFAULT_CATALOG

@@ -38,7 +38,11 @@ def named_partition_stats(dialect: str) -> str:
     On PostgreSQL the plan is fixed by the statement's shape, whatever the planner's estimates: each name is
     looked up in the unique index (TBL_ID, PART_NAME), and each partition's statistics in the unique index
     (PART_ID, COLUMN_NAME, ENGINE); OFFSET 0 keeps the lateral subqueries from being flattened into joins the
-    planner could reorder. A request for 100 partitions then reads 100 partitions whatever the size of the
+    planner could reorder. Each partition's statistics are one range of that index (between the smallest and
+    the largest column asked for, in the database's collation), the columns picked out of it after: with
+    `COLUMN_NAME = ANY(...)` in the index condition, PostgreSQL 15 descends the index once per column (30
+    columns: 0.15 ms a partition instead of 0.02 ms, measured at 100,000 partitions). A request for 100
+    partitions then reads 100 partitions whatever the size of the
     table, and right after thousands of partitions were added (while the planner's statistics still describe
     the table as it was, until autovacuum analyses it) the plan stays the same: with joins, PostgreSQL chose a
     hash join over a sequential scan of PART_COL_STATS then (bench/bench_scale.py, BENCHMARKS.md)."""
@@ -49,8 +53,10 @@ def named_partition_stats(dialect: str) -> str:
             'CROSS JOIN LATERAL (SELECT p."PART_ID", p."PART_NAME" FROM "PARTITIONS" p '
             'WHERE p."TBL_ID" = t."TBL_ID" AND p."PART_NAME" = n.name OFFSET 0) pt '
             'CROSS JOIN LATERAL (SELECT * FROM "PART_COL_STATS" c WHERE c."PART_ID" = pt."PART_ID" '
-            'AND c."ENGINE" = :engine AND c."COLUMN_NAME" = ANY(:columns) OFFSET 0) s '
+            'AND c."COLUMN_NAME" BETWEEN (SELECT min(x) FROM unnest(CAST(:columns AS text[])) x) '
+            'AND (SELECT max(x) FROM unnest(CAST(:columns AS text[])) x) AND c."ENGINE" = :engine OFFSET 0) s '
             'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl '
+            'AND s."COLUMN_NAME" = ANY(:columns) '
         )
     return (
         'FROM "PART_COL_STATS" s JOIN "PARTITIONS" pt ON pt."PART_ID" = s."PART_ID" '
