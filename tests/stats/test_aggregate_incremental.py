@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stats.aggregate_oracle import aggregate_partition_stats as oracle
 
 from metastore.errors import InvalidInput
 from metastore.stats.aggregate import PartitionStatsAggregator, aggregate_partition_stats
@@ -29,7 +30,6 @@ from metastore.stats.model import (
     TimestampStats,
 )
 from metastore.stats.ndv import NdvSketch
-from stats.aggregate_oracle import aggregate_partition_stats as oracle
 
 TYPES = ["bigint", "double", "decimal(12,2)", "date", "timestamp", "string", "boolean", "binary"]
 
