@@ -98,6 +98,13 @@ INTENTIONAL_DIFFERENCES: tuple[IntentionalDifference, ...] = (
         "HMS 2.3.10 leaves it unset (Hive 2.3.10's Database declares it as field 8).",
     ),
     IntentionalDifference(
+        ("get_table*",),
+        "*ownerType",
+        "Tables carry ownerType (Hive 3's field 18, USER unless the client says otherwise), as from Hive 3+: the "
+        "server tells Hive 3+ clients by it and answers as one. HMS 2.3.10's Table has no such field, so Hive 2 "
+        "clients skip it.",
+    ),
+    IntentionalDifference(
         ("*",),
         "*isStatsCompliant",
         "Hive 4 field describing transactional statistics; HMS 2.3 does not send it.",
