@@ -167,7 +167,7 @@ class CatalogService:
         with self.store.transaction() as uow:
             old = uow.tables.get(db_name, table_name, catalog=catalog)
             # Spark's statistics properties are never stored: a new analysis among them goes to TAB_COL_STATS.
-            new_table, spark_entries = spark_statistics.absorb_spark_statistics(uow, old, new_table)
+            new_table, spark_analysis = spark_statistics.absorb_spark_statistics(uow, old, new_table)
             renamed = (new_table.db_name, new_table.table_name) != (old.db_name, old.table_name)
             moved_from = moved_to = None
             if (
@@ -185,7 +185,7 @@ class CatalogService:
                         db_name, table_name, old_prefix=moved_from or "", new_prefix=moved_to, catalog=catalog
                     )
             uow.tables.alter(db_name, table_name, new_table, cascade=cascade, catalog=catalog)
-            spark_statistics.write_absorbed(uow, new_table, spark_entries)
+            spark_statistics.write_absorbed(uow, new_table, spark_analysis)
             if moved_from and moved_to:
                 locations.move_dir(moved_from, moved_to)
 
@@ -215,7 +215,7 @@ class CatalogService:
             sd = replace(sd, location=locations.qualify(sd.location))
         elif table.sd.location:
             sd = replace(sd, location=self._default_partition_location(table, partition.values))
-        return replace(
+        filled = replace(
             partition,
             db_name=table.db_name,
             table_name=table.table_name,
@@ -223,6 +223,7 @@ class CatalogService:
             create_time=partition.create_time or now,
             parameters=_with_ddl_time(partition.parameters, now),
         )
+        return spark_statistics.absorb_partition_statistics(filled, f"{table.db_name}.{table.table_name}")
 
     @staticmethod
     def _default_partition_location(table: Table, values: Sequence[str]) -> str | None:
@@ -361,11 +362,14 @@ class CatalogService:
     @staticmethod
     def _altered(partition: Partition, now: int) -> Partition:
         """A partition's new definition as Hive 2.3 stores it: location qualified, `transient_lastDdlTime`
-        renewed when missing or "0"."""
-        return replace(
+        renewed when missing or "0"; Spark's statistics properties in Hive's numRows/totalSize."""
+        altered = replace(
             partition,
             sd=replace(partition.sd, location=locations.qualify(partition.sd.location)),
             parameters=_with_ddl_time(partition.parameters, now, renew_zero=True),
+        )
+        return spark_statistics.absorb_partition_statistics(
+            altered, f"{partition.db_name}.{partition.table_name} partition {partition.values}"
         )
 
     def alter_partitions(
