@@ -198,7 +198,9 @@ def kll_histogram_text(entry: ColumnStatsEntry, max_bins: int = MAX_BINS) -> str
     bins = max(1, min(max_bins, stats.num_dvs or max_bins, count))
     kind = stats.kind
     quantiles = [_spark_double(kind, float(q)) for q in sketch.get_quantiles([i / bins for i in range(bins + 1)])]
-    low, high = _spark_double(kind, float(stats.low)), _spark_double(kind, float(stats.high))
+    # bounds: dates are days already, timestamps seconds
+    scale = 1_000_000 if kind is StatsKind.TIMESTAMP else 1
+    low, high = float(stats.low) * scale, float(stats.high) * scale
     histogram = equi_height_bins(
         quantiles, non_null=count, ndv=stats.num_dvs, low=low, high=high,
         integral=kind in (StatsKind.LONG, StatsKind.DATE),

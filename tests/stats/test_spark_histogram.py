@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import struct
 
 import numpy as np
@@ -109,7 +108,7 @@ def test_dates_become_days_and_kinds_without_sketch_get_none() -> None:
     assert text is not None
     got = decode_histogram(text)
     assert (got.bins[0].lo, got.bins[-1].hi, len(got.bins)) == (19000.0, 19009.0, 10)
-    assert dt.date(1970, 1, 1) + dt.timedelta(days=int(got.bins[-1].hi)) == dt.date(2022, 1, 10)
+    assert all(19000 <= b.lo <= b.hi <= 19009 and b.hi == int(b.hi) for b in got.bins)  # days, not seconds
     plain = ColumnStatsEntry(column="s", column_type="string", stats=StringStats(
         num_nulls=0, num_dvs=3, max_col_len=3, avg_col_len=2.0))
     assert kll_histogram_text(plain) is None
