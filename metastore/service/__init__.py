@@ -50,7 +50,7 @@ class Metastore:
         store = Store(settings.db, engine=engine)
         return cls(
             store=store,
-            catalog=CatalogService(store, settings.warehouse),
+            catalog=CatalogService(store, settings.warehouse, spark_statistics=settings.spark_statistics),
             stats=StatisticsService(
                 store, fetch_bitvector=settings.fetch_bitvector, fetch_kll=settings.fetch_kll,
                 synchronous_commit=settings.stats_synchronous_commit,

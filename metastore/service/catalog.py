@@ -58,9 +58,11 @@ def _with_ddl_time(parameters: Mapping[str, str], now: int, *, renew_zero: bool 
 class CatalogService:
     """Databases, tables and partitions, one transaction per call."""
 
-    def __init__(self, store: Store, warehouse: str) -> None:
+    def __init__(self, store: Store, warehouse: str, *, spark_statistics: bool = True) -> None:
         self.store = store
         self.warehouse = locations.qualify_directory(warehouse)
+        #: Spark's statistics properties composed on table reads and absorbed on alters (Settings.spark_statistics)
+        self.spark_statistics = spark_statistics
 
     def _database_location(self, db: Database) -> str:
         """Where a database's tables go by default: its location, else <warehouse>/<name>.db."""
@@ -137,15 +139,14 @@ class CatalogService:
     def get_table(self, db_name: str, table_name: str, catalog: str = DEFAULT_CATALOG) -> Table:
         """A table, its parameters with Spark's statistics properties composed from its column statistics."""
         with self.store.read() as uow:
-            return spark_statistics.spark_view(uow, uow.tables.get(db_name, table_name, catalog=catalog))
+            table = uow.tables.get(db_name, table_name, catalog=catalog)
+            return spark_statistics.spark_view(uow, table) if self.spark_statistics else table
 
     def get_tables(self, db_name: str, table_names: Sequence[str], catalog: str = DEFAULT_CATALOG) -> list[Table]:
         """Tables by name, each as get_table answers it."""
         with self.store.read() as uow:
-            return [
-                spark_statistics.spark_view(uow, t)
-                for t in uow.tables.get_many(db_name, table_names, catalog=catalog)
-            ]
+            tables = uow.tables.get_many(db_name, table_names, catalog=catalog)
+            return [spark_statistics.spark_view(uow, t) for t in tables] if self.spark_statistics else tables
 
     def list_tables(
         self, db_name: str, pattern: str | None = None, table_type: str | None = None, catalog: str = DEFAULT_CATALOG
@@ -167,7 +168,9 @@ class CatalogService:
         with self.store.transaction() as uow:
             old = uow.tables.get(db_name, table_name, catalog=catalog)
             # Spark's statistics properties are never stored: a new analysis among them goes to TAB_COL_STATS.
-            new_table, spark_analysis = spark_statistics.absorb_spark_statistics(uow, old, new_table)
+            spark_analysis = spark_statistics.Absorbed()
+            if self.spark_statistics:
+                new_table, spark_analysis = spark_statistics.absorb_spark_statistics(uow, old, new_table)
             renamed = (new_table.db_name, new_table.table_name) != (old.db_name, old.table_name)
             moved_from = moved_to = None
             if (
@@ -223,6 +226,8 @@ class CatalogService:
             create_time=partition.create_time or now,
             parameters=_with_ddl_time(partition.parameters, now),
         )
+        if not self.spark_statistics:
+            return filled
         return spark_statistics.absorb_partition_statistics(filled, f"{table.db_name}.{table.table_name}")
 
     @staticmethod
@@ -359,8 +364,7 @@ class CatalogService:
             rows = [list(r) for r in dict.fromkeys(tuple(r) for r in rows)]
         return rows if max_parts < 0 else rows[:max_parts]
 
-    @staticmethod
-    def _altered(partition: Partition, now: int) -> Partition:
+    def _altered(self, partition: Partition, now: int) -> Partition:
         """A partition's new definition as Hive 2.3 stores it: location qualified, `transient_lastDdlTime`
         renewed when missing or "0"; Spark's statistics properties in Hive's numRows/totalSize."""
         altered = replace(
@@ -368,6 +372,8 @@ class CatalogService:
             sd=replace(partition.sd, location=locations.qualify(partition.sd.location)),
             parameters=_with_ddl_time(partition.parameters, now, renew_zero=True),
         )
+        if not self.spark_statistics:
+            return altered
         return spark_statistics.absorb_partition_statistics(
             altered, f"{partition.db_name}.{partition.table_name} partition {partition.values}"
         )

@@ -54,9 +54,6 @@ log = logging.getLogger(__name__)
 #: column. Never shown to clients; shown as Spark's histogram while the column's fields still have that digest.
 SPARK_HISTOGRAM_PREFIX = "metastore.spark.histogram."
 
-#: Switch for measuring what composing costs get_table (bench/bench_spark_view.py); always on in a server.
-COMPOSE = True
-
 
 @dataclass(frozen=True)
 class _View:
@@ -127,8 +124,6 @@ def _view(uow: UnitOfWork, table: Table) -> _View:
 
 def spark_view(uow: UnitOfWork, table: Table) -> Table:
     """The table with Spark's statistics properties composed from its table-level column statistics."""
-    if not COMPOSE:
-        return table
     view = _view(uow, table)
     if view.parameters == table.parameters:
         return table

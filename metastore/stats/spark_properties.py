@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation, localcontext
 
 from metastore.stats.kll import KllFormatError, kll_from_bytes
 from metastore.stats.model import (
@@ -132,8 +132,32 @@ def _timestamp_text(seconds: int | None) -> str | None:
         return None
 
 
-def _min_max_text(stats: ColumnStats) -> tuple[str | None, str | None]:
-    """Spark's min/max text of a statistics value; (None, None) for kinds Spark keeps no bounds of."""
+_DECIMAL_SCALE = re.compile(r"^\s*(?:decimal|numeric)\s*\(\s*\d+\s*,\s*(\d+)\s*\)", re.IGNORECASE)
+
+
+def _decimal_scale(hive_type: str) -> int | None:
+    """The scale of a decimal type (decimal without arguments is Hive's decimal(10,0)); None if unreadable."""
+    m = _DECIMAL_SCALE.match(hive_type)
+    if m:
+        return int(m.group(1))
+    return 0 if hive_type.strip().lower() in ("decimal", "numeric") else None
+
+
+def _decimal_text(value: Decimal | None, scale: int | None, rounding: str) -> str | None:
+    # Spark writes a decimal(p,s) bound with its type's scale ("0.00"); a stored bound may have dropped trailing
+    # zeros. Rounded outwards if it had more digits, so the bounds still enclose every value.
+    if value is None:
+        return None
+    if scale is None or not value.is_finite():
+        return str(value)
+    with localcontext() as ctx:
+        ctx.prec = max(ctx.prec, len(value.as_tuple().digits) + scale + 2)
+        return str(value.quantize(Decimal(1).scaleb(-scale), rounding=rounding))
+
+
+def _min_max_text(stats: ColumnStats, scale: int | None = None) -> tuple[str | None, str | None]:
+    """Spark's min/max text of a statistics value (``scale``: of a decimal column's type); (None, None) for
+    kinds Spark keeps no bounds of."""
     if isinstance(stats, BooleanStats):
         low = "false" if stats.num_falses > 0 else ("true" if stats.num_trues > 0 else None)
         high = "true" if stats.num_trues > 0 else ("false" if stats.num_falses > 0 else None)
@@ -146,7 +170,7 @@ def _min_max_text(stats: ColumnStats) -> tuple[str | None, str | None]:
             None if stats.high is None else _double_text(stats.high),
         )
     if isinstance(stats, DecimalStats):
-        return (None if stats.low is None else str(stats.low)), (None if stats.high is None else str(stats.high))
+        return _decimal_text(stats.low, scale, ROUND_FLOOR), _decimal_text(stats.high, scale, ROUND_CEILING)
     if isinstance(stats, DateStats):
         return _date_text(stats.low), _date_text(stats.high)
     if isinstance(stats, TimestampStats):
@@ -225,7 +249,7 @@ def _column_fields(entry: ColumnStatsEntry) -> dict[str, str]:
         size = str(_default_size(entry.column_type))
         fields["avgLen"] = size
         fields["maxLen"] = size
-    low, high = _min_max_text(stats)
+    low, high = _min_max_text(stats, _decimal_scale(entry.column_type) if isinstance(stats, DecimalStats) else None)
     if low is not None:
         fields["min"] = low
     if high is not None:
