@@ -378,6 +378,14 @@ def test_spark_analyze_reaches_hive_statistics(spark: SparkDriver, db: str) -> N
         "one": {"booleanStats": {"numTrues": 35, "numFalses": 0, "numNulls": 5}},
         # b has both values: Spark does not say how many of each, so Hive gets nothing rather than a guess
     }
+    # our shell's DESCRIBE reads them too
+    env = {k: v for k, v in os.environ.items() if not k.startswith("METASTORE_")}
+    shell = subprocess.run([sys.executable, "-m", "metastore.sql", "--connect", spark.uri, "--output", "json", "-e",
+                            f"DESCRIBE FORMATTED {db}.s l"], capture_output=True, text=True, timeout=300, env=env,
+                           input="")
+    assert shell.returncode == 0, shell.stderr
+    (row,) = json.loads(shell.stdout)
+    assert (row["min"], row["max"], row["num_nulls"]) == (-7, 110, 0), row
     # Spark's own histograms stay with the statistics they came with: DESCRIBE shows Spark's 254 bins
     described = spark.describe(f"{db}.s", ["l", "dt"])
     assert described["l"]["histogram"].startswith("height: 0.15748031496062992, num_of_bins: 254"), described["l"]
