@@ -13,7 +13,12 @@ from metastore.catalog import DEFAULT_CATALOG, Database, Partition, Table
 from metastore.errors import InvalidObject, InvalidOperation
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.service import spark_statistics
-from metastore.service.indexes import delete_index_files, drop_partition_indexes, drop_table_indexes
+from metastore.service.indexes import (
+    default_index_root,
+    delete_index_files,
+    drop_partition_indexes,
+    drop_table_indexes,
+)
 from metastore.store import Store
 
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
@@ -58,9 +63,11 @@ def _with_ddl_time(parameters: Mapping[str, str], now: int, *, renew_zero: bool 
 class CatalogService:
     """Databases, tables and partitions, one transaction per call."""
 
-    def __init__(self, store: Store, warehouse: str) -> None:
+    def __init__(self, store: Store, warehouse: str, index_root: str | None = None) -> None:
         self.store = store
         self.warehouse = locations.qualify_directory(warehouse)
+        #: index files of dropped tables and partitions are deleted only inside it
+        self.index_root = index_root or default_index_root(warehouse)
 
     def _database_location(self, db: Database) -> str:
         """Where a database's tables go by default: its location, else <warehouse>/<name>.db."""
@@ -107,7 +114,7 @@ class CatalogService:
                     managed = [t.sd.location for t in uow.tables.get_many(name, names, catalog=catalog)
                                if not _is_external(t)]
             db = uow.databases.drop(name, cascade=cascade, catalog=catalog)
-        delete_index_files(index_dirs)
+        delete_index_files(index_dirs, self.index_root)
         if delete_data:
             for location in managed:
                 locations.delete_dir(location)
@@ -194,7 +201,7 @@ class CatalogService:
         with self.store.transaction() as uow:
             index_dirs = drop_table_indexes(uow, db_name, table_name, catalog)
             table = uow.tables.drop(db_name, table_name, catalog=catalog)
-        delete_index_files(index_dirs)
+        delete_index_files(index_dirs, self.index_root)
         if delete_data and not _is_external(table):
             locations.delete_dir(table.sd.location)
 
@@ -437,7 +444,7 @@ class CatalogService:
             index_files = drop_partition_indexes(
                 uow, db_name, table_name, [make_part_name(keys, list(p.values)) for p in dropped], catalog
             )
-        delete_index_files(index_files)
+        delete_index_files(index_files, self.index_root)
         if delete_data and not _is_external(table):
             for p in dropped:
                 locations.delete_dir(p.sd.location)
