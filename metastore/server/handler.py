@@ -915,6 +915,8 @@ class Handler:
 
     @_thrift_method
     def metastore_filter_splits(self, request: tt.MetastoreFilterSplitsRequest) -> tt.MetastoreFilterSplitsResponse:
+        if request.dbName is None or request.tableName is None or request.predicate is None or request.splits is None:
+            raise InvalidInput("metastore_filter_splits needs dbName, tableName, predicate and splits")
         splits = [convert_indexes.split_from_thrift(s) for s in request.splits]
         result = self.ms.indexes.filter_splits(request.dbName, request.tableName, request.predicate, splits)
         return convert_indexes.filter_result_to_thrift(result, request.splits)
