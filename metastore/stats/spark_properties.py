@@ -13,6 +13,7 @@ plain string; decimal as Java's BigDecimal.toString (Python's ``str(Decimal)`` f
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import math
@@ -212,6 +213,13 @@ def kll_histogram_text(entry: ColumnStatsEntry, max_bins: int = MAX_BINS) -> str
         return None
     if stats.low is None or stats.high is None:
         return None
+    return _kll_histogram_text(bytes(blob), stats.kind, float(stats.low), float(stats.high), stats.num_dvs, max_bins)
+
+
+@functools.lru_cache(maxsize=2048)
+def _kll_histogram_text(blob: bytes, kind: StatsKind, low: float, high: float, ndv: int, max_bins: int) -> str | None:
+    # Memoized: every get_table of a table composes this for each sketched column, nearly always from the sketch
+    # it composed last time (a few KiB of text per column, ~0.5 ms to build).
     try:
         sketch = kll_from_bytes(blob)
     except KllFormatError:
@@ -219,14 +227,12 @@ def kll_histogram_text(entry: ColumnStatsEntry, max_bins: int = MAX_BINS) -> str
     count = int(sketch.n)
     if count <= 0:
         return None
-    bins = max(1, min(max_bins, stats.num_dvs or max_bins, count))
-    kind = stats.kind
+    bins = max(1, min(max_bins, ndv or max_bins, count))
     quantiles = [_spark_double(kind, float(q)) for q in sketch.get_quantiles([i / bins for i in range(bins + 1)])]
     # bounds: dates are days already, timestamps seconds
     scale = 1_000_000 if kind is StatsKind.TIMESTAMP else 1
-    low, high = float(stats.low) * scale, float(stats.high) * scale
     histogram = equi_height_bins(
-        quantiles, non_null=count, ndv=stats.num_dvs, low=low, high=high,
+        quantiles, non_null=count, ndv=ndv, low=low * scale, high=high * scale,
         integral=kind in (StatsKind.LONG, StatsKind.DATE),
     )
     return None if histogram is None else encode_histogram(histogram)
