@@ -101,7 +101,8 @@ class PartReader:
         return self._minmax.answer(leaf)
 
     def verify(self) -> None:
-        """Read every block (a full check for SHOW INDEX)."""
+        """Read and check every block (a full check for SHOW INDEX); IndexFileCorrupt naming the file."""
+        self.file.verify()
         if self._btree is not None:
             self._btree.verify()
 

@@ -193,8 +193,13 @@ def _keeping(stream: Stream[Any], pieces: Iterator[bytes]) -> Iterator[bytes]:
         stream.keep(b"".join(kept))
 
 
-def _streamed_list(element_type: int, stream: Stream[list[Any]], encode: Callable[[list[Any]], bytes]) -> StreamedResult:
-    """A list reply of the stream's items, each page encoded by `encode` as it is read."""
+def _streamed_list(
+    element_type: int, stream: Stream[list[Any]], convert: Callable[[list[Any]], list[Any]],
+    encode: Callable[[list[Any]], bytes],
+) -> StreamedResult:
+    """A list reply of the stream's items: each page converted to Thrift values by `convert` and encoded by
+    `encode` as it is read."""
+    result = StreamedResult(TType.LIST, (), stream.close)
 
     def pieces() -> Iterator[bytes]:
         yield list_header(element_type, stream.count)
@@ -203,11 +208,15 @@ def _streamed_list(element_type: int, stream: Stream[list[Any]], encode: Callabl
             if sent + len(page) > stream.count:
                 raise RuntimeError(f"a listing of {stream.count} items read more")  # the snapshot forbids it
             sent += len(page)
-            yield encode(page)
+            values = convert(page)
+            if result.visit is not None:
+                result.visit(values)
+            yield encode(values)
         if sent != stream.count:
             raise RuntimeError(f"a listing of {stream.count} items read {sent}")
 
-    return StreamedResult(TType.LIST, pieces(), stream.close)
+    result.pieces = pieces()
+    return result
 
 
 # Configuration keys clients may ask for with getMetaConf / get_config_value.
@@ -646,7 +655,7 @@ class Handler:
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
         # Sent as read, a page at a time: a table of 100,000 partitions is never one list here.
         stream = self.ms.catalog.stream_partition_names(db_name, tbl_name, _max(max_parts))
-        return _streamed_list(TType.STRING, stream, string_list_body)
+        return _streamed_list(TType.STRING, stream, list, string_list_body)
 
     @_thrift_method
     def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> list[str]:
@@ -667,7 +676,7 @@ class Handler:
         # Sent as read, a page at a time (see get_partition_names).
         stream = self.ms.catalog.stream_partitions_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
         return _streamed_list(
-            TType.STRUCT, stream, lambda page: struct_list_body(convert.partition_to_thrift(p) for p in page)
+            TType.STRUCT, stream, lambda page: [convert.partition_to_thrift(p) for p in page], struct_list_body
         )
 
     @_thrift_method
@@ -998,6 +1007,8 @@ class Handler:
 
     @_thrift_method
     def metastore_filter_splits(self, request: tt.MetastoreFilterSplitsRequest) -> tt.MetastoreFilterSplitsResponse:
+        if request.dbName is None or request.tableName is None or request.predicate is None or request.splits is None:
+            raise InvalidInput("metastore_filter_splits needs dbName, tableName, predicate and splits")
         splits = [convert_indexes.split_from_thrift(s) for s in request.splits]
         result = self.ms.indexes.filter_splits(request.dbName, request.tableName, request.predicate, splits)
         return convert_indexes.filter_result_to_thrift(result, request.splits)

@@ -48,9 +48,11 @@ class Metastore:
             migrate.check_schema(settings.db, auto_upgrade=auto_upgrade)
         engine = create_worker_engine(settings.db, workers=workers or 1)
         store = Store(settings.db, engine=engine)
+        index_root = settings.index_root or default_index_root(settings.warehouse)
         return cls(
             store=store,
-            catalog=CatalogService(store, settings.warehouse),
+            catalog=CatalogService(store, settings.warehouse, index_root,
+                                   spark_statistics=settings.spark_statistics),
             stats=StatisticsService(
                 store, fetch_bitvector=settings.fetch_bitvector, fetch_kll=settings.fetch_kll,
                 synchronous_commit=settings.stats_synchronous_commit,
@@ -59,7 +61,7 @@ class Metastore:
             functions=FunctionService(store),
             types=TypeService(store),
             file_partials=FilePartialsService(store),
-            indexes=IndexService(store, settings.index_root or default_index_root(settings.warehouse)),
+            indexes=IndexService(store, index_root),
         )
 
     def close(self) -> None:

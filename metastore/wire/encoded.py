@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport.TTransport import TMemoryBuffer, TTransportException
@@ -78,12 +79,16 @@ class StreamedResult:
     wrong reply). `close` (called once the pieces are written, or not) releases what the pieces read from.
     """
 
-    __slots__ = ("_close", "field_type", "pieces")
+    __slots__ = ("_close", "field_type", "pieces", "visit")
 
     def __init__(self, field_type: int, pieces: Iterable[bytes], close: Callable[[], None] | None = None) -> None:
         self.field_type = field_type
         self.pieces = pieces
         self._close = close
+        # Set by the processor before writing: what to do to each page of decoded values before it is encoded
+        # (a Hive 2 client's answers leave catalog fields unset, metastore.wire.generations). Pieces built from
+        # values call it; pieces of stored bytes have nothing it could change.
+        self.visit: Callable[[Any], None] | None = None
 
     def close(self) -> None:
         """Release what the pieces read from (a database snapshot); safe to call more than once."""
