@@ -403,7 +403,8 @@ class CatalogService:
         """Give a partition new values, as Hive 2.3's HiveAlterHandler.alterPartition does: a managed table's
         partition moves to its new default location <table location>/<new name> (whatever location it had or
         the request gives) and its data directory moves with it; an external table's partition keeps its
-        location. InvalidOperation, with nothing changed, when the new directory already exists."""
+        location. InvalidOperation, with nothing changed, when the new directory already exists or the data
+        directory cannot be moved (the rename is undone then, as Hive 2.3 reverts it)."""
         now = int(time.time())
         new_partition = self._altered(new_partition, now)
         with self.store.read() as uow:
@@ -426,7 +427,19 @@ class CatalogService:
         with self.store.transaction() as uow:
             uow.partitions.rename(db_name, table_name, values, new_partition, catalog=catalog)
         if source is not None:
-            locations.move_dir(source, target)
+            try:
+                locations.move_dir(source, target)
+            except OSError as exc:
+                # The catalog already says the new name and place: put the old ones back, so that the
+                # partition and its data stay where the catalog points (one directory move cannot be part of
+                # the database transaction).
+                with self.store.transaction() as uow:
+                    uow.partitions.rename(db_name, table_name, new_partition.values, old, catalog=catalog)
+                raise InvalidOperation(
+                    f"cannot move the data of partition {make_part_name([k.name for k in table.partition_keys], list(values))} "
+                    f"of {table.db_name}.{table.table_name} from {source} to {target} "
+                    f"({exc.strerror or exc}); the partition keeps its name and location"
+                ) from None
 
     def drop_partitions(
         self,
