@@ -92,6 +92,8 @@ class Executor:
         self.on_catalog_change: Callable[[], None] | None = None
         #: SET keys this shell does not use (Hive scripts set hive.* freely), kept so that SET shows them.
         self.variables: dict[str, str] = {}
+        #: Statements started in this session, the running one included.
+        self.statements_started = 0
         self._spark: Any = None
 
     # ------------------------------------------------------------------ helpers
@@ -145,6 +147,7 @@ class Executor:
         handler = _HANDLERS.get(type(statement))
         if handler is None:  # pragma: no cover - the parser only builds known statements
             raise SqlError(f"{type(statement).__name__} cannot be run", statement.position)
+        self.statements_started += 1
         return handler(self, statement)
 
     # ------------------------------------------------------------------ databases
