@@ -6,7 +6,9 @@ Compared with the generated `Processor` it
 - accepts i16, i32 or i64 wherever an argument is declared as an integer of another width;
 - answers an unexpected error with a TApplicationException naming the method and the error (and logs it once),
   and never leaves half a reply on the wire when a reply cannot be encoded;
-- logs each call's name and duration at debug level.
+- logs each call's name and duration at debug level;
+- answers each client in the Hive generation it has shown (metastore.wire.generations): a Hive 2 client's
+  answers leave the catalog fields unset, as HMS 2.3.10's do.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from metastore.api.hive_metastore import ThriftHiveMetastore
 from metastore.api.hive_metastore.ttypes import MetaException
 from metastore.server.authorization import Authorizer
 from metastore.server.session import ConnectionSession
-from metastore.wire.encoded import EncodedResult
+from metastore.wire.encoded import EncodedResult, StreamedResult
+from metastore.wire.generations import Visit, catalog_clearer, table_paths, tables_at
 
 log = logging.getLogger("metastore.server.calls")
 denials = logging.getLogger("metastore.server.authorization")
@@ -77,6 +80,10 @@ class MethodSpec:
     # Declared exception class → name of its field in the result struct.
     exceptions: tuple[tuple[type, str], ...]
     lenient_ints: bool
+    # Where the arguments carry a Table (which shows the client's IDL generation).
+    table_paths: tuple[tuple[str, ...], ...]
+    # Unsets the catalog fields of a return value, for Hive 2 clients; None when it cannot hold one.
+    clear_catalog: Visit | None
 
 
 def _method_specs() -> dict[str, MethodSpec]:
@@ -97,6 +104,8 @@ def _method_specs() -> dict[str, MethodSpec]:
             returns_value=any(f[0] == 0 for f in result_spec),
             exceptions=tuple((f[3][0], f[2]) for f in result_spec if f[0] != 0),
             lenient_ints=any(f[1] in _INT_TYPES for f in arg_spec),
+            table_paths=table_paths(args_cls),
+            clear_catalog=catalog_clearer(result_cls),
         )
     return specs
 
@@ -138,6 +147,13 @@ class MetastoreProcessor:
         else:
             self._read_or_fail(name, lambda: args.read(iprot))
 
+        if session is not None:
+            if name == "set_ugi":
+                session.generation.saw_set_ugi()
+            if spec.table_paths:
+                for table in tables_at(args, spec.table_paths):
+                    session.generation.saw_table(table)
+
         authorizer = self._authorizer
         if authorizer is not None and session is not None:
             if name == "set_ugi" and not session.authenticated:
@@ -156,9 +172,14 @@ class MetastoreProcessor:
             value = call(*(getattr(args, n) for n in spec.arg_names))
             if authorizer is not None and session is not None:
                 value = authorizer.filter_result(name, args, value, session)
-            if isinstance(value, EncodedResult):
+            if isinstance(value, EncodedResult | StreamedResult):
                 reply = value  # the value's bytes, written as the result struct's success field
+                if isinstance(value, StreamedResult) and spec.clear_catalog is not None and session is not None \
+                        and session.generation.hive2:
+                    value.visit = spec.clear_catalog  # applied to each page as it is encoded
             else:
+                if spec.clear_catalog is not None and value is not None and session is not None and session.generation.hive2:
+                    spec.clear_catalog(value)  # answers are built per call: nothing shared is changed
                 reply = spec.result_cls() if spec.result_cls is not None else None
                 if spec.returns_value:
                     reply.success = value  # type: ignore[union-attr]
@@ -181,6 +202,8 @@ class MetastoreProcessor:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s took %.2f ms", name, (time.perf_counter() - start) * 1000)
         if mtype == TMessageType.ONEWAY or spec.result_cls is None:
+            if isinstance(reply, StreamedResult):
+                reply.close()
             return True
         self._write(oprot, name, reply_type, seqid, reply)
         return True

@@ -51,7 +51,8 @@ class Metastore:
         index_root = settings.index_root or default_index_root(settings.warehouse)
         return cls(
             store=store,
-            catalog=CatalogService(store, settings.warehouse, index_root),
+            catalog=CatalogService(store, settings.warehouse, index_root,
+                                   spark_statistics=settings.spark_statistics),
             stats=StatisticsService(
                 store, fetch_bitvector=settings.fetch_bitvector, fetch_kll=settings.fetch_kll,
                 synchronous_commit=settings.stats_synchronous_commit,
