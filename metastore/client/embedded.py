@@ -27,8 +27,9 @@ T = TypeVar("T")
 class EmbeddedMetastoreClient(MetastoreClient):
     """The metastore in this process, over its database (SQLite files upgrade their schema themselves)."""
 
-    def __init__(self, db_url: str, warehouse: str | None = None) -> None:
-        settings = Settings.from_env(db=db_url, warehouse=warehouse, fetch_bitvector=True, fetch_kll=True)
+    def __init__(self, db_url: str, warehouse: str | None = None, index_root: str | None = None) -> None:
+        settings = Settings.from_env(db=db_url, warehouse=warehouse, fetch_bitvector=True, fetch_kll=True,
+                                     index_root=index_root)
         # SQLite is embedded and upgrades itself, as `metastore serve` does; a shared PostgreSQL database is
         # upgraded on purpose with `metastore db upgrade`.
         self._ms = Metastore.open(

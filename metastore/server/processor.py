@@ -28,7 +28,7 @@ from metastore.api.hive_metastore import ThriftHiveMetastore
 from metastore.api.hive_metastore.ttypes import MetaException
 from metastore.server.authorization import Authorizer
 from metastore.server.session import ConnectionSession
-from metastore.wire.encoded import EncodedResult
+from metastore.wire.encoded import EncodedResult, StreamedResult
 from metastore.wire.generations import Visit, catalog_clearer, table_paths, tables_at
 
 log = logging.getLogger("metastore.server.calls")
@@ -173,8 +173,11 @@ class MetastoreProcessor:
             value = call(*(getattr(args, n) for n in spec.arg_names))
             if authorizer is not None and session is not None:
                 value = authorizer.filter_result(name, args, value, session)
-            if isinstance(value, EncodedResult):
+            if isinstance(value, EncodedResult | StreamedResult):
                 reply = value  # the value's bytes, written as the result struct's success field
+                if isinstance(value, StreamedResult) and spec.clear_catalog is not None and session is not None \
+                        and session.generation.hive2:
+                    value.visit = spec.clear_catalog  # applied to each page as it is encoded
             else:
                 if spec.clear_catalog is not None and value is not None and session is not None and session.generation.hive2:
                     spec.clear_catalog(value)  # answers are built per call: nothing shared is changed
@@ -200,6 +203,8 @@ class MetastoreProcessor:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s took %.2f ms", name, (time.perf_counter() - start) * 1000)
         if mtype == TMessageType.ONEWAY or spec.result_cls is None:
+            if isinstance(reply, StreamedResult):
+                reply.close()
             return True
         self._write(oprot, name, reply_type, seqid, reply)
         return True

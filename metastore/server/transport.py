@@ -207,6 +207,11 @@ class BoundedBufferedTransport(_BufferedWrites, TTransportBase, CReadableTranspo
         self._wbuf = []
         self._trans.write(payload)
 
+    def send_pending(self) -> None:
+        """Send what a reply wrote so far (a streamed reply, wire.encoded.StreamedResult): the buffered
+        transport has no frames, so a reply may leave in pieces."""
+        self.flush()
+
     # CReadableTransport, so the accelerated protocol decodes straight from our buffer.
     @property
     def cstringio_buf(self) -> BytesIO:

@@ -20,6 +20,7 @@ from metastore.service.indexes import (
     drop_partition_indexes,
     drop_table_indexes,
 )
+from metastore.service.streams import Stream, open_stream
 from metastore.store import Store
 
 log = logging.getLogger(__name__)
@@ -325,6 +326,15 @@ class CatalogService:
         with self.store.read() as uow:
             return uow.partitions.list_names(db_name, table_name, max_parts=max_parts, catalog=catalog)
 
+    def stream_partition_names(
+        self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> Stream[list[str]]:
+        """list_partition_names a page at a time, inside one snapshot (close the stream when done)."""
+        return open_stream(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.stream_names(db_name, table_name, max_parts=max_parts, catalog=catalog),
+        )
+
     def list_partitions_ps(
         self, db_name: str, table_name: str, values: Sequence[str], max_parts: int = -1, catalog: str = DEFAULT_CATALOG
     ) -> list[Partition]:
@@ -346,6 +356,17 @@ class CatalogService:
     ) -> list[Partition]:
         with self.store.read() as uow:
             return uow.partitions.list_by_filter(db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog)
+
+    def stream_partitions_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> Stream[list[Partition]]:
+        """list_partitions_by_filter a page at a time, inside one snapshot (close the stream when done)."""
+        return open_stream(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.stream_by_filter(
+                db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog
+            ),
+        )
 
     def count_partitions_by_filter(
         self, db_name: str, table_name: str, filter_text: str, catalog: str = DEFAULT_CATALOG

@@ -30,8 +30,8 @@ TYPES = {"id": column_type("bigint")}
 
 def _write(path: Path, ids: list[int]) -> DataFile:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with OrcWriter(str(path), "struct<id:bigint>", {"orc.stripe.size": "1"}) as writer:
-        for start in range(0, len(ids), 50):  # one stripe per 50 rows
+    with OrcWriter(str(path), "struct<id:bigint>", {"orc.stripe.size": "400"}) as writer:
+        for start in range(0, len(ids), 50):  # stripes of about 50 rows
             writer.write_batch({"id": ids[start : start + 50]})
     return data_file(str(path))
 
@@ -174,8 +174,8 @@ def test_bloom_false_positive_rate_holds_for_few_distinct_values() -> None:
     rng = np.random.default_rng(11)
     for fpp in (0.01, 0.001):
         for distinct in (1, 2, 3, 5):
-            filters = 2000
-            probes_per_filter = 100
+            filters = 1000
+            probes_per_filter = 200
             false = 0
             for _ in range(filters):
                 keys = rng.integers(-(1 << 62), 1 << 62, size=distinct, dtype=np.int64)

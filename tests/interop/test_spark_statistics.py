@@ -339,6 +339,13 @@ def test_spark_sees_our_analyze_from_the_shell_and_from_spark(spark: SparkDriver
         plan = spark.explain_cost(f"SELECT * FROM {db}.{table}")
         assert "rowCount=40" in plan, plan
 
+    # Spark's INSERT makes the statistics stale and Spark drops its properties (alterTableStats(None)): Spark sees
+    # none until the next analysis, Hive's readers keep TAB_COL_STATS as Hive does after a load
+    spark.sql(f"INSERT INTO {db}.sp {FILL}")
+    after = spark.describe(f"{db}.sp", ["l"])["l"]
+    assert (after["min"], after["distinct_count"]) == ("NULL", "NULL"), after
+    assert _ours(spark.uri, db, "sp", ["l"])["l"][:2] == ("-7", "110")
+
 
 # -------------------------------------------------------------------------------------------- Spark's own ANALYZE
 

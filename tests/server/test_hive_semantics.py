@@ -492,6 +492,7 @@ def _catalog_fields(client, db: str) -> dict[str, object]:
         "partition": client.get_partition(db, "c", ["x"]).catName,
         "partitions": {p.catName for p in client.get_partitions(db, "c", -1)},
         "by_names": {p.catName for p in client.get_partitions_by_names(db, "c", ["p=x"])},
+        "by_filter": {p.catName for p in client.get_partitions_by_filter(db, "c", "p = 'x'", -1)},  # streamed
         "added": client.add_partitions_req(
             tt.AddPartitionsRequest(dbName=db, tblName="c", parts=[_part(db, "c", [str(time.time_ns())])], ifNotExists=False, needResult=True)
         ).partitions[0].catName,
@@ -502,7 +503,7 @@ def _catalog_fields(client, db: str) -> dict[str, object]:
 
 HIVE3 = {
     "database": "hive", "table": "hive", "table_req": "hive", "partition": "hive", "partitions": {"hive"},
-    "by_names": {"hive"}, "added": "hive", "stats_desc": "hive", "table_meta": {"hive"},
+    "by_names": {"hive"}, "by_filter": {"hive"}, "added": "hive", "stats_desc": "hive", "table_meta": {"hive"},
 }
 HIVE2 = {k: ({None} if isinstance(v, set) else None) for k, v in HIVE3.items()}
 

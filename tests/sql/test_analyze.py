@@ -283,7 +283,7 @@ def test_verbose_reports_every_phase(dataset: Dataset) -> None:
         phases[match[1].strip()] = (float(match[2]), match[3])
     files = sum(len(list(Path(p.sd.location.removeprefix("file:")).glob("*")))
                 for p in dataset.client.list_partitions("sales", "orders"))
-    wall = ["listing (partitions and files)", "per-file cache (lookups, writes)", f"harvest ({files} file(s) analysed)",
+    wall = ["listing (partitions and files)", "per-file store (lookups, writes)", f"harvest ({files} file(s) analysed)",
             "merge (files into partitions and table)", "persistence (parameters and statistics through the client)",
             "statement total"]
     cpu = ["footers", "scan and decode", "hashing", "sketch updates"]
@@ -293,5 +293,10 @@ def test_verbose_reports_every_phase(dataset: Dataset) -> None:
         assert phases[name][1].startswith("CPU"), name
     assert phases["scan and decode"][0] > 0 and phases["hashing"][0] > 0
     assert phases["statement total"][0] >= max(phases[name][0] for name in wall[:-1])
+    assert phases["start-up before the first statement (interpreter, imports, connecting)"][0] > 0
+    assert "loading the harvest (imports)" in phases
+    # the process's start-up belongs to the session's first statement only: a later one would count earlier work
+    second = verbose.one("ANALYZE TABLE sales.orders PARTITION (ds) COMPUTE STATISTICS FOR COLUMNS id")
+    assert "\nphase statement total" in (second.message or "") and "start-up" not in (second.message or "")
     quiet = SqlSession(dataset.client, None).one("ANALYZE TABLE sales.orders PARTITION (ds) COMPUTE STATISTICS FOR COLUMNS id")
     assert "\nphase " not in (quiet.message or "")

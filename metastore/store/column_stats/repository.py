@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from metastore.catalog import FieldSchema
 from metastore.errors import MetastoreError
 from metastore.stats.model import ColumnStatsEntry
+from metastore.store.chunking import IN_LIST_LIMIT
 from metastore.store.column_stats import deletes, encoded, lookup, parameters, reads, sums, versions, writes
 from metastore.store.column_stats.lookup import PartitionTarget, TableTarget
 from metastore.store.column_stats.rows import entry_to_row, row_to_entry
@@ -92,6 +93,13 @@ class StatsRepository:
             histograms=histograms,
         )
 
+    def count_partitions_with_stats(
+        self, catalog: str, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str],
+        engine: str,
+    ) -> int:
+        """How many of the named partitions have statistics of any of `columns` (reads.count_partitions_with_stats)."""
+        return reads.count_partitions_with_stats(self.conn, catalog, db_name, table_name, partition_names, columns, engine)
+
     def read_table_stats_encoded(
         self, catalog: str, db_name: str, table_name: str, columns: Sequence[str], engine: str, *,
         timestamps: bool = True, prepared: bool = False,
@@ -118,15 +126,11 @@ class StatsRepository:
 
     def sum_partition_stats(
         self, catalog: str, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str],
-        engine: str,
+        engine: str, *, batch: int = IN_LIST_LIMIT,
     ) -> tuple[dict[str, list[ColumnSums]], int]:
         """({column: its sums per stored type}, partitions having every column) over the named (distinct)
-        partitions and (distinct, lower-case) columns, summed up by the database."""
-        by_column: dict[str, list[ColumnSums]] = {}
-        for cs in sums.column_sums(self.conn, catalog, db_name, table_name, partition_names, columns, engine):
-            by_column.setdefault(cs.sums.column, []).append(cs)
-        found = sums.parts_found(self.conn, by_column, catalog, db_name, table_name, partition_names, columns, engine)
-        return by_column, found
+        partitions and (distinct, lower-case) columns, summed up by the database, `batch` names a statement."""
+        return sums.summed(self.conn, catalog, db_name, table_name, partition_names, columns, engine, batch=batch)
 
     # ------------------------------------------------------------------ writes
 
