@@ -25,6 +25,7 @@ from metastore.stats.model import (
 )
 from metastore.stats.ndv import NdvSketch
 from metastore.store import Store, migrate
+from metastore.wire.stats import encode_served
 from server import thrift_builders as tb
 
 PARTITIONS = 2500
@@ -64,7 +65,7 @@ def _entry(column: str, column_type: str, rng: random.Random, sketches: bool) ->
 @pytest.fixture
 def store(db_url: str):
     migrate.upgrade(db_url)
-    st = Store(db_url)
+    st = Store(db_url, served_encoding=encode_served)  # as the server writes: rows keep their served bytes
     st.ensure_default_database("/tmp/warehouse")
     yield st
     st.dispose()

@@ -16,6 +16,7 @@ from metastore.catalog import Database, FieldSchema, Partition, StorageDescripto
 from metastore.service import CatalogService, StatisticsService, StatsWrite
 from metastore.stats.model import ColumnStatsEntry, LongStats
 from metastore.store import Store, migrate
+from metastore.wire.stats import encode_served
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
 
@@ -55,7 +56,7 @@ def _scans(conn: sa.Connection, statements: list[tuple[str, object]]) -> list[se
 
 def test_hot_statements_keep_their_plan_right_after_a_bulk_add(pg_url: str) -> None:
     migrate.upgrade(pg_url)
-    store = Store(pg_url)
+    store = Store(pg_url, served_encoding=encode_served)  # as the server writes: rows keep their served bytes
     store.ensure_default_database("/tmp/plans")
     admin = sa.create_engine(pg_url, isolation_level="AUTOCOMMIT")
     try:
