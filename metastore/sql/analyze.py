@@ -333,7 +333,7 @@ def _phase_report(clock: dict[str, float], run: Any, before: float | None, total
 
         phases = run.phases
         lines.append(("loading the harvest (imports)", phases.get(PHASE_IMPORTS, 0.0), "wall"))
-        lines.append(("per-file cache (lookups, writes)", phases.get(PHASE_CACHE, 0.0), "wall"))
+        lines.append(("per-file store (lookups, writes)", phases.get(PHASE_CACHE, 0.0), "wall"))
         lines.append((f"harvest ({run.files_read} file(s) analysed)", phases.get(PHASE_HARVEST, 0.0), "wall"))
         lines.extend(("  " + phase, phases.get(phase, 0.0), "CPU, summed over the workers") for phase in FILE_PHASES)
         lines.append(("merge (files into partitions and table)", phases.get(PHASE_MERGE, 0.0), "wall"))

@@ -35,7 +35,7 @@ from server.test_tls import Pki, make_pki
 
 DB, TBL = "m", "t"
 COLS = [("a", "bigint"), ("s", "string")]
-PASSWORD = "pw-of-every-test-user"  # noqa: S105 - a test password, in a file made by the test
+PASSWORD = "pw-of-every-test-user"  # a test password, in a file made by the test
 
 USERS = ["reader", "writer", "ddler", "admin", "no_read", "no_write", "no_ddl", "no_admin", "outsider"]
 

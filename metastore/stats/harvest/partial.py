@@ -45,6 +45,7 @@ __all__ = [
     "FileAnalysis",
     "PartialAccumulator",
     "merge_partials",
+    "parse_sketch",
     "parsed_sketches",
 ]
 
@@ -303,17 +304,19 @@ def _merge_sketches(blobs: list[bytes]) -> bytes | None:
         return None
     if len(blobs) == 1:
         return blobs[0]
+    return merge_hlls([parse_sketch(b) for b in blobs]).to_bytes()
+
+
+def parse_sketch(blob: bytes) -> HyperLogLog:
+    """A serialised sketch parsed (HllFormatError, a ValueError, if it is not one); in a :func:`parsed_sketches`
+    scope each distinct sketch is parsed once. The result must only be read."""
     parsed = _PARSED.get()
     if parsed is None:
-        sketches = [HyperLogLog.from_bytes(b) for b in blobs]
-    else:
-        sketches = []
-        for blob in blobs:
-            sketch = parsed.get(blob)
-            if sketch is None:
-                sketch = parsed[blob] = HyperLogLog.from_bytes(blob)
-            sketches.append(sketch)
-    return merge_hlls(sketches).to_bytes()
+        return HyperLogLog.from_bytes(blob)
+    sketch = parsed.get(blob)
+    if sketch is None:
+        sketch = parsed[blob] = HyperLogLog.from_bytes(blob)
+    return sketch
 
 
 #: Sketches parsed in the current :func:`parsed_sketches` scope, by their bytes (None: no scope, parse each time).
