@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_hms  # noqa: E402 - the shared load machinery (after the path set-up above)
 
 MODES = ["plain", "tls", "kerberos"]
-TRUSTSTORE_PASSWORD = "bench-truststore"  # noqa: S105 - protects only a CA certificate made by this run
+TRUSTSTORE_PASSWORD = "bench-truststore"  # protects only a CA certificate made by this run
 
 
 def start_modes(workdir: Path, db_url: str, modes: list[str], workers: int) -> tuple[dict, dict, list]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from metastore.wire.generations import ClientGeneration
 
 
 @dataclass
@@ -16,6 +18,8 @@ class ConnectionSession:
     mechanism: str = ""
     # Groups the client claimed in set_ugi (only used without authentication; with it, the policy's groups).
     claimed_groups: tuple[str, ...] = ()
+    # Which Hive IDL the client has shown it speaks: decides the catalog fields of its answers.
+    generation: ClientGeneration = field(default_factory=ClientGeneration)
 
 
 def peer_text(peer: object) -> str:
