@@ -133,7 +133,7 @@ def analyze_table(
             bar.close()
             if opened is not None:
                 opened.close()
-        persist_outcomes(client, tbl, wanted, outcomes, partitions_total)
+        persist_outcomes(client, tbl, wanted, outcomes, partitions_total, histograms=histograms)
         return summarize(tbl, wanted, True, outcomes, time.monotonic() - started, engine="Spark")
     finally:
         client.close()
