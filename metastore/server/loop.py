@@ -3,7 +3,10 @@
 Python's GIL would cap a single process at one core; N worker processes (default: one per core) each accept
 from the same socket, and each serves its connections on threads (clients hold connections open for long,
 and database round trips release the GIL). The parent only supervises: it restarts a worker that dies and
-forwards SIGTERM/SIGINT for a clean shutdown, and SIGHUP (reload the TLS certificate) to every worker.
+forwards SIGTERM/SIGINT for a clean shutdown, and SIGHUP (reload the TLS certificate) to every worker. SIGHUP
+never stops the server: with TLS off there is nothing to reload, and it is logged and ignored (the authorization
+policy and password file are re-read by themselves when they change). A worker whose parent is gone (killed with
+SIGKILL, so it could not forward a stop) stops too rather than serve on unsupervised.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from metastore.server.tls import TlsContext, TlsOptions
 from metastore.server.transport import open_connection
 
 log = logging.getLogger("metastore.server")
+
+NOTHING_TO_RELOAD = ("SIGHUP: TLS is off, nothing to reload; ignored (the authorization policy and the password "
+                     "file are re-read when they change)")
 
 # A processor has Thrift's generated interface: process(iprot, oprot) handles one call.
 ProcessorFactory = Callable[[], object]
@@ -71,8 +77,11 @@ def bind_socket(host: str, port: int) -> socket.socket:
 class Worker:
     """One worker process: accepts connections and serves each on its own thread until told to stop."""
 
-    def __init__(self, listener: socket.socket, make_processor: ProcessorFactory, options: ServeOptions) -> None:
+    def __init__(self, listener: socket.socket, make_processor: ProcessorFactory, options: ServeOptions,
+                 parent_pid: int | None = None) -> None:
         self._listener = listener
+        # The supervising process of a forked worker (None: this process is the server itself).
+        self._parent_pid = parent_pid
         self._make_processor = make_processor
         self._options = options
         self._stopping = threading.Event()
@@ -89,11 +98,11 @@ class Worker:
 
     def install_signal_handlers(self) -> None:
         """SIGTERM/SIGINT stop this worker (a request that arrives while it starts up is kept); SIGHUP reloads
-        the TLS certificate when TLS is on."""
+        the TLS certificate when TLS is on, and is logged and ignored otherwise (its default action would kill
+        the process)."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
-        if self._options.tls is not None:
-            signal.signal(signal.SIGHUP, self._on_reload_signal)
+        signal.signal(signal.SIGHUP, self._on_reload_signal)
 
     def run(self) -> None:
         self.install_signal_handlers()
@@ -113,9 +122,14 @@ class Worker:
                 self._reload_requested = False
                 if self._tls is not None:
                     self._tls.reload()
+                else:
+                    log.info(NOTHING_TO_RELOAD)
             try:
                 conn, peer = self._listener.accept()
             except TimeoutError:
+                if self._parent_pid is not None and os.getppid() != self._parent_pid:
+                    log.error("the server process %d is gone; worker %d stops", self._parent_pid, os.getpid())
+                    break
                 continue
             except OSError as exc:
                 if self._stop_requested:
@@ -351,6 +365,7 @@ def serve_forever(
 
     children: dict[int, int] = {}
     stopping = False
+    parent_pid = os.getpid()
 
     def spawn(slot: int) -> None:
         # Signals stay blocked across fork until the child has its own handlers: one arriving in between would
@@ -365,7 +380,7 @@ def serve_forever(
         if pid == 0:
             code = 0
             try:
-                worker = Worker(listener, make_processor, options)
+                worker = Worker(listener, make_processor, options, parent_pid=parent_pid)
                 worker.install_signal_handlers()
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
                 worker.run()
@@ -388,6 +403,9 @@ def serve_forever(
                 pass
 
     def on_reload(signum: int, _frame: object) -> None:
+        if options.tls is None:
+            log.info(NOTHING_TO_RELOAD)  # said once here, not once per worker
+            return
         # Each worker holds its own SSLContext: every one of them must reload.
         for pid in list(children):
             try:
@@ -397,8 +415,7 @@ def serve_forever(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if options.tls is not None:
-        signal.signal(signal.SIGHUP, on_reload)
+    signal.signal(signal.SIGHUP, on_reload)
     for first in range(options.workers):
         spawn(first)
     on_ready()

@@ -101,7 +101,7 @@ class SaslFrameTransport(SocketTransport):
             try:
                 payload = self._wrapper.unwrap(payload)  # type: ignore[attr-defined]
             except Exception as exc:  # noqa: BLE001 - a frame that fails its integrity check ends the connection
-                raise TTransportException(TTransportException.CORRUPTED_DATA,
+                raise TTransportException(TTransportException.UNKNOWN,
                                           f"SASL frame failed its security layer check: {exc}") from None
         self._frame = payload
         self._pos = 0
