@@ -7,11 +7,14 @@ TLS-only (a test CA made with openssl, trusted through a keytool JKS truststore,
 Kerberos-only (an MIT KDC of this run on 127.0.0.1, a keytab made with kadmin.local, the clients' ticket from
 kinit; QOP auth, Hadoop's default). The reference HMS 2.3.10 (pyspark's jars) runs plaintext on a second fresh
 PostgreSQL database with the same data, so "our secured server against the reference" is measured in the same
-run rather than inferred from another day's numbers. Each call runs for a fixed time from several JVM clients against each server,
-in rounds that rotate which goes first; connections are long-lived (handshakes happen in the warm-up), as
-Spark's are. Prints ops/s, p50/p99, the ratio of each mode to our plaintext server and to the reference per call, and the
-server's CPU per call. Every request
-goes to 127.0.0.1 only; every loop is bounded in time and count.
+run rather than inferred from another day's numbers.
+
+Each mode gets its own long-lived JVM clients (one process and one connection each), connected once, as Spark's
+driver keeps its metastore connection: handshakes and the clients' JIT compilation happen before any timing
+(every call runs untimed first, --jit-warmup). Each call then runs for a fixed time from all clients of a mode,
+in rounds that rotate which mode goes first. Prints ops/s, p50/p99, the ratio of each mode to our plaintext
+server and to the reference per call, and the server's and clients' CPU per call. Every request goes to
+127.0.0.1 only; every loop is bounded in time and count.
 
     python bench/bench_security.py                    # 4 JVM clients, 3 rounds of 10 s per call per mode
     python bench/bench_security.py --modes plain tls kerberos      # without the reference
@@ -125,8 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0,
                         help="load time per call per mode, over all rounds (default 30, at most 120)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per call, rotating the order (default 3)")
-    parser.add_argument("--jvm-warmup", type=float, default=bench_hms.JVM_WARMUP_S,
-                        help=f"seconds each JVM client calls before the timed part (default {bench_hms.JVM_WARMUP_S:g})")
+    parser.add_argument("--jit-warmup", type=float, default=10.0,
+                        help="seconds each call runs on every mode's clients once, untimed, before the first timed "
+                        "run: the clients' JIT compiles here (default 10)")
+    parser.add_argument("--jvm-warmup", type=float, default=2.0,
+                        help="seconds each client calls before each timed run of a call (default 2)")
     parser.add_argument("--columns", type=int, default=20, help="bigint columns of the table (default 20)")
     parser.add_argument("--partitions", type=int, default=200, help="partitions of the table (default 200)")
     parser.add_argument("--workers", type=int, default=max(2, os.cpu_count() or 2),
@@ -137,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         "METASTORE_BENCH_PG", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"),
         help="PostgreSQL admin URL used to create (and drop) the database the servers share")
     args = parser.parse_args(argv)
+    if min(args.jit_warmup, args.jvm_warmup) < 0:
+        parser.error("--jit-warmup and --jvm-warmup cannot be negative")
     if min(args.clients, args.rounds, args.columns, args.partitions, args.workers) < 1 or not 0 < args.seconds <= 120:
         parser.error("--clients, --rounds, --columns, --partitions, --workers must be positive; --seconds in (0, 120]")
     if "plain" not in args.modes:
@@ -155,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run([str(Path(sys.executable).with_name("metastore")), "db", "upgrade", "--db", db.url],
                            check=True, capture_output=True, timeout=120)
             servers, client_opts, cleanups = start_modes(work, db.url, modes, args.workers, ref_db)
+            sessions: dict[str, bench_hms.JvmSession] = {}
             try:
                 classpath = bench_hms.compile_jvm_client(work)
                 for name in ("plain", "reference"):
@@ -166,6 +175,17 @@ def main(argv: list[str] | None = None) -> int:
                         if name == "plain" else ""
                     print(f"{name}: set-up of {shape.partitions} partitions x {shape.columns} columns took "
                           f"{time.perf_counter() - t0:.1f} s{shared}", flush=True)
+                # Long-lived clients per mode, connected once (handshakes included), then every call once
+                # untimed so the clients' JIT has compiled what the timed runs execute.
+                for mode in modes:
+                    options, env = client_opts[mode]
+                    sessions[mode] = bench_hms.JvmSession(classpath, "127.0.0.1", servers[mode].port, shape,
+                                                          args.clients, jvm_options=options, env=env)
+                t0 = time.perf_counter()
+                for call in calls:
+                    for mode in modes:
+                        sessions[mode].run(call, args.jit_warmup, 0.5, None)
+                print(f"JIT warm-up of the clients: {time.perf_counter() - t0:.0f} s", flush=True)
                 results: dict[str, dict[str, bench_hms.CallResult]] = {m: {} for m in modes}
                 loads: list[float] = [os.getloadavg()[0]]
                 for call in calls:
@@ -174,12 +194,8 @@ def main(argv: list[str] | None = None) -> int:
                         # Rotate which mode goes first, so a slow stretch of this shared machine falls on all.
                         order = modes[rnd % len(modes):] + modes[:rnd % len(modes)]
                         for mode in order:
-                            options, env = client_opts[mode]
-                            samples[mode].append(bench_hms.run_call_jvm(
-                                classpath, "127.0.0.1", servers[mode].port, call, shape, args.clients,
-                                args.seconds / args.rounds, servers[mode].process.pid, args.jvm_warmup,
-                                jvm_options=options, env=env,
-                            ))
+                            samples[mode].append(sessions[mode].run(
+                                call, args.jvm_warmup, args.seconds / args.rounds, servers[mode].process.pid))
                             loads.append(os.getloadavg()[0])
                     for mode in modes:
                         r = results[mode][call] = bench_hms.summarize(samples[mode])
@@ -194,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
                     if refused:
                         print(f"{mode}: {len(refused)} refused connections, e.g. {refused[0]}")
             finally:
+                for session in sessions.values():
+                    session.close()
                 for c in reversed(cleanups):
                     c()
     finally:

@@ -249,14 +249,23 @@ class Worker:
             sasl=sasl is not None,
             sasl_wrapper=sasl.wrapper if sasl is not None else None,
         )
+        if sasl is not None and isinstance(conn, ssl.SSLSocket):
+            # The negotiation read small pieces straight from TLS: bytes a client sent right behind it may sit
+            # decrypted inside the SSL object, where the descriptor will not signal them. Hand them over once.
+            try:
+                early = conn.recv(conn.pending()) if conn.pending() else b""
+            except OSError:
+                early = b""
+            if early:
+                trans.prepend_received(early)
         log.debug("connection from %s", peer)
         try:
             while not self._stopping.is_set():
                 # Wait for the first byte of the next call outside the busy count, so shutdown does not
                 # wait for idle clients.
-                if not (
-                    _has_buffered_input(trans) or _tls_pending(conn) or _wait_readable(conn, self._stopping)
-                ):
+                # TLS keeps no decrypted bytes back (SocketTransport reads whole records), so the transport's
+                # buffers and the descriptor tell everything; SSLSocket.pending() would release the GIL per call.
+                if not (_has_buffered_input(trans) or _wait_readable(conn, self._stopping)):
                     break
                 with self._lock:
                     self._busy += 1
@@ -298,8 +307,8 @@ def _tune_garbage_collector() -> None:
 
 
 def _has_buffered_input(trans: object) -> bool:
-    """True when the transport (or the SASL frame under it) already holds bytes of the next call (a client
-    that pipelined calls)."""
+    """True when the transport (or the socket reader or SASL frame under it) already holds bytes of the next call
+    (a client that pipelined calls)."""
     buf = getattr(trans, "cstringio_buf", None)
     if buf is not None and buf.tell() < len(buf.getbuffer()):
         return True
@@ -327,11 +336,6 @@ def _handshake_within(sock: ssl.SSLSocket, seconds: float) -> None:
         if remaining <= 0 or not poller.poll(remaining * 1000):
             raise TimeoutError("handshake timed out")
         poller.unregister(sock)
-
-
-def _tls_pending(conn: socket.socket) -> bool:
-    """True when TLS already decrypted bytes the socket's descriptor will not signal again."""
-    return isinstance(conn, ssl.SSLSocket) and conn.pending() > 0
 
 
 def _wait_readable(conn: socket.socket, stopping: threading.Event) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import struct
 import subprocess
 import threading
@@ -28,6 +29,7 @@ from metastore.server.sasl import negotiate as server_negotiate
 from server.harness import ServerFailed, ServerProcess, metastore_exe, start_server
 from server.kdc import Kdc, kdc_available, start_kdc
 from server.test_tls import Pki, make_pki
+from server.wire import call_bytes
 
 pytestmark = pytest.mark.skipif(not kdc_available(), reason="needs Debian's krb5-kdc, krb5-admin-server, krb5-user")
 
@@ -334,6 +336,42 @@ def test_plain_with_a_password_file_over_tls(tmp_path: Path, pki: Pki) -> None:
         assert not any(secret in log for secret in (*PASSWORDS.values(), "not-carols-pw"))
     finally:
         assert server.stop() == 0
+
+
+def test_calls_sent_right_behind_the_negotiation_and_pipelined_are_answered(tmp_path: Path, pki: Pki) -> None:
+    # One TLS write holds the whole PLAIN negotiation and two SASL data frames (two calls) behind it: the server
+    # reads the negotiation in small pieces, so the calls end up decrypted inside the TLS layer, where the socket
+    # will not signal them again; both must be answered without the client sending anything more.
+    pw = _password_file(tmp_path / "passwords", {"carol": PASSWORDS["carol"]})
+    server = _plain_server(tmp_path, pki, pw)
+    try:
+        ctx = ssl.create_default_context(cafile=str(pki.ca))
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            calls = [call_bytes(lambda c: c.send_get_all_databases()), call_bytes(lambda c: c.send_getName())]
+            negotiation = (struct.pack("!BI", 1, 5) + b"PLAIN"
+                           + struct.pack("!BI", 5, len(PASSWORDS["carol"]) + 7) + b"\0carol\0"
+                           + PASSWORDS["carol"].encode())
+            tls.sendall(negotiation + b"".join(struct.pack("!i", len(c)) + c for c in calls))
+            status, length = struct.unpack("!BI", _read_exactly(tls, 5))
+            assert status == 5 and length == 0  # COMPLETE
+            replies = []
+            for _ in calls:
+                (size,) = struct.unpack("!i", _read_exactly(tls, 4))
+                replies.append(_read_exactly(tls, size))
+        assert b"get_all_databases" in replies[0] and b"default" in replies[0]
+        assert b"getName" in replies[1] and b"metastore" in replies[1]
+    finally:
+        assert server.stop() == 0
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, "the server closed the connection"
+        data += chunk
+    return data
 
 
 def test_plain_needs_tls_on_both_sides(tmp_path: Path, pki: Pki) -> None:

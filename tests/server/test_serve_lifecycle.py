@@ -259,8 +259,8 @@ def test_workers_stop_when_the_server_process_is_killed(tmp_path):
         while not all(_gone(pid) for pid in workers):
             assert time.monotonic() < deadline, server.output
             time.sleep(0.2)
-        with pytest.raises(TTransportException):
-            connect(server.port, timeout=2)
+        # (No connect check here: once every process of this server is gone, any other program on this shared
+        # machine may already listen on the port.)
         time.sleep(0.3)
         assert server.output.count(f"the server process {parent} is gone") == 2, server.output
     finally:
