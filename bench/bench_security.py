@@ -41,7 +41,7 @@ import bench_hms  # noqa: E402 - the shared load machinery (after the path set-u
 
 MODES = ["plain", "tls", "kerberos", "reference"]
 OURS = ["plain", "tls", "kerberos"]
-TRUSTSTORE_PASSWORD = "bench-truststore"  # noqa: S105 - protects only a CA certificate made by this run
+TRUSTSTORE_PASSWORD = "bench-truststore"  # protects only a CA certificate made by this run
 
 
 def start_modes(workdir: Path, db_url: str, modes: list[str], workers: int,

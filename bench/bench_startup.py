@@ -1,6 +1,6 @@
 """Start-up benchmark: the thin commands as a user types them, each a fresh process, wall and CPU time.
 
-    python bench/bench_startup.py [--runs 5] [--compare-tree DIR]
+    python bench/bench_startup.py [--runs 5] [--compare-tree DIR] [--write-md]
 
 Times `metastore --help`, `metastore sql --connect thrift://... -e "SHOW DATABASES;"` (against a server this
 script starts on a temporary SQLite database) and `metastore orc meta f.orc`, and also bare `python -c pass` as
@@ -9,12 +9,15 @@ the interpreter's own floor. Each command runs `--runs` times; the best wall and
 `--compare-tree DIR` times a second source tree side by side (e.g. an older commit unpacked with
 `git archive OLD | tar -x -C DIR`), interleaved run by run so that both meet the same machine load; its
 interpreter is this one, with DIR first on PYTHONPATH. Byte-code is cached as a user's install caches it.
+`--write-md` replaces the "Start-up of the thin commands" section of BENCHMARKS.md (the target is 0.3 s).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -81,7 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per command; the best is kept (default 5)")
     parser.add_argument("--compare-tree", type=Path, metavar="DIR", help="another source tree to time alongside")
+    parser.add_argument("--write-md", action="store_true", help="write the section of BENCHMARKS.md")
     args = parser.parse_args(argv)
+    started = dt.datetime.now()
+    load_before = ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
     trees: dict[str, Path | None] = {"this tree": None}
     if args.compare_tree is not None:
@@ -109,13 +115,41 @@ def main(argv: list[str] | None = None) -> int:
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"best of {args.runs}, {os.cpu_count()} cores, load average {load}")
-    header = "| command | " + " | ".join(f"{t} wall s | {t} CPU s" for t in trees) + " |"
-    print(header)
-    print("|" + "---|" * (1 + 2 * len(trees)))
+    header = "| command | " + " | ".join(f"{t} wall s | {t} CPU s" for t in trees) + " | target |"
+    lines = [header, "|" + "---|" * (2 + 2 * len(trees))]
     for label in commands:
         cells = " | ".join(f"{best[(label, t)].wall:.3f} | {best[(label, t)].cpu:.3f}" for t in trees)
-        print(f"| {label} | {cells} |")
+        target = "—" if label == "python -c pass" else (
+            "≤ 0.3 s: met" if best[(label, "this tree")].wall <= 0.3 else "≤ 0.3 s: NOT met")
+        lines.append(f"| {label} | {cells} | {target} |")
+    print("\n".join(lines))
+    if args.write_md:
+        sys.path.insert(0, str(REPO / "bench"))
+        from bench_analyze import machine
+
+        intro = (f"`python bench/bench_startup.py --runs {args.runs}`: each command as a fresh process (the interpreter "
+                 "this tree's package is installed in, byte-code cached as an installed package's is), best wall and CPU "
+                 "(user + system) seconds of the runs; `SHOW DATABASES` against a `metastore serve` on SQLite that the "
+                 "bench starts; `orc meta` of tests/data/orc/TestOrcFile.test1.orc.")
+        context = (f"{started.strftime('%Y-%m-%d %H:%M')}, {machine()}. Load average (1/5/15 min) before "
+                   f"{load_before}, after {load}: the machine is shared with other work.")
+        import textwrap
+
+        section = ("## Start-up of the thin commands\n\n" + textwrap.fill(intro, 110, break_on_hyphens=False) + "\n\n"
+                   + textwrap.fill(context, 110, break_on_hyphens=False) + "\n\n" + "\n".join(lines) + "\n")
+        _write_section(REPO / "BENCHMARKS.md", "Start-up of the thin commands", section)
     return 0
+
+
+def _write_section(path: Path, title: str, section: str) -> None:
+    """Replace (or append) the '## <title>' section of a markdown file."""
+    text = path.read_text()
+    pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text.rstrip("\n") + "\n")
 
 
 if __name__ == "__main__":

@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # noqa: BLE001 - the CLI reports every failure as one line
+    except Exception as exc:  # the CLI reports every failure as one line
         if logging.getLogger().isEnabledFor(logging.DEBUG):
             raise
         print(f"metastore {args.command}: error: {exc}", file=sys.stderr)

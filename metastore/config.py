@@ -55,6 +55,11 @@ class Settings:
     # (union member 8) as an empty union. Like Hive's hive.metastore.stats.legacy.timestamp.as.long.
     # METASTORE_STATS_TIMESTAMP_AS_LONG=false serves timestampStats, as Hive 4 does. Writes accept both.
     stats_timestamp_as_long: bool = True
+    # Spark's optimizer reads column statistics only from its spark.sql.statistics.* table properties: tables
+    # are read with them composed from TAB_COL_STATS, and Spark's ANALYZE properties go to TAB_COL_STATS
+    # (metastore/service/spark_statistics.py). METASTORE_SPARK_STATISTICS=false stores and serves parameters as
+    # given, as Hive's metastore does.
+    spark_statistics: bool = True
     # Per worker process, MiB of encoded get_partitions_statistics_req / get_aggr_stats_for replies kept for
     # planners asking again (PostgreSQL only; every hit is checked against the partitions' statistics
     # version, so a reply is never stale). 0 turns the cache off.

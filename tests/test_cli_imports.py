@@ -31,12 +31,17 @@ HEAVY = ("pyarrow", "pyspark", "datasketches", "pandas", "fsspec", "s3fs", "boto
 
 def loaded_modules(tmp_path: Path, *args: str) -> set[str]:
     """The modules loaded by `metastore ARGS...` (which must succeed)."""
+    return run_recording(tmp_path, *args)[0]
+
+
+def run_recording(tmp_path: Path, *args: str) -> tuple[set[str], str]:
+    """The modules loaded by `metastore ARGS...` (which must succeed), and its output (stdout, stderr)."""
     record = tmp_path / "modules.json"
     result = subprocess.run(
         [sys.executable, "-c", _RUNNER, str(record), *args], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
-    return set(json.loads(record.read_text()))
+    return set(json.loads(record.read_text())), result.stdout + result.stderr
 
 
 def present(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
@@ -85,4 +90,23 @@ def test_orc_meta_loads_no_statistics_store_or_thrift(tmp_path: Path) -> None:
     assert "metastore.orcio._describe" in modules
     forbidden = (*SERVER_SIDE, *HEAVY, "metastore.stats", "metastore.sql", "metastore.client", "thrift",
                  "metastore.api", "prompt_toolkit")
+    assert present(modules, forbidden) == []
+
+
+def test_analyze_with_nothing_changed_loads_no_harvest(tmp_path: Path, server: ServerProcess) -> None:
+    """Re-ANALYZE of a table where nothing changed lists files and checks fingerprints only: none of the harvest,
+    numpy, the ORC reader, worker pools or the local cache is loaded."""
+    uri = f"thrift://127.0.0.1:{server.port}"
+    analyze = "ANALYZE TABLE guard.t PARTITION (ds) COMPUTE STATISTICS FOR ALL COLUMNS;"
+    run_recording(tmp_path, "sql", "--connect", uri, "-e",
+                  f"CREATE DATABASE guard LOCATION '{tmp_path / 'guard.db'}'; "
+                  "CREATE TABLE guard.t (a int, s string) PARTITIONED BY (ds string) STORED AS ORC; "
+                  "INSERT INTO guard.t PARTITION (ds='1') VALUES (1, 'x'), (2, 'y'); "
+                  f"INSERT INTO guard.t PARTITION (ds='2') VALUES (3, NULL); {analyze}")
+    modules, output = run_recording(tmp_path, "sql", "--connect", uri, "-e", analyze)
+    assert "2 partition(s) unchanged since the last ANALYZE" in output
+    assert "metastore.sql.fingerprints" in modules
+    forbidden = (*SERVER_SIDE, *HEAVY, "numpy", "metastore.orcio", "metastore.stats.harvest", "metastore.stats.hll",
+                 "metastore.stats.filecache", "sqlite3", "platformdirs", "multiprocessing", "concurrent.futures.process",
+                 "google.protobuf", "prompt_toolkit", "tqdm")
     assert present(modules, forbidden) == []

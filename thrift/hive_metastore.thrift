@@ -420,7 +420,10 @@ struct Table {
   15: optional bool rewriteEnabled,
   16: optional CreationMetadata creationMetadata,
   17: optional string catName,
-  18: optional PrincipalType ownerType = PrincipalType.USER,
+  // No default here (Hive 3+'s IDL has `= PrincipalType.USER`): every client generated from a Hive 3+ IDL sends
+  // the field and none generated from Hive 2's can, so the server must see whether it came (catalog fields,
+  // metastore/wire/generations.py). Our own conversions set it explicitly.
+  18: optional PrincipalType ownerType,
   19: optional i64 writeId = -1,
   20: optional bool isStatsCompliant,
   21: optional ColumnStatistics colStats,

@@ -96,6 +96,9 @@ public final class HmsLoad {
                 PartitionsStatsRequest req = new PartitionsStatsRequest(db, table, cols, parts);
                 return c -> c.get_partitions_statistics_req(req);
             }
+            case "get_table": {
+                return c -> c.get_table(db, table);
+            }
             case "get_aggr_stats_for": {
                 PartitionsStatsRequest req = new PartitionsStatsRequest(db, table, cols, parts);
                 return c -> c.get_aggr_stats_for(req);

@@ -35,7 +35,7 @@ __all__ = [
 
 def connect(
     target: str, *, warehouse: str | None = None, timeout: float = 600.0, tls_ca: str | None = None,
-    sasl: SaslCredentials | None = None,
+    sasl: SaslCredentials | None = None, index_root: str | None = None,
 ) -> MetastoreClient:
     """A client for `thrift://host:port[,thrift://...]` (a server; `thrifts://` over TLS, verified against
     `tls_ca` or the system CAs; `sasl` authenticates) or a SQLAlchemy URL (embedded)."""
@@ -51,4 +51,4 @@ def connect(
     # which a thrift:// caller (the shell with --connect, a Spark executor) must not pay for.
     from metastore.client.embedded import EmbeddedMetastoreClient  # noqa: PLC0415
 
-    return EmbeddedMetastoreClient(text, warehouse)
+    return EmbeddedMetastoreClient(text, warehouse, index_root)

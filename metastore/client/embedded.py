@@ -17,6 +17,7 @@ from metastore.index.model import FilterResult, IndexPart, IndexRecord, Split
 from metastore.service import Metastore
 from metastore.stats.model import ColumnStatsEntry
 from metastore.stats.partial_store import FilePartials
+from metastore.wire.stats import encode_served
 
 __all__ = ["EmbeddedMetastoreClient"]
 
@@ -26,11 +27,14 @@ T = TypeVar("T")
 class EmbeddedMetastoreClient(MetastoreClient):
     """The metastore in this process, over its database (SQLite files upgrade their schema themselves)."""
 
-    def __init__(self, db_url: str, warehouse: str | None = None) -> None:
-        settings = Settings.from_env(db=db_url, warehouse=warehouse, fetch_bitvector=True, fetch_kll=True)
+    def __init__(self, db_url: str, warehouse: str | None = None, index_root: str | None = None) -> None:
+        settings = Settings.from_env(db=db_url, warehouse=warehouse, fetch_bitvector=True, fetch_kll=True,
+                                     index_root=index_root)
         # SQLite is embedded and upgrades itself, as `metastore serve` does; a shared PostgreSQL database is
         # upgraded on purpose with `metastore db upgrade`.
-        self._ms = Metastore.open(settings, auto_upgrade=settings.db.startswith("sqlite"))
+        self._ms = Metastore.open(
+            settings, served_encoding=encode_served, auto_upgrade=settings.db.startswith("sqlite")
+        )
         self._ms.store.ensure_default_database(settings.warehouse)
         self.warehouse = settings.warehouse
         self.target = settings.db

@@ -11,7 +11,7 @@ calls (a Hive Metastore), the store says so once and keeps results in `fallback`
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from metastore.client.base import MetastoreClient
 from metastore.errors import MetastoreError
@@ -70,6 +70,33 @@ class MetastorePartialStore:
                         out[ref.url] = found
                 return out
         return self.fallback.lookup(files, partition) if self.fallback is not None else {}
+
+    def lookup_many(self, groups: Mapping[str | None, Sequence[FileRef]]) -> dict[str, FilePartials]:
+        """:meth:`lookup` for several partitions' files (partition name -> files) in one call."""
+        if not self.supported or None in groups or len(groups) < 2:
+            out: dict[str, FilePartials] = {}
+            for partition, files in groups.items():
+                out.update(self.lookup(files, partition))
+            return out
+        try:
+            stored = self.client.get_file_partials(self.db_name, self.table_name, [str(p) for p in groups])
+        except MetastoreError as exc:
+            if not _unsupported(exc):
+                raise
+            self._disable(exc)
+            return self.lookup_many(groups)
+        by_path = {f.path: f for f in stored}
+        for partition in groups:
+            self._stored_paths[partition] = set()
+        for f in stored:
+            self._stored_paths.setdefault(f.partition, set()).add(f.path)
+        found = {}
+        for files in groups.values():
+            for ref in files:
+                match = by_path.get(ref.url)
+                if match is not None and match.matches(ref):
+                    found[ref.url] = match
+        return found
 
     def store(self, files: Sequence[FilePartials]) -> None:
         """Keep these results, in calls of at most PUT_BATCH_BYTES of partials each (each one transaction)."""

@@ -3,27 +3,32 @@
 ``plan_parts`` groups the data files by the index level; ``build_parts`` writes each part whose files changed
 (files added, rewritten or removed, by path, size and mtime) and keeps the others as they are. A rewritten part
 takes the stripe values of its unchanged files from the old part file (parts.PartReader.reuse), so only new
-and changed data files are scanned. New part files get new names; the caller records them, then deletes the
-obsolete ones, so a reader never sees a half-written part.
+and changed data files are scanned. The scan itself is pluggable: files are scanned one after another in this
+process by default, or all at once by a ``scanner`` (the Spark pipeline's executors); each part is written as
+soon as the last of its files arrives, so a STRIPE-level build never holds more than the files in flight.
+New part files get new names; the caller records them, then deletes the obsolete ones, so a reader never sees
+a half-written part.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from metastore.index.columns import ColumnType, column_type, require_indexable
 from metastore.index.coverage import FileValues
-from metastore.index.errors import IndexFileCorrupt
+from metastore.index.errors import IndexBuildError
 from metastore.index.model import DataFile, IndexLevel, IndexPart, IndexRecord
-from metastore.index.parts import PartReader, write_part
+from metastore.index.parts import open_part, write_part_at
 from metastore.index.scan import scan_column
-from metastore.locations import local_path
+from metastore.storage import StorageOptions
 
 DEFAULT_FPP = 0.001
+
+#: scans data files and yields each file's values, in any order
+Scanner = Callable[[Sequence[DataFile]], Iterable[FileValues]]
 
 
 @dataclass(frozen=True)
@@ -49,8 +54,10 @@ class BuildReport:
     obsolete: list[str] = field(default_factory=list)
     files_scanned: int = 0
     bytes_scanned: int = 0
+    files_reused: int = 0
     parts_written: int = 0
     parts_kept: int = 0
+    bytes_written: int = 0
     seconds: float = 0.0
 
 
@@ -76,11 +83,16 @@ def part_location(record: IndexRecord, key: str) -> str:
     return f"{record.location.rstrip('/')}/part-{digest}-{token}.idx"
 
 
-def _local(location: str) -> str:
-    path = local_path(location)
-    if path is None:
-        raise IndexFileCorrupt(location, "is not on the local filesystem; index files are local for now")
-    return str(path)
+def local_scanner(
+    column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
+) -> Scanner:
+    """Scan files one after another in this process."""
+
+    def scan(files: Sequence[DataFile]) -> Iterable[FileValues]:
+        for f in files:
+            yield scan_column(f, column, ctype, position, options)
+
+    return scan
 
 
 def build_parts(
@@ -91,6 +103,8 @@ def build_parts(
     previous: Sequence[IndexPart] = (),
     force: bool = False,
     on_file: Callable[[DataFile], None] | None = None,
+    scanner: Scanner | None = None,
+    options: StorageOptions | None = None,
 ) -> BuildReport:
     """Write the parts of ``record`` over the targets' files; parts whose files are unchanged are kept unless
     ``force``. ``column_position`` places the column in positional (``_colN``) files. IndexBuildError names a
@@ -102,56 +116,89 @@ def build_parts(
     old_by_key = {p.key: p for p in previous}
     planned = plan_parts(record.level, targets)
     planned_keys = {p.key for p in planned}
+    fpp = fpp_of(record)
+
+    # 1. which parts stay, and for the others which file values the old part still gives
+    pending: list[tuple[PlannedPart, dict[tuple[str, int, int], FileValues], IndexPart | None]] = []
     for plan in planned:
         old = old_by_key.get(plan.key)
         wanted = {f.identity for f in plan.files}
-        if old is not None and not force and {f.identity for f in old.files} == wanted and _readable(old, record, ctype):
+        if old is not None and not force and {f.identity for f in old.files} == wanted and _readable(
+            old, record, ctype, options
+        ):
             report.parts.append(IndexPart(plan.key, plan.partition, old.location, old.size, old.files))
             report.parts_kept += 1
             continue
         reused: dict[tuple[str, int, int], FileValues] = {}
-        if old is not None and not force:
+        if old is not None and not force and wanted & {f.identity for f in old.files}:
             try:
-                reader = PartReader(_local(old.location), kind=record.kind.value, column=record.column, ctype=ctype)
+                reader = open_part(old.location, old.size, kind=record.kind.value, column=record.column,
+                                   ctype=ctype, options=options)
                 reused = {fv.file.identity: fv for fv in reader.reuse(wanted)}
-            except IndexFileCorrupt:
-                reused = {}  # scan everything again
-        values: list[FileValues] = []
-        for f in plan.files:
-            hit = reused.get(f.identity)
-            if hit is None:
-                hit = scan_column(f, record.column, ctype, column_position)
-                report.files_scanned += 1
-                report.bytes_scanned += f.size
-                if on_file is not None:
-                    on_file(f)
-            values.append(hit)
+            except Exception:  # noqa: BLE001 - an unusable old part: scan its files again
+                reused = {}
+        report.files_reused += len(reused)
+        pending.append((plan, reused, old))
+
+    # 2. scan what is missing; write each part when its last file arrives
+    waiting: dict[tuple[str, int, int], list[int]] = {}
+    values: list[dict[tuple[str, int, int], FileValues]] = []
+    missing_count: list[int] = []
+    to_scan: dict[tuple[str, int, int], DataFile] = {}
+    for i, (plan, reused, _) in enumerate(pending):
+        values.append(dict(reused))
+        missing = [f for f in plan.files if f.identity not in reused]
+        missing_count.append(len({f.identity for f in missing}))
+        for f in missing:
+            waiting.setdefault(f.identity, []).append(i)
+            to_scan.setdefault(f.identity, f)
+    written: dict[int, IndexPart] = {}
+
+    def write(i: int) -> None:
+        plan, _, old = pending[i]
         location = part_location(record, plan.key)
-        size = write_part(_local(location), kind=record.kind.value, column=record.column, ctype=ctype,
-                          files=values, fpp=fpp_of(record))
-        report.parts.append(IndexPart(plan.key, plan.partition, location, size, plan.files))
+        size = write_part_at(
+            location, kind=record.kind.value, column=record.column, ctype=ctype,
+            files=[values[i][f.identity] for f in plan.files], fpp=fpp, options=options,
+        )
+        values[i] = {}  # release the scanned values of a written part
+        written[i] = IndexPart(plan.key, plan.partition, location, size, plan.files)
         report.parts_written += 1
+        report.bytes_written += size
         if old is not None:
             report.obsolete.append(old.location)
+
+    for i, count in enumerate(missing_count):
+        if count == 0:
+            write(i)
+    scan = scanner or local_scanner(record.column, ctype, column_position, options)
+    for fv in scan(list(to_scan.values())):
+        identity = fv.file.identity
+        owners = waiting.pop(identity, None)
+        if owners is None:
+            raise IndexBuildError(f"the scan returned {fv.file.path}, which was not asked for (or twice)")
+        report.files_scanned += 1
+        report.bytes_scanned += fv.file.size
+        if on_file is not None:
+            on_file(fv.file)
+        for i in owners:
+            values[i][identity] = fv
+            missing_count[i] -= 1
+            if missing_count[i] == 0:
+                write(i)
+    if waiting:
+        path = next(iter(to_scan[k] for k in waiting)).path
+        raise IndexBuildError(f"the scan did not return {len(waiting)} file(s), e.g. {path}")
+    report.parts.extend(written[i] for i in sorted(written))
     report.obsolete.extend(p.location for p in previous if p.key not in planned_keys)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _readable(part: IndexPart, record: IndexRecord, ctype: ColumnType) -> bool:
+def _readable(part: IndexPart, record: IndexRecord, ctype: ColumnType, options: StorageOptions | None) -> bool:
     try:
-        path = _local(part.location)
-        if not Path(path).is_file() or Path(path).stat().st_size != part.size:
-            return False
-        PartReader(path, kind=record.kind.value, column=record.column, ctype=ctype)
-    except IndexFileCorrupt:
+        open_part(part.location, part.size, kind=record.kind.value, column=record.column, ctype=ctype,
+                  options=options)
+    except Exception:  # noqa: BLE001 - any failure means "rebuild this part"
         return False
     return True
-
-
-def delete_part_files(locations: Sequence[str]) -> None:
-    """Delete index files (missing ones are fine)."""
-    for location in locations:
-        path = local_path(location)
-        if path is not None:
-            path.unlink(missing_ok=True)

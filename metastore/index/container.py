@@ -20,7 +20,7 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -128,10 +128,12 @@ class IndexFileReader:
     """Reads an index file lazily: the trailer and description when opened, blocks on demand. Every read opens
     the file, reads the range and closes it again, so thousands of cached readers hold no file handles."""
 
-    def __init__(self, path: str, size: int) -> None:
+    def __init__(self, path: str, size: int, fetch: Callable[[int, int], bytes] | None = None) -> None:
         self.path = path
         self.size = size
         self.bytes_read = 0
+        #: reads ``length`` bytes at ``offset`` (a ranged read of an object store); local preads without it
+        self._fetch = fetch
         self.description = self._read_description()
 
     @classmethod
@@ -148,13 +150,18 @@ class IndexFileReader:
             raise IndexFileCorrupt(self.path, f"{what} at bytes {offset}..{offset + length} lies outside the file "
                                    f"of {self.size} bytes (truncated?)")
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                data = os.pread(fd, length, offset)
-            finally:
-                os.close(fd)
+            if self._fetch is not None:
+                data = self._fetch(offset, length)
+            else:
+                fd = os.open(self.path, os.O_RDONLY)
+                try:
+                    data = os.pread(fd, length, offset)
+                finally:
+                    os.close(fd)
         except OSError as exc:
             raise IndexFileCorrupt(self.path, f"cannot read {what}: {exc.strerror or exc}") from None
+        except Exception as exc:  # noqa: BLE001 - a store's own errors (StorageError, botocore's) name the cause
+            raise IndexFileCorrupt(self.path, f"cannot read {what}: {exc}") from None
         if len(data) != length:
             raise IndexFileCorrupt(self.path, f"{what} is cut short (truncated file)")
         self.bytes_read += length

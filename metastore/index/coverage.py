@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,7 +18,9 @@ from metastore.index.columns import Domain
 from metastore.index.container import BlockRef, IndexFileReader, IndexFileWriter
 from metastore.index.errors import IndexFileCorrupt
 from metastore.index.model import DataFile
-from metastore.orcio import BloomFilter
+
+if TYPE_CHECKING:
+    from metastore.index.bloom import StripeBloom
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class StripeValues:
     distinct: np.ndarray
     nulls: int
     values: int | None = None
-    bloom: BloomFilter | None = None
+    bloom: StripeBloom | None = None
 
 
 @dataclass

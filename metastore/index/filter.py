@@ -40,9 +40,11 @@ from metastore.index.model import (
     IndexState,
     Split,
 )
-from metastore.index.parts import PartReader
+from metastore.index.parts import PartReader, open_part
 from metastore.index.predicate import Expr, from_json
-from metastore.locations import local_path, qualify
+from metastore.index.scan import data_file, qualified_path
+from metastore.locations import local_path
+from metastore.storage import StorageOptions
 
 #: warnings returned at most (the rest are counted in the last line)
 MAX_WARNINGS = 100
@@ -56,25 +58,32 @@ class PartCache:
         self._items: OrderedDict[tuple[str, str, str, str], tuple[tuple[int, int], PartReader]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def open(self, location: str, expected_size: int, *, kind: str, column: str, ctype: ColumnType) -> PartReader:
-        """The reader of an index file; IndexFileCorrupt when it is missing, of the wrong size or malformed."""
+    def open(
+        self, location: str, expected_size: int, *, kind: str, column: str, ctype: ColumnType,
+        options: StorageOptions | None = None,
+    ) -> PartReader:
+        """The reader of an index file; IndexFileCorrupt when it is missing, of the wrong size or malformed.
+        Local files are reopened when their mtime changes; part files on object stores are never rewritten
+        (every build writes new names), so their readers are kept by location and size."""
         path = local_path(location)
-        if path is None:
-            raise IndexFileCorrupt(location, "is not on the local filesystem; index files are local for now")
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            raise IndexFileCorrupt(location, f"cannot be opened: {exc.strerror or exc}") from None
-        if st.st_size != expected_size:
-            raise IndexFileCorrupt(location, f"is {st.st_size} bytes, the index record says {expected_size}")
+        stamp: tuple[int, int]
+        if path is not None:
+            try:
+                st = os.stat(path)
+            except OSError as exc:
+                raise IndexFileCorrupt(location, f"cannot be opened: {exc.strerror or exc}") from None
+            if st.st_size != expected_size:
+                raise IndexFileCorrupt(location, f"is {st.st_size} bytes, the index record says {expected_size}")
+            stamp = (st.st_size, st.st_mtime_ns)
+        else:
+            stamp = (expected_size, 0)
         key = (location, kind, column, ctype.hive)
-        stamp = (st.st_size, st.st_mtime_ns)
         with self._lock:
             hit = self._items.get(key)
             if hit is not None and hit[0] == stamp:
                 self._items.move_to_end(key)
                 return hit[1]
-        reader = PartReader(str(path), kind=kind, column=column, ctype=ctype)
+        reader = open_part(location, expected_size, kind=kind, column=column, ctype=ctype, options=options)
         with self._lock:
             self._items[key] = (stamp, reader)
             self._items.move_to_end(key)
@@ -92,21 +101,23 @@ DEFAULT_CACHE = PartCache()
 
 
 def normal_path(path: str) -> str:
-    """A data file location as index records keep it (qualified: `/x` and `file:///x` are `file:/x`)."""
+    """A data file location as index records keep it (qualified: `/x` and `file:///x` are `file:/x`, `s3a://`
+    is `s3://`)."""
     try:
-        return qualify(path) or path
+        return qualified_path(path)
     except MetastoreError:
         return path
 
 
 def local_identity(path: str) -> DataFile | None:
-    """A local file's identity now (None when it cannot be looked up), under its qualified location."""
+    """A file's identity now (None when it cannot be looked up), under its qualified location: a stat of a
+    local file, a metadata request on an object store (with the environment's credentials)."""
     local = local_path(path)
-    if local is None:
-        return None
     try:
+        if local is None:
+            return data_file(path)
         st = os.stat(local)
-    except (OSError, ValueError):
+    except Exception:  # noqa: BLE001 - unknown identity: the filter keeps the file's splits
         return None
     return DataFile(normal_path(path), st.st_size, st.st_mtime_ns)
 
@@ -172,6 +183,7 @@ def filter_splits(
     *,
     identity: Callable[[str], DataFile | None] = local_identity,
     cache: PartCache | None = None,
+    options: StorageOptions | None = None,
 ) -> FilterResult:
     """The splits that may hold rows matching ``predicate`` (a tree or its serialized JSON form), judged by
     the table's ``indexes``; see the module docstring for the rules. PredicateError for a malformed predicate
@@ -192,7 +204,13 @@ def filter_splits(
         if not record.table_exists:
             continue
         current = columns.get(record.column)
-        if current is None or current.hive != column_type(record.column_type, record.column).hive:
+        try:
+            recorded = column_type(record.column_type, record.column).hive
+        except Exception as exc:  # noqa: BLE001 - an unreadable record keeps the splits, never fails the call
+            warnings.add(f"index {record.name} records the type {record.column_type!r} of {record.column}, which "
+                         f"cannot be used ({exc}); it is not used")
+            continue
+        if current is None or current.hive != recorded:
             warnings.add(
                 f"index {record.name} was built on {record.column} {record.column_type}, which the table no longer "
                 "has; it is not used (UPDATE INDEX rebuilds it)"
@@ -213,57 +231,83 @@ def filter_splits(
     part_answers: dict[tuple[int, str, Bound], np.ndarray | None] = {}
 
     for path, positions in by_file.items():
-        first = splits[positions[0]]
-        if first.file_size is not None and first.file_mtime_ns is not None:
-            now: DataFile | None = DataFile(path, first.file_size, first.file_mtime_ns)
-        else:
-            now = identity(path)
-        known = _known_indexes(path, now, usable, file_maps, cache, warnings)
-        if not known:
+        try:
+            kept_here, judged, stripes = _judge_file(
+                path, positions, splits, bound, usable, file_maps, identity, cache, warnings, part_answers, options
+            )
+        except Exception as exc:  # noqa: BLE001 - whatever goes wrong with one file keeps its splits
+            warnings.add(f"{path}: the indexes could not judge it ({type(exc).__name__}: {exc}); its splits are kept")
             kept_positions.extend(positions)
             continue
-        spans = tuple(known[0].part.coverage.stripes[s] for s in known[0].stripe_ids)
-        n = len(spans)
-
-        def answers(leaf: KeyRange | KeySet | NullTest, only: int | None = None, known: list[_Known] = known,
-                    n: int = n) -> np.ndarray:
-            out = np.ones(n, dtype=bool)
-            for k in known:
-                if k.record.column != leaf.column or (only is not None and k.position != only):
-                    continue
-                key = (k.position, k.part_key, leaf)
-                if key not in part_answers:
-                    try:
-                        part_answers[key] = k.part.answer(leaf)
-                    except IndexFileCorrupt as exc:
-                        warnings.add(f"index {k.record.name}: {exc}; its splits are kept")
-                        part_answers[key] = None
-                whole = part_answers[key]
-                if whole is not None:
-                    out &= whole[k.stripe_ids.start : k.stripe_ids.stop]
-            return out
-
-        may = _evaluate(bound, answers, n)
-        stripe_info[path] = (spans, may)
-        overlaps = [np.fromiter((s.overlaps(splits[p].start, splits[p].length) for s in spans), dtype=bool, count=n)
-                    for p in positions]
-        for p, overlap in zip(positions, overlaps, strict=True):
-            if np.any(overlap & may):
-                kept_positions.append(p)
-        for k in known:
-
-            def alone_answers(leaf: KeyRange | KeySet | NullTest, only: int = k.position) -> np.ndarray:
-                return answers(leaf, only=only)
-
-            alone = _evaluate(bound, alone_answers, n)
-            counts[k.position][0] += len(positions)
-            counts[k.position][1] += sum(1 for overlap in overlaps if np.any(overlap & alone))
+        kept_positions.extend(kept_here)
+        for position, (considered, alone) in judged.items():
+            counts[position][0] += considered
+            counts[position][1] += alone
+        if stripes is not None:
+            stripe_info[path] = stripes
     return FilterResult(tuple(sorted(kept_positions)), _counts(usable, counts), warnings.result(), stripe_info)
+
+
+def _judge_file(
+    path: str, positions: list[int], splits: Sequence[Split], bound: Bound, usable: Sequence[IndexRecord],
+    file_maps: Sequence[dict[str, tuple[IndexPart, DataFile]]], identity: Callable[[str], DataFile | None],
+    cache: PartCache, warnings: _Warnings, part_answers: dict[tuple[int, str, Bound], np.ndarray | None],
+    options: StorageOptions | None,
+) -> tuple[list[int], dict[int, tuple[int, int]], tuple[tuple[StripeSpan, ...], np.ndarray] | None]:
+    """Judge the splits of one data file: the positions to keep, per index (considered, kept) and the file's
+    stripes with those that may match (None when no index could judge the file)."""
+    first = splits[positions[0]]
+    if first.file_size is not None and first.file_mtime_ns is not None:
+        now: DataFile | None = DataFile(path, first.file_size, first.file_mtime_ns)
+    else:
+        now = identity(path)
+    known = _known_indexes(path, now, usable, file_maps, cache, warnings, options)
+    if not known:
+        return list(positions), {}, None
+    spans = tuple(known[0].part.coverage.stripes[s] for s in known[0].stripe_ids)
+    n = len(spans)
+
+    def answers(leaf: KeyRange | KeySet | NullTest, only: int | None = None, known: list[_Known] = known,
+                n: int = n) -> np.ndarray:
+        out = np.ones(n, dtype=bool)
+        for k in known:
+            if k.record.column != leaf.column or (only is not None and k.position != only):
+                continue
+            key = (k.position, k.part_key, leaf)
+            if key not in part_answers:
+                try:
+                    part_answers[key] = k.part.answer(leaf)
+                except IndexFileCorrupt as exc:
+                    warnings.add(f"index {k.record.name}: {exc}; its splits are kept")
+                    part_answers[key] = None
+                except Exception as exc:  # noqa: BLE001 - any failure of an index file keeps the splits
+                    warnings.add(f"index {k.record.name}: index file {k.part_key} cannot be used "
+                                 f"({type(exc).__name__}: {exc}); its splits are kept")
+                    part_answers[key] = None
+            whole = part_answers[key]
+            if whole is not None:
+                out &= whole[k.stripe_ids.start : k.stripe_ids.stop]
+        return out
+
+    may = _evaluate(bound, answers, n)
+    overlaps = [np.fromiter((s.overlaps(splits[p].start, splits[p].length) for s in spans), dtype=bool, count=n)
+                for p in positions]
+    kept = [p for p, overlap in zip(positions, overlaps, strict=True) if np.any(overlap & may)]
+    judged: dict[int, tuple[int, int]] = {}
+    for k in known:
+
+        def alone_answers(leaf: KeyRange | KeySet | NullTest, only: int = k.position) -> np.ndarray:
+            return answers(leaf, only=only)
+
+        alone = _evaluate(bound, alone_answers, n)
+        judged[k.position] = (len(positions), sum(1 for overlap in overlaps if np.any(overlap & alone)))
+    return kept, judged, (spans, may)
 
 
 def _known_indexes(
     path: str, now: DataFile | None, usable: Sequence[IndexRecord],
     file_maps: Sequence[dict[str, tuple[IndexPart, DataFile]]], cache: PartCache, warnings: _Warnings,
+    options: StorageOptions | None = None,
 ) -> list[_Known]:
     known: list[_Known] = []
     for position, (record, files) in enumerate(zip(usable, file_maps, strict=True)):
@@ -283,9 +327,13 @@ def _known_indexes(
             continue
         try:
             reader = cache.open(part.location, part.size, kind=record.kind.value, column=record.column,
-                                ctype=column_type(record.column_type, record.column))
+                                ctype=column_type(record.column_type, record.column), options=options)
         except IndexFileCorrupt as exc:
             warnings.add(f"index {record.name}: {exc}; its splits are kept")
+            continue
+        except Exception as exc:  # noqa: BLE001 - any failure to open an index file keeps the splits
+            warnings.add(f"index {record.name}: index file {part.location} cannot be opened "
+                         f"({type(exc).__name__}: {exc}); its splits are kept")
             continue
         index = reader.coverage.find(path)
         if index is None or reader.coverage.files[index].identity != recorded.identity:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from metastore import storage
 from metastore.index.bind import Leaf
 from metastore.index.bloom import BloomReader, write_filters
 from metastore.index.btree import BTreeReader, postings_of, write_stripe_sets, write_tree
@@ -22,6 +23,8 @@ from metastore.index.coverage import Coverage, FileValues, StripeValues
 from metastore.index.errors import IndexFileCorrupt
 from metastore.index.minmax import MinMaxReader, write_bounds
 from metastore.index.model import DataFile
+from metastore.locations import local_path
+from metastore.storage import StorageOptions
 
 BTREE = "btree"
 BLOOM = "bloom"
@@ -53,9 +56,9 @@ def write_part(
 class PartReader:
     """One index file, opened and checked against what the index record says it is."""
 
-    def __init__(self, path: str, *, kind: str, column: str, ctype: ColumnType) -> None:
-        self.path = path
-        self.file = IndexFileReader.open_path(path)
+    def __init__(self, source: str | IndexFileReader, *, kind: str, column: str, ctype: ColumnType) -> None:
+        self.file = IndexFileReader.open_path(source) if isinstance(source, str) else source
+        self.path = path = self.file.path
         d = self.file.description
         if d.get("kind") != kind or d.get("column") != column or d.get("type") != ctype.hive:
             raise IndexFileCorrupt(
@@ -101,7 +104,8 @@ class PartReader:
         return self._minmax.answer(leaf)
 
     def verify(self) -> None:
-        """Read every block (a full check for SHOW INDEX)."""
+        """Read and check every block (a full check for SHOW INDEX); IndexFileCorrupt naming the file."""
+        self.file.verify()
         if self._btree is not None:
             self._btree.verify()
 
@@ -152,6 +156,61 @@ class PartReader:
                 distinct[:] = [mm.low[i], mm.high[i]][: len(distinct)]
             out.append(StripeValues(s.offset, s.length, s.rows, distinct, int(mm.nulls[i]), values=values))
         return out
+
+
+def open_index_file(location: str, expected_size: int | None, options: StorageOptions | None = None) -> IndexFileReader:
+    """An index file (local or on an object store) opened for ranged reads; IndexFileCorrupt naming it when it
+    is missing, unreachable or not of the recorded size."""
+    path = local_path(location)
+    if path is not None:
+        try:
+            size = os.stat(path).st_size
+        except OSError as exc:
+            raise IndexFileCorrupt(location, f"cannot be opened: {exc.strerror or exc}") from None
+        if expected_size is not None and size != expected_size:
+            raise IndexFileCorrupt(location, f"is {size} bytes, the index record says {expected_size}")
+        return IndexFileReader(str(path), size)
+    try:
+        ref = storage.stat(location, options)
+    except Exception as exc:  # noqa: BLE001 - StorageError and the stores' own errors: the file is unusable
+        raise IndexFileCorrupt(location, f"cannot be opened: {exc}") from None
+    if expected_size is not None and ref.size != expected_size:
+        raise IndexFileCorrupt(location, f"is {ref.size} bytes, the index record says {expected_size}")
+
+    def fetch(offset: int, length: int) -> bytes:
+        # one ranged request per block: a B+tree lookup reads only the blocks on its path
+        with storage.open_file(ref, options) as f:
+            f.seek(offset)
+            return f.read(length)
+
+    return IndexFileReader(location, ref.size, fetch)
+
+
+def open_part(
+    location: str, expected_size: int | None, *, kind: str, column: str, ctype: ColumnType,
+    options: StorageOptions | None = None,
+) -> PartReader:
+    """The reader of a part file (local or remote), checked against its record."""
+    return PartReader(open_index_file(location, expected_size, options), kind=kind, column=column, ctype=ctype)
+
+
+def write_part_at(
+    location: str, *, kind: str, column: str, ctype: ColumnType, files: Sequence[FileValues], fpp: float,
+    options: StorageOptions | None = None,
+) -> int:
+    """Write a part file at a location (local: written beside it and renamed into place; on an object store:
+    written locally, then uploaded whole); returns its size."""
+    path = local_path(location)
+    if path is not None:
+        return write_part(path, kind=kind, column=column, ctype=ctype, files=files, fpp=fpp)
+    temporary = storage.temporary_file(location)
+    try:
+        size = write_part(temporary, kind=kind, column=column, ctype=ctype, files=files, fpp=fpp)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    storage.publish(temporary, location, options)
+    return size
 
 
 def covered_files(path: str) -> tuple[DataFile, ...]:

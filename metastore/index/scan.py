@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from metastore import storage
 from metastore.index.columns import ColumnType, Domain, Family, KeyConversionError, keys_of
 from metastore.index.coverage import FileValues, StripeValues
 from metastore.index.errors import IndexBuildError
@@ -27,17 +28,42 @@ from metastore.orcio import (
     column_request,
     scan_stripe_columns,
 )
+from metastore.storage import StorageOptions
 
 _POSITIONAL = re.compile(r"^_col\d+$")
 
 
-def data_file(location: str) -> DataFile:
-    """A local data file's identity now (its qualified location, size, modification time in ns)."""
+def qualified_path(location: str) -> str:
+    """A data file location as index records keep it: `file:/x` for local files (`/x`, `file:///x`),
+    `scheme://bucket/key` for object stores with `s3a`/`s3n` read as `s3` (the same objects)."""
+    if local_path(location) is not None:
+        return qualify(location) or location
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        return location
+    scheme = scheme.lower()
+    return f"{_ALIASES.get(scheme, scheme)}://{rest}"
+
+
+_ALIASES = {"s3a": "s3", "s3n": "s3"}
+
+
+def data_file(location: str, options: StorageOptions | None = None) -> DataFile:
+    """A data file's identity now (its qualified location, size, modification time in ns)."""
     path = local_path(location)
-    if path is None:
-        raise IndexBuildError(f"cannot index {location}: not on the local filesystem")
-    st = os.stat(path)
-    return DataFile(qualify(location) or location, st.st_size, st.st_mtime_ns)
+    if path is not None:
+        st = os.stat(path)
+        return DataFile(qualified_path(location), st.st_size, st.st_mtime_ns)
+    ref = storage.stat(location, options)
+    return DataFile(qualified_path(location), ref.size, ref.mtime_ns)
+
+
+def open_data_file(file: DataFile, options: StorageOptions | None = None) -> OrcReader:
+    """An ORC reader over a data file, local or on an object store (ranged reads)."""
+    path = local_path(file.path)
+    if path is not None:
+        return OrcReader(str(path))
+    return OrcReader(storage.open_file(storage.FileRef(file.path, file.size, file.mtime_ns), options))
 
 
 def resolve_field(field_names: Sequence[str], column: str, position: int | None) -> int | None:
@@ -60,17 +86,18 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return np.unique(values)
 
 
-def scan_column(file: DataFile, column: str, ctype: ColumnType, position: int | None) -> FileValues:
+def scan_column(
+    file: DataFile, column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
+) -> FileValues:
     """The per-stripe values of ``column`` in one ORC file; IndexBuildError naming the file when it cannot be
     read or its column does not fit the table's type."""
     try:
-        path = local_path(file.path)
-        if path is None:
-            raise IndexBuildError(f"cannot index {file.path}: not on the local filesystem")
-        with OrcReader(str(path)) as reader:
+        with open_data_file(file, options) as reader:
             return _scan(reader, file, column, ctype, position)
     except IndexBuildError:
         raise
+    except storage.StorageError as exc:
+        raise IndexBuildError(f"cannot index {file.path}: {exc}") from None
     except OrcError as err:
         raise IndexBuildError(f"cannot index {file.path}: corrupt ORC data: {err}") from None
     except KeyConversionError as exc:

@@ -27,8 +27,7 @@ from metastore.index.columns import (
 )
 from metastore.index.errors import IndexBuildError
 from metastore.index.model import DataFile, Split
-from metastore.index.scan import resolve_field
-from metastore.locations import local_path
+from metastore.index.scan import data_file, open_data_file, resolve_field
 from metastore.orcio import (
     BloomFilter,
     ColumnStatistics,
@@ -40,6 +39,7 @@ from metastore.orcio import (
     OrcReader,
     StringStatistics,
 )
+from metastore.storage import StorageError, StorageOptions
 
 DEFAULT_SPLIT_SIZE = 64 * 1024 * 1024
 
@@ -61,6 +61,7 @@ class ReadStats:
 
     splits: int = 0
     stripes_read: int = 0
+    stripes_skipped: int = 0  # inside read splits, ruled out by an index
     row_groups_read: int = 0
     row_groups_skipped: int = 0
     rows_decoded: int = 0
@@ -116,11 +117,11 @@ def _group_may_match(
     if bounds is not None:
         low, high = bounds
         if isinstance(leaf, KeyRange):
-            if leaf.low is not None and (high < leaf.low or (high == leaf.low and not leaf.low_inclusive)):  # type: ignore[operator]
+            if leaf.low is not None and (high < leaf.low or (high == leaf.low and not leaf.low_inclusive)):  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
                 return False
-            if leaf.high is not None and (low > leaf.high or (low == leaf.high and not leaf.high_inclusive)):  # type: ignore[operator]
+            if leaf.high is not None and (low > leaf.high or (low == leaf.high and not leaf.high_inclusive)):  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
                 return False
-        elif not leaf.negated and not any(low <= k <= high for k in leaf.keys):  # type: ignore[operator]
+        elif not leaf.negated and not any(low <= k <= high for k in leaf.keys):  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
             return False
     if bloom is not None:
         points: tuple[Key, ...] | None = None
@@ -131,9 +132,9 @@ def _group_may_match(
             points = leaf.keys
         if points is not None:
             if ctype.family in (Family.INTEGER, Family.DATE):
-                return any(bloom.test_long(int(k)) for k in points)  # type: ignore[arg-type]
+                return any(bloom.test_long(int(k)) for k in points)  # type: ignore[arg-type]  # INTEGER and DATE columns have int keys
             if ctype.family is Family.STRING:
-                return any(bloom.test_bytes(bytes(k)) for k in points)  # type: ignore[arg-type]
+                return any(bloom.test_bytes(bytes(k)) for k in points)  # type: ignore[arg-type]  # STRING columns have bytes keys
     return True
 
 
@@ -149,10 +150,17 @@ def _evaluate_groups(node: Bound, answer: dict[int, np.ndarray], ids: dict[int, 
 class TableReader:
     """Reads the rows of kept splits for one SELECT."""
 
-    def __init__(self, scan: TableScan) -> None:
+    def __init__(
+        self, scan: TableScan, *, stripes: Mapping[str, frozenset[int]] | None = None,
+        options: StorageOptions | None = None,
+    ) -> None:
+        """``stripes``: per data file, the offsets of the stripes that may match (from the split filter); other
+        stripes of those files are not read. ``options``: for data files on object stores."""
         self.scan = scan
         self.stats = ReadStats()
         self._leaves = leaves(scan.predicate)
+        self._stripes = stripes or {}
+        self._options = options
 
     def read(self, splits: Sequence[Split], limit: int | None = None) -> Iterator[tuple[object, ...]]:
         """Rows (tuples of the output columns) of the splits, in split order; stops after ``limit`` rows."""
@@ -172,12 +180,14 @@ class TableReader:
         return sum(1 for _ in self.read(splits))
 
     def _read_split(self, split: Split) -> Iterator[tuple[object, ...]]:
-        path = local_path(split.path)
-        if path is None:
-            raise IndexBuildError(f"cannot read {split.path}: not on the local filesystem")
+        file = DataFile(split.path, split.file_size if split.file_size is not None else -1, split.file_mtime_ns or 0)
         try:
-            with OrcReader(str(path)) as reader:
+            if file.size < 0:
+                file = data_file(split.path, self._options)
+            with open_data_file(file, self._options) as reader:
                 yield from self._read_open(reader, split)
+        except StorageError as exc:
+            raise IndexBuildError(f"cannot read {split.path}: {exc}") from None
         except OrcError as err:
             raise IndexBuildError(f"cannot read {split.path}: corrupt ORC data: {err}") from None
         except KeyConversionError as exc:
@@ -204,8 +214,12 @@ class TableReader:
         part_keys = scan.partition_values.get(split.path, {})
         part_display = scan.partition_display.get(split.path, {})
         end = split.start + split.length
+        may = self._stripes.get(split.path)
         for info in reader.stripes:
             if not split.start <= info.offset < end or info.number_of_rows == 0:
+                continue
+            if may is not None and info.offset not in may:
+                self.stats.stripes_skipped += 1
                 continue
             self.stats.stripes_read += 1
             for first_row, count, batch in self._stripe_batches(reader, info.index, fields, read_fields):
@@ -308,7 +322,7 @@ class TableReader:
 def _vectors(batch: object, read_fields: Sequence[str]) -> dict[str | None, ColumnVector]:
     if batch is None:
         return {}
-    columns = batch.columns  # type: ignore[attr-defined]
+    columns = batch.columns  # type: ignore[attr-defined]  # an ORC reader's batch (metastore.orcio), typed object here: its columns by name
     return {name: columns[name] for name in read_fields if name in columns}
 
 
@@ -316,7 +330,7 @@ def _constant_keys(ctype: ColumnType, key: Key | None, count: int) -> Keys:
     if key is None:
         return null_keys(ctype, count)
     if ctype.domain is Domain.INT64:
-        return Keys(ctype.domain, np.full(count, int(key), dtype=np.int64), None)  # type: ignore[arg-type]
+        return Keys(ctype.domain, np.full(count, int(key), dtype=np.int64), None)  # type: ignore[arg-type]  # INT64-domain keys are int
     values = np.empty(count, dtype=object)
     values[:] = [key] * count
     return Keys(ctype.domain, values, None)

@@ -202,14 +202,14 @@ class LdapBind:
                 raise AuthConfigError(f"cannot load --ldap-ca {options.ca_file}: "
                                       f"{getattr(exc, 'strerror', None) or exc}") from None
         try:
-            import ldap3  # noqa: F401, PLC0415 - optional dependency (the ldap extra)
+            import ldap3  # noqa: F401 - optional dependency (the ldap extra)
         except ImportError:
             raise AuthConfigError("LDAP authentication needs the ldap3 package: pip install 'metastore[ldap]'") from None
         self.options = options
 
     def user_dn(self, user: str) -> str:
         """The DN to bind as, with the user name escaped so it cannot add RDNs of its own."""
-        from ldap3.utils.dn import escape_rdn  # noqa: PLC0415
+        from ldap3.utils.dn import escape_rdn
 
         safe = escape_rdn(user)
         if self.options.user_dn_pattern:
@@ -217,8 +217,8 @@ class LdapBind:
         return f"uid={safe},{self.options.base_dn}"
 
     def check(self, user: str, password: str) -> str | None:
-        import ldap3  # noqa: PLC0415
-        from ldap3.core.exceptions import LDAPException  # noqa: PLC0415
+        import ldap3
+        from ldap3.core.exceptions import LDAPException
 
         if not password:
             # An empty password would be an unauthenticated bind, which LDAP servers accept for anyone.
@@ -272,7 +272,7 @@ def kerberos_credentials(principal: str, keytab: str) -> Any:
         raise AuthConfigError(f"--kerberos-principal {principal!r} must be service/host@REALM, "
                               "e.g. metastore/_HOST@EXAMPLE.COM")
     try:
-        import gssapi  # noqa: PLC0415 - optional dependency (the kerberos extra)
+        import gssapi  # optional dependency (the kerberos extra)
     except ImportError:
         raise AuthConfigError("Kerberos needs the gssapi package: pip install 'metastore[kerberos]' "
                               "(Debian: libkrb5-dev to build it)") from None

@@ -512,7 +512,7 @@ METHOD_RULES: dict[str, Rule] = {
 _STATS_PARAMETERS = frozenset({
     "numRows", "rawDataSize", "totalSize", "numFiles", "numFilesErasureCoded", "COLUMN_STATS_ACCURATE",
     "STATS_GENERATED_VIA_STATS_TASK", "STATS_GENERATED", "transient_lastDdlTime", "last_modified_by",
-    "last_modified_time",
+    "last_modified_time", "metastore.analyze.fingerprint",
 })
 _STATS_PARAMETER_PREFIXES = ("spark.sql.statistics.",)
 

@@ -12,10 +12,11 @@ import inspect
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from thrift.protocol.TProtocol import TProtocolException
-from thrift.Thrift import TApplicationException
+from thrift.Thrift import TApplicationException, TType
 
 from metastore import __version__
 from metastore.api.fb303.ttypes import fb_status
@@ -35,13 +36,27 @@ from metastore.errors import (
 from metastore.partnames import parse_part_name
 from metastore.service import Metastore, StatsWrite, transactional
 from metastore.service.meta_conf import ConnectionMetaConf
+from metastore.service.statistics import PartitionStatsPage
+from metastore.service.streams import Stream
 from metastore.service.table_filter import table_names_by_filter
 from metastore.stats.model import ColumnStatsEntry
 from metastore.wire import catalog as convert
 from metastore.wire import file_partials as convert_partials
 from metastore.wire import functions as convert_functions
 from metastore.wire import indexes as convert_indexes
-from metastore.wire.encoded import EncodedResult, encode_struct, partitions_stats_result, table_stats_result
+from metastore.wire.encoded import (
+    EncodedResult,
+    StreamedResult,
+    encode_obj,
+    encode_struct,
+    list_header,
+    partitions_stats_entries,
+    partitions_stats_map_header,
+    partitions_stats_result,
+    string_list_body,
+    struct_list_body,
+    table_stats_result,
+)
 from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 
 log = logging.getLogger("metastore.server")
@@ -156,6 +171,52 @@ def _part_names(names: list[str] | None) -> list[str]:
 
 def _max(value: int | None) -> int:
     return -1 if value is None or value < 0 else value
+
+
+def _keeping(stream: Stream[Any], pieces: Iterator[bytes]) -> Iterator[bytes]:
+    """The pieces as they come; at the end, the whole reply goes to stream.keep (the reply cache) if it is
+    at most stream.keep_limit bytes (a larger one is not collected)."""
+    if stream.keep is None:
+        yield from pieces
+        return
+    kept: list[bytes] | None = []
+    size = 0
+    for piece in pieces:
+        if kept is not None:
+            size += len(piece)
+            if size <= stream.keep_limit:
+                kept.append(piece)
+            else:
+                kept = None
+        yield piece
+    if kept is not None:
+        stream.keep(b"".join(kept))
+
+
+def _streamed_list(
+    element_type: int, stream: Stream[list[Any]], convert: Callable[[list[Any]], list[Any]],
+    encode: Callable[[list[Any]], bytes],
+) -> StreamedResult:
+    """A list reply of the stream's items: each page converted to Thrift values by `convert` and encoded by
+    `encode` as it is read."""
+    result = StreamedResult(TType.LIST, (), stream.close)
+
+    def pieces() -> Iterator[bytes]:
+        yield list_header(element_type, stream.count)
+        sent = 0
+        for page in stream.pages:
+            if sent + len(page) > stream.count:
+                raise RuntimeError(f"a listing of {stream.count} items read more")  # the snapshot forbids it
+            sent += len(page)
+            values = convert(page)
+            if result.visit is not None:
+                result.visit(values)
+            yield encode(values)
+        if sent != stream.count:
+            raise RuntimeError(f"a listing of {stream.count} items read {sent}")
+
+    result.pieces = pieces()
+    return result
 
 
 # Configuration keys clients may ask for with getMetaConf / get_config_value.
@@ -591,8 +652,10 @@ class Handler:
         return [convert.partition_to_thrift(p) for p in parts]
 
     @_thrift_method
-    def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
-        return self.ms.catalog.list_partition_names(db_name, tbl_name, _max(max_parts))
+    def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
+        # Sent as read, a page at a time: a table of 100,000 partitions is never one list here.
+        stream = self.ms.catalog.stream_partition_names(db_name, tbl_name, _max(max_parts))
+        return _streamed_list(TType.STRING, stream, list, string_list_body)
 
     @_thrift_method
     def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> list[str]:
@@ -609,9 +672,12 @@ class Handler:
         return tt.GetPartitionsByNamesResult(partitions=[convert.partition_to_thrift(p) for p in parts])
 
     @_thrift_method
-    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str | None, max_parts: int) -> list[tt.Partition]:  # noqa: A002
-        parts = self.ms.catalog.list_partitions_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
-        return [convert.partition_to_thrift(p) for p in parts]
+    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str | None, max_parts: int) -> StreamedResult:  # noqa: A002
+        # Sent as read, a page at a time (see get_partition_names).
+        stream = self.ms.catalog.stream_partitions_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
+        return _streamed_list(
+            TType.STRUCT, stream, lambda page: [convert.partition_to_thrift(p) for p in page], struct_list_body
+        )
 
     @_thrift_method
     def get_partition_values(self, request: tt.PartitionValuesRequest) -> tt.PartitionValuesResponse:
@@ -802,9 +868,18 @@ class Handler:
         return tt.TableStatsResult(tableStats=[self._obj(e) for e in entries])
 
     @_thrift_method
-    def get_partitions_statistics_req(self, request: tt.PartitionsStatsRequest) -> EncodedResult:
+    def get_partitions_statistics_req(self, request: tt.PartitionsStatsRequest) -> EncodedResult | StreamedResult:
         args = (request.dbName, request.tblName, _part_names(request.partNames), list(request.colNames or []))
         options = {"engine": _engine(request.engine), "catalog": _catalog(request.catName)}
+        if len(args[2]) > self.ms.stats.batch:
+            # Many partitions: sent a batch at a time as they are read (kept whole only if the cache takes it).
+            hit = self.ms.stats.cached_reply("partitions", *args, **options)
+            if hit is not None:
+                return EncodedResult(hit)
+            stream = self.ms.stats.partitions_stats_stream(
+                *args, **options, timestamps_as_long=self.settings.stats_timestamp_as_long, cache_as="partitions"
+            )
+            return StreamedResult(TType.STRUCT, _keeping(stream, self._partitions_stats_pieces(stream)), stream.close)
 
         def compute() -> bytes:
             # Thousands of statistics per call: sent as the bytes stored with each row where they can serve.
@@ -818,6 +893,23 @@ class Handler:
             return encode_struct(tt.PartitionsStatsResult(partStats={n: [convert(e) for e in es] for n, es in found.items()}))
 
         return EncodedResult(self.ms.stats.cached_partition_reply("partitions", *args, compute, **options))
+
+    def _partitions_stats_pieces(self, stream: Stream[PartitionStatsPage]) -> Iterator[bytes]:
+        """A PartitionsStatsResult from the stream's pages, one piece per page."""
+        yield partitions_stats_map_header(stream.count)
+        sent = 0
+        for page in stream.pages:
+            sent += len(page)
+            if sent > stream.count:
+                raise RuntimeError(f"partition statistics of {stream.count} partitions read more")
+            converted = [
+                (name, len(entries), b"".join(encode_obj(self._to_thrift(e)) for e in entries))
+                for name, entries in page.entries.items()
+            ]
+            yield partitions_stats_entries(page.encoded) + partitions_stats_entries(converted)
+        if sent != stream.count:
+            raise RuntimeError(f"partition statistics of {stream.count} partitions read {sent}")
+        yield b"\x00"
 
     @_thrift_method
     def get_aggr_stats_for(self, request: tt.PartitionsStatsRequest) -> EncodedResult:
@@ -915,6 +1007,8 @@ class Handler:
 
     @_thrift_method
     def metastore_filter_splits(self, request: tt.MetastoreFilterSplitsRequest) -> tt.MetastoreFilterSplitsResponse:
+        if request.dbName is None or request.tableName is None or request.predicate is None or request.splits is None:
+            raise InvalidInput("metastore_filter_splits needs dbName, tableName, predicate and splits")
         splits = [convert_indexes.split_from_thrift(s) for s in request.splits]
         result = self.ms.indexes.filter_splits(request.dbName, request.tableName, request.predicate, splits)
         return convert_indexes.filter_result_to_thrift(result, request.splits)

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException
@@ -39,8 +40,13 @@ log = logging.getLogger("metastore.server")
 NOTHING_TO_RELOAD = ("SIGHUP: TLS is off, nothing to reload; ignored (the authorization policy and the password "
                      "file are re-read when they change)")
 
-# A processor has Thrift's generated interface: process(iprot, oprot) handles one call.
-ProcessorFactory = Callable[[], object]
+class Processor(Protocol):
+    """Serves one call per `process` on a protocol pair (metastore.server.processor.MetastoreProcessor)."""
+
+    def process(self, iprot: Any, oprot: Any, session: ConnectionSession | None = None) -> bool: ...
+
+
+ProcessorFactory = Callable[[], Processor]
 
 
 @dataclass(frozen=True)
@@ -198,7 +204,7 @@ class Worker:
             log.info("SASL negotiation with %s timed out, closing the connection", peer)
         except (OSError, ssl.SSLError) as exc:
             log.info("SASL negotiation with %s failed, closing the connection: %s", peer, exc)
-        except Exception:  # noqa: BLE001 - a mechanism's unexpected failure must close this connection only
+        except Exception:  # a mechanism's unexpected failure must close this connection only
             log.exception("SASL negotiation with %s failed unexpectedly; closing the connection", peer)
         with self._lock:
             self._connections.discard(conn)
@@ -224,7 +230,7 @@ class Worker:
             except OSError:
                 pass
 
-    def _serve_connection(self, processor: object, conn: socket.socket, peer: object) -> None:
+    def _serve_connection(self, processor: Processor, conn: socket.socket, peer: object) -> None:
         opts = self._options
         if self._tls is not None:
             wrapped = self._handshake(conn, peer)
@@ -271,7 +277,7 @@ class Worker:
                     self._busy += 1
                 try:
                     trans.begin_call()
-                    processor.process(proto, proto, session)  # type: ignore[attr-defined]
+                    processor.process(proto, proto, session)
                 finally:
                     with self._lock:
                         self._busy -= 1
@@ -283,7 +289,7 @@ class Worker:
             log.info("closing connection from %s after malformed input: %s", peer, exc)
         except OSError as exc:
             log.debug("connection from %s lost: %s", peer, exc)
-        except Exception:  # noqa: BLE001 - one bad connection must never take the worker down
+        except Exception:  # one bad connection must never take the worker down
             log.exception("unexpected error on connection from %s; closing it", peer)
         finally:
             with self._lock:
@@ -388,7 +394,7 @@ def serve_forever(
                 worker.install_signal_handlers()
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
                 worker.run()
-            except BaseException:  # noqa: BLE001 - report, then leave the child without running parent code
+            except BaseException:  # report, then leave the child without running parent code
                 log.exception("worker %d failed", slot)
                 code = 1
             finally:

@@ -103,9 +103,12 @@ def make_processor_factory(settings: Settings):  # noqa: ANN201 - returns a zero
         from metastore.server.handler import Handler
         from metastore.server.processor import MetastoreProcessor
         from metastore.service import Metastore
+        from metastore.wire.stats import encode_served
 
         # The parent checked (or upgraded) the schema before forking.
-        metastore = Metastore.open(settings, workers=max(1, settings.workers), check_schema=False)
+        metastore = Metastore.open(
+            settings, served_encoding=encode_served, workers=max(1, settings.workers), check_schema=False
+        )
         handler = Handler(metastore, settings)
         authorizer = None
         if settings.authorization_policy:

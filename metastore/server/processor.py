@@ -6,7 +6,9 @@ Compared with the generated `Processor` it
 - accepts i16, i32 or i64 wherever an argument is declared as an integer of another width;
 - answers an unexpected error with a TApplicationException naming the method and the error (and logs it once),
   and never leaves half a reply on the wire when a reply cannot be encoded;
-- logs each call's name and duration at debug level.
+- logs each call's name and duration at debug level;
+- answers each client in the Hive generation it has shown (metastore.wire.generations): a Hive 2 client's
+  answers leave the catalog fields unset, as HMS 2.3.10's do.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException, TMessageType, TType
@@ -25,7 +28,8 @@ from metastore.api.hive_metastore import ThriftHiveMetastore
 from metastore.api.hive_metastore.ttypes import MetaException
 from metastore.server.authorization import Authorizer
 from metastore.server.session import ConnectionSession
-from metastore.wire.encoded import EncodedResult
+from metastore.wire.encoded import EncodedResult, StreamedResult
+from metastore.wire.generations import Visit, catalog_clearer, table_paths, tables_at
 
 log = logging.getLogger("metastore.server.calls")
 denials = logging.getLogger("metastore.server.authorization")
@@ -38,31 +42,31 @@ class MalformedRequest(TProtocolException):
     """A request whose bytes cannot be decoded; its connection must be closed."""
 
 
-def _read_with_any_int_width(self: object, iprot: object) -> None:
+def _read_with_any_int_width(self: Any, iprot: Any) -> None:
     """Read an argument struct accepting i16, i32 or i64 wherever Hive declares an integer.
 
     hive-metastore-client sends get_partitions' max_parts as i32 where Hive declares i16; generated readers
     would silently skip it (and return every partition). Argument structs are small, so the pure-Python read
     costs nothing that matters.
     """
-    spec = {f[0]: f for f in self.thrift_spec if f}  # type: ignore[attr-defined]
-    iprot.readStructBegin()  # type: ignore[attr-defined]
+    spec = {f[0]: f for f in self.thrift_spec if f}
+    iprot.readStructBegin()
     while True:
-        _, ftype, fid = iprot.readFieldBegin()  # type: ignore[attr-defined]
+        _, ftype, fid = iprot.readFieldBegin()
         if ftype == TType.STOP:
             break
         field = spec.get(fid)
         if field is None:
-            iprot.skip(ftype)  # type: ignore[attr-defined]
+            iprot.skip(ftype)
         elif field[1] in _INT_TYPES and ftype in _INT_TYPES:
             # The value is kept as sent: max_parts=100000 sent as i32 means 100000, not a wrapped i16.
             setattr(self, field[2], getattr(iprot, _READ_INT[ftype])())
         elif field[1] == ftype:
-            setattr(self, field[2], iprot.readFieldByTType(ftype, field[3]))  # type: ignore[attr-defined]
+            setattr(self, field[2], iprot.readFieldByTType(ftype, field[3]))
         else:
-            iprot.skip(ftype)  # type: ignore[attr-defined]
-        iprot.readFieldEnd()  # type: ignore[attr-defined]
-    iprot.readStructEnd()  # type: ignore[attr-defined]
+            iprot.skip(ftype)
+        iprot.readFieldEnd()
+    iprot.readStructEnd()
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,10 @@ class MethodSpec:
     # Declared exception class → name of its field in the result struct.
     exceptions: tuple[tuple[type, str], ...]
     lenient_ints: bool
+    # Where the arguments carry a Table (which shows the client's IDL generation).
+    table_paths: tuple[tuple[str, ...], ...]
+    # Unsets the catalog fields of a return value, for Hive 2 clients; None when it cannot hold one.
+    clear_catalog: Visit | None
 
 
 def _method_specs() -> dict[str, MethodSpec]:
@@ -97,6 +105,8 @@ def _method_specs() -> dict[str, MethodSpec]:
             returns_value=any(f[0] == 0 for f in result_spec),
             exceptions=tuple((f[3][0], f[2]) for f in result_spec if f[0] != 0),
             lenient_ints=any(f[1] in _INT_TYPES for f in arg_spec),
+            table_paths=table_paths(args_cls),
+            clear_catalog=catalog_clearer(result_cls),
         )
     return specs
 
@@ -114,7 +124,7 @@ class MetastoreProcessor:
             name: (spec, getattr(handler, name)) for name, spec in _METHODS.items()
         }
 
-    def process(self, iprot, oprot, session: ConnectionSession | None = None) -> bool:  # noqa: ANN001 - Thrift protocols
+    def process(self, iprot: Any, oprot: Any, session: ConnectionSession | None = None) -> bool:
         try:
             name, mtype, seqid = iprot.readMessageBegin()
         except TTransportException:
@@ -132,17 +142,24 @@ class MetastoreProcessor:
             )
             return True
         spec, call = entry
-        args = spec.args_cls()
+        args: Any = spec.args_cls()  # a generated struct: its fields are the method's arguments
         if spec.lenient_ints:
             self._read_or_fail(name, lambda: _read_with_any_int_width(args, iprot))
         else:
             self._read_or_fail(name, lambda: args.read(iprot))
 
+        if session is not None:
+            if name == "set_ugi":
+                session.generation.saw_set_ugi()
+            if spec.table_paths:
+                for table in tables_at(args, spec.table_paths):
+                    session.generation.saw_table(table)
+
         authorizer = self._authorizer
         if authorizer is not None and session is not None:
             if name == "set_ugi" and not session.authenticated:
                 # Without authentication the claim is all there is (as Hive without SASL); never with it.
-                session.principal = str(args.user_name or "")  # type: ignore[attr-defined]
+                session.principal = str(args.user_name or "")
             refusal = authorizer.denial(name, args, session)
             if refusal is not None:
                 denials.warning("%s (peer %s)", refusal, session.peer)
@@ -151,22 +168,27 @@ class MetastoreProcessor:
 
         start = time.perf_counter()
         reply_type = TMessageType.REPLY
-        reply: object
+        reply: Any  # the result struct, an EncodedResult or a TApplicationException: each has write()
         try:
             value = call(*(getattr(args, n) for n in spec.arg_names))
             if authorizer is not None and session is not None:
                 value = authorizer.filter_result(name, args, value, session)
-            if isinstance(value, EncodedResult):
+            if isinstance(value, EncodedResult | StreamedResult):
                 reply = value  # the value's bytes, written as the result struct's success field
+                if isinstance(value, StreamedResult) and spec.clear_catalog is not None and session is not None \
+                        and session.generation.hive2:
+                    value.visit = spec.clear_catalog  # applied to each page as it is encoded
             else:
+                if spec.clear_catalog is not None and value is not None and session is not None and session.generation.hive2:
+                    spec.clear_catalog(value)  # answers are built per call: nothing shared is changed
                 reply = spec.result_cls() if spec.result_cls is not None else None
                 if spec.returns_value:
-                    reply.success = value  # type: ignore[union-attr]
+                    reply.success = value
         except TTransportException:
             raise
         except TApplicationException as exc:
             reply_type, reply = TMessageType.EXCEPTION, exc
-        except Exception as exc:  # noqa: BLE001 - declared exceptions travel in the reply; others are reported
+        except Exception as exc:  # declared exceptions travel in the reply; others are reported
             reply = spec.result_cls() if spec.result_cls is not None else None
             field = next((f for cls, f in spec.exceptions if isinstance(exc, cls)), None)
             if field is not None and reply is not None:
@@ -181,11 +203,13 @@ class MetastoreProcessor:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s took %.2f ms", name, (time.perf_counter() - start) * 1000)
         if mtype == TMessageType.ONEWAY or spec.result_cls is None:
+            if isinstance(reply, StreamedResult):
+                reply.close()
             return True
         self._write(oprot, name, reply_type, seqid, reply)
         return True
 
-    def _refuse(self, oprot, spec: MethodSpec, mtype: int, seqid: int, message: str) -> None:  # noqa: ANN001
+    def _refuse(self, oprot: Any, spec: MethodSpec, mtype: int, seqid: int, message: str) -> None:
         """Answer a denied call with the MetaException it declares (else a TApplicationException)."""
         if mtype == TMessageType.ONEWAY or spec.result_cls is None:
             return
@@ -210,14 +234,14 @@ class MetastoreProcessor:
             ) from None
 
     @staticmethod
-    def _write(oprot, name: str, mtype: int, seqid: int, reply: object) -> None:  # noqa: ANN001
+    def _write(oprot: Any, name: str, mtype: int, seqid: int, reply: Any) -> None:
         try:
             oprot.writeMessageBegin(name, mtype, seqid)
-            reply.write(oprot)  # type: ignore[attr-defined]
+            reply.write(oprot)
             oprot.writeMessageEnd()
         except TTransportException:
             raise
-        except Exception as exc:  # noqa: BLE001 - a reply that cannot be encoded is our bug: say so, in one piece
+        except Exception as exc:  # a reply that cannot be encoded is our bug: say so, in one piece
             log.exception("cannot encode the reply of %s", name)
             discard = getattr(oprot.trans, "discard_pending_writes", None)
             if discard is None:

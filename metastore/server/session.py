@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from metastore.wire.generations import ClientGeneration
 
 
 @dataclass
@@ -15,6 +17,8 @@ class ConnectionSession:
     principal: str = ""
     authenticated: bool = False
     mechanism: str = ""
+    # Which Hive IDL the client has shown it speaks: decides the catalog fields of its answers.
+    generation: ClientGeneration = field(default_factory=ClientGeneration)
 
 
 def peer_text(peer: object) -> str:

@@ -11,9 +11,13 @@ from __future__ import annotations
 import socket
 import struct
 from io import BytesIO
+from typing import TYPE_CHECKING
 
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.transport.TTransport import CReadableTransport, TTransportBase, TTransportException
+
+if TYPE_CHECKING:
+    from metastore.server.sasl import Wrapper
 
 _FRAME_HEADER = struct.Struct("!i")
 _READ_CHUNK = 64 * 1024
@@ -96,7 +100,7 @@ class SaslFrameTransport(SocketTransport):
     Stands where SocketTransport stands, so the buffered or framed transport above is unchanged: one write (a
     whole reply) is one SASL frame. Frames over `max_frame_size` are refused before they are allocated."""
 
-    def __init__(self, sock: socket.socket, max_frame_size: int, wrapper: object | None = None) -> None:
+    def __init__(self, sock: socket.socket, max_frame_size: int, wrapper: Wrapper | None = None) -> None:
         super().__init__(sock)
         self._max = max_frame_size
         self._wrapper = wrapper
@@ -126,7 +130,7 @@ class SaslFrameTransport(SocketTransport):
         payload = self._recv_exact(size)
         if self._wrapper is not None:
             try:
-                payload = self._wrapper.unwrap(payload)  # type: ignore[attr-defined]
+                payload = self._wrapper.unwrap(payload)
             except Exception as exc:  # noqa: BLE001 - a frame that fails its integrity check ends the connection
                 raise TTransportException(TTransportException.UNKNOWN,
                                           f"SASL frame failed its security layer check: {exc}") from None
@@ -152,7 +156,7 @@ class SaslFrameTransport(SocketTransport):
 
     def write(self, buf: bytes) -> None:
         if self._wrapper is not None:
-            buf = self._wrapper.wrap(buf)  # type: ignore[attr-defined]
+            buf = self._wrapper.wrap(buf)
         self._sock.sendall(_FRAME_HEADER.pack(len(buf)) + buf)
 
 
@@ -234,6 +238,11 @@ class BoundedBufferedTransport(_BufferedWrites, TTransportBase, CReadableTranspo
         self._wbuf = []
         self._trans.write(payload)
 
+    def send_pending(self) -> None:
+        """Send what a reply wrote so far (a streamed reply, wire.encoded.StreamedResult): the buffered
+        transport has no frames, so a reply may leave in pieces."""
+        self.flush()
+
     # CReadableTransport, so the accelerated protocol decodes straight from our buffer.
     @property
     def cstringio_buf(self) -> BytesIO:
@@ -302,7 +311,7 @@ class BoundedFramedTransport(_BufferedWrites, TTransportBase, CReadableTransport
 
 def open_connection(
     sock: socket.socket, *, framed: bool, max_frame_size: int, max_string_size: int, max_container_size: int,
-    sasl: bool = False, sasl_wrapper: object | None = None,
+    sasl: bool = False, sasl_wrapper: Wrapper | None = None,
 ) -> tuple[BoundedBufferedTransport | BoundedFramedTransport, TBinaryProtocolAccelerated]:
     """Wrap an accepted socket in the transport HMS clients speak and a size-limited binary protocol.
 

@@ -3,18 +3,27 @@ and the `transient_lastDdlTime` parameter Hive keeps on tables and partitions.""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
-from metastore import locations
+from metastore import locations, storage
 from metastore.catalog import DEFAULT_CATALOG, Database, Partition, Table
 from metastore.errors import InvalidObject, InvalidOperation
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.service import spark_statistics
-from metastore.service.indexes import delete_index_files, drop_partition_indexes, drop_table_indexes
+from metastore.service.indexes import (
+    default_index_root,
+    delete_index_files,
+    drop_partition_indexes,
+    drop_table_indexes,
+)
+from metastore.service.streams import Stream, open_stream
 from metastore.store import Store
+
+log = logging.getLogger(__name__)
 
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
 VIRTUAL_VIEW = "VIRTUAL_VIEW"
@@ -30,18 +39,30 @@ def _is_external(table: Table) -> bool:
 @contextmanager
 def _directories(wanted: Sequence[str | None]) -> Iterator[list[str]]:
     """Create the data directories a catalog change needs before it is recorded, as Hive does (a location that
-    is a file, or cannot be created, fails the call with LocationError); yields those this call created and
-    removes them again when the change fails."""
+    is a file, or cannot be created, fails the call with StorageError, Hive's MetaException); yields those this
+    call created and removes them again when the change fails."""
     made: list[str] = []
     try:
         for location in wanted:
-            if location and locations.ensure_dir(location):
+            if location and storage.make_dir(location):
                 made.append(location)
         yield made
     except BaseException:
         for location in made:
-            locations.delete_dir(location)
+            _delete_directory(location)
         raise
+
+
+def _delete_directory(location: str | None) -> None:
+    """Delete a data directory tree (a dropped managed table's or partition's, or one made for a change that
+    failed), wherever it is stored. As Hive, a failure to delete is logged and does not fail the call: the
+    catalog change it follows is already recorded."""
+    if not location:
+        return
+    try:
+        storage.delete(location)
+    except storage.StorageError as exc:
+        log.warning("data left in place: %s", exc)
 
 
 def _with_ddl_time(parameters: Mapping[str, str], now: int, *, renew_zero: bool = False) -> dict[str, str]:
@@ -58,9 +79,15 @@ def _with_ddl_time(parameters: Mapping[str, str], now: int, *, renew_zero: bool 
 class CatalogService:
     """Databases, tables and partitions, one transaction per call."""
 
-    def __init__(self, store: Store, warehouse: str) -> None:
+    def __init__(
+        self, store: Store, warehouse: str, index_root: str | None = None, *, spark_statistics: bool = True
+    ) -> None:
         self.store = store
         self.warehouse = locations.qualify_directory(warehouse)
+        #: index files of dropped tables and partitions are deleted only inside it
+        self.index_root = index_root or default_index_root(warehouse)
+        #: Spark's statistics properties composed on table reads and absorbed on alters (Settings.spark_statistics)
+        self.spark_statistics = spark_statistics
 
     def _database_location(self, db: Database) -> str:
         """Where a database's tables go by default: its location, else <warehouse>/<name>.db."""
@@ -107,11 +134,11 @@ class CatalogService:
                     managed = [t.sd.location for t in uow.tables.get_many(name, names, catalog=catalog)
                                if not _is_external(t)]
             db = uow.databases.drop(name, cascade=cascade, catalog=catalog)
-        delete_index_files(index_dirs)
+        delete_index_files(index_dirs, self.index_root)
         if delete_data:
             for location in managed:
-                locations.delete_dir(location)
-            locations.delete_dir(db.location_uri)
+                _delete_directory(location)
+            _delete_directory(db.location_uri)
 
     # ------------------------------------------------------------------ tables
 
@@ -137,15 +164,14 @@ class CatalogService:
     def get_table(self, db_name: str, table_name: str, catalog: str = DEFAULT_CATALOG) -> Table:
         """A table, its parameters with Spark's statistics properties composed from its column statistics."""
         with self.store.read() as uow:
-            return spark_statistics.spark_view(uow, uow.tables.get(db_name, table_name, catalog=catalog))
+            table = uow.tables.get(db_name, table_name, catalog=catalog)
+            return spark_statistics.spark_view(uow, table) if self.spark_statistics else table
 
     def get_tables(self, db_name: str, table_names: Sequence[str], catalog: str = DEFAULT_CATALOG) -> list[Table]:
         """Tables by name, each as get_table answers it."""
         with self.store.read() as uow:
-            return [
-                spark_statistics.spark_view(uow, t)
-                for t in uow.tables.get_many(db_name, table_names, catalog=catalog)
-            ]
+            tables = uow.tables.get_many(db_name, table_names, catalog=catalog)
+            return [spark_statistics.spark_view(uow, t) for t in tables] if self.spark_statistics else tables
 
     def list_tables(
         self, db_name: str, pattern: str | None = None, table_type: str | None = None, catalog: str = DEFAULT_CATALOG
@@ -167,7 +193,9 @@ class CatalogService:
         with self.store.transaction() as uow:
             old = uow.tables.get(db_name, table_name, catalog=catalog)
             # Spark's statistics properties are never stored: a new analysis among them goes to TAB_COL_STATS.
-            new_table, spark_entries = spark_statistics.absorb_spark_statistics(uow, old, new_table)
+            spark_analysis = spark_statistics.Absorbed()
+            if self.spark_statistics:
+                new_table, spark_analysis = spark_statistics.absorb_spark_statistics(uow, old, new_table)
             renamed = (new_table.db_name, new_table.table_name) != (old.db_name, old.table_name)
             moved_from = moved_to = None
             if (
@@ -185,18 +213,24 @@ class CatalogService:
                         db_name, table_name, old_prefix=moved_from or "", new_prefix=moved_to, catalog=catalog
                     )
             uow.tables.alter(db_name, table_name, new_table, cascade=cascade, catalog=catalog)
-            spark_statistics.write_absorbed(uow, new_table, spark_entries)
+            spark_statistics.write_absorbed(uow, new_table, spark_analysis)
             if moved_from and moved_to:
-                locations.move_dir(moved_from, moved_to)
+                # Inside the transaction: when the data cannot move, the rename is not recorded either.
+                try:
+                    storage.move_dir(moved_from, moved_to)
+                except storage.StorageError as exc:
+                    raise InvalidOperation(
+                        f"cannot rename {db_name}.{table_name} to {new_table.db_name}.{new_table.table_name}: {exc}"
+                    ) from None
 
     def drop_table(self, db_name: str, table_name: str, *, delete_data: bool, catalog: str = DEFAULT_CATALOG) -> None:
         """Drop a table with its partitions and statistics; delete_data removes a managed table's data."""
         with self.store.transaction() as uow:
             index_dirs = drop_table_indexes(uow, db_name, table_name, catalog)
             table = uow.tables.drop(db_name, table_name, catalog=catalog)
-        delete_index_files(index_dirs)
+        delete_index_files(index_dirs, self.index_root)
         if delete_data and not _is_external(table):
-            locations.delete_dir(table.sd.location)
+            _delete_directory(table.sd.location)
 
     # ------------------------------------------------------------------ partitions
 
@@ -215,7 +249,7 @@ class CatalogService:
             sd = replace(sd, location=locations.qualify(sd.location))
         elif table.sd.location:
             sd = replace(sd, location=self._default_partition_location(table, partition.values))
-        return replace(
+        filled = replace(
             partition,
             db_name=table.db_name,
             table_name=table.table_name,
@@ -223,6 +257,9 @@ class CatalogService:
             create_time=partition.create_time or now,
             parameters=_with_ddl_time(partition.parameters, now),
         )
+        if not self.spark_statistics:
+            return filled
+        return spark_statistics.absorb_partition_statistics(filled, f"{table.db_name}.{table.table_name}")
 
     @staticmethod
     def _default_partition_location(table: Table, values: Sequence[str]) -> str | None:
@@ -250,7 +287,7 @@ class CatalogService:
             kept = {p.sd.location for p in added}
             for location in made:
                 if location not in kept:
-                    locations.delete_dir(location)
+                    _delete_directory(location)
         return added
 
     def append_partition(
@@ -289,6 +326,15 @@ class CatalogService:
         with self.store.read() as uow:
             return uow.partitions.list_names(db_name, table_name, max_parts=max_parts, catalog=catalog)
 
+    def stream_partition_names(
+        self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> Stream[list[str]]:
+        """list_partition_names a page at a time, inside one snapshot (close the stream when done)."""
+        return open_stream(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.stream_names(db_name, table_name, max_parts=max_parts, catalog=catalog),
+        )
+
     def list_partitions_ps(
         self, db_name: str, table_name: str, values: Sequence[str], max_parts: int = -1, catalog: str = DEFAULT_CATALOG
     ) -> list[Partition]:
@@ -310,6 +356,17 @@ class CatalogService:
     ) -> list[Partition]:
         with self.store.read() as uow:
             return uow.partitions.list_by_filter(db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog)
+
+    def stream_partitions_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> Stream[list[Partition]]:
+        """list_partitions_by_filter a page at a time, inside one snapshot (close the stream when done)."""
+        return open_stream(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.stream_by_filter(
+                db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog
+            ),
+        )
 
     def count_partitions_by_filter(
         self, db_name: str, table_name: str, filter_text: str, catalog: str = DEFAULT_CATALOG
@@ -358,14 +415,18 @@ class CatalogService:
             rows = [list(r) for r in dict.fromkeys(tuple(r) for r in rows)]
         return rows if max_parts < 0 else rows[:max_parts]
 
-    @staticmethod
-    def _altered(partition: Partition, now: int) -> Partition:
+    def _altered(self, partition: Partition, now: int) -> Partition:
         """A partition's new definition as Hive 2.3 stores it: location qualified, `transient_lastDdlTime`
-        renewed when missing or "0"."""
-        return replace(
+        renewed when missing or "0"; Spark's statistics properties in Hive's numRows/totalSize."""
+        altered = replace(
             partition,
             sd=replace(partition.sd, location=locations.qualify(partition.sd.location)),
             parameters=_with_ddl_time(partition.parameters, now, renew_zero=True),
+        )
+        if not self.spark_statistics:
+            return altered
+        return spark_statistics.absorb_partition_statistics(
+            altered, f"{partition.db_name}.{partition.table_name} partition {partition.values}"
         )
 
     def alter_partitions(
@@ -384,7 +445,8 @@ class CatalogService:
         """Give a partition new values, as Hive 2.3's HiveAlterHandler.alterPartition does: a managed table's
         partition moves to its new default location <table location>/<new name> (whatever location it had or
         the request gives) and its data directory moves with it; an external table's partition keeps its
-        location. InvalidOperation, with nothing changed, when the new directory already exists."""
+        location. InvalidOperation, with nothing changed, when the new directory already exists or the data
+        directory cannot be moved (the rename is undone then, as Hive 2.3 reverts it)."""
         now = int(time.time())
         new_partition = self._altered(new_partition, now)
         with self.store.read() as uow:
@@ -399,15 +461,30 @@ class CatalogService:
                 new_partition = replace(new_partition, sd=replace(new_partition.sd, location=target))
                 if not locations.same_location(target, old.sd.location):
                     source = old.sd.location
-                    if locations.exists(target):
+                    try:
+                        taken = storage.exists(target)
+                    except storage.StorageError as exc:
+                        raise InvalidOperation(f"cannot rename partition {list(values)}: {exc}") from None
+                    if taken:
                         raise InvalidOperation(
                             f"new location for partition {make_part_name([k.name for k in table.partition_keys], list(new_partition.values))} "
                             f"of {table.db_name}.{table.table_name} already exists: {target}"
                         )
         with self.store.transaction() as uow:
             uow.partitions.rename(db_name, table_name, values, new_partition, catalog=catalog)
-        if source is not None:
-            locations.move_dir(source, target)
+        if source is not None and target is not None:
+            try:
+                storage.move_dir(source, target)
+            except storage.StorageError as exc:
+                # The catalog already says the new name and place: put the old ones back, so that the
+                # partition and its data stay where the catalog points (one directory move cannot be part of
+                # the database transaction).
+                with self.store.transaction() as uow:
+                    uow.partitions.rename(db_name, table_name, new_partition.values, old, catalog=catalog)
+                raise InvalidOperation(
+                    f"cannot move the data of partition {make_part_name([k.name for k in table.partition_keys], list(values))} "
+                    f"of {table.db_name}.{table.table_name} ({exc}); the partition keeps its name and location"
+                ) from None
 
     def drop_partitions(
         self,
@@ -437,8 +514,8 @@ class CatalogService:
             index_files = drop_partition_indexes(
                 uow, db_name, table_name, [make_part_name(keys, list(p.values)) for p in dropped], catalog
             )
-        delete_index_files(index_files)
+        delete_index_files(index_files, self.index_root)
         if delete_data and not _is_external(table):
             for p in dropped:
-                locations.delete_dir(p.sd.location)
+                _delete_directory(p.sd.location)
         return dropped

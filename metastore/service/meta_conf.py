@@ -8,6 +8,11 @@ reads the partition-name whitelist once at start-up, so a value set per connecti
 checks nothing (the reference accepts `append_partition` of a value outside it). A client still gets Hive's answers: the value it set, else the default, and Hive's
 MetaException for an unknown key or an invalid value.
 
+Hive 3 and 4 differ; we follow 2.3 on the wire, so their extra keys are Hive 2.3's MetaException here. Hive 3's
+MetastoreConf adds hive.metastore.disallow.incompatible.col.type.changes (refuse ALTER TABLE type changes Hive
+cannot read back) and accepts every key under its `metastore.*` name as well; Hive 4 adds the partition order
+expression and the expression proxy class.
+
 getMetaConf also answers this server's own read-only settings (warehouse, statistics options), which it always
 has; setting one of those is refused with a message naming how to configure it.
 """

@@ -10,6 +10,7 @@ trip instead (see _write_known_table).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -22,14 +23,28 @@ from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE
 from metastore.errors import InvalidInput, InvalidObject, MetastoreError, NoSuchObject
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.service.stats_cache import ReplyCache
-from metastore.stats.aggregate import aggregate_partition_stats
+from metastore.service.streams import Stream, open_stream
+from metastore.stats.aggregate import PartitionStatsAggregator
 from metastore.stats.exchange import AggregateResult, StatsWrite
 from metastore.stats.merge import merge_stats
 from metastore.stats.model import ColumnStatsEntry, StatsKind, kind_for_type
 from metastore.stats.validate import normalize_entry
-from metastore.store import Store
+from metastore.store import Store, UnitOfWork
+from metastore.store.chunking import IN_LIST_LIMIT, chunks
 from metastore.store.column_stats import ColumnSums, StatsRepository, TableTarget
 from metastore.store.refs import catalog_prefix
+
+
+@dataclass(frozen=True)
+class PartitionStatsPage:
+    """A batch of partitions' statistics (partitions_stats_stream): those sent as their stored Thrift bytes
+    (name, number of statistics, the bytes), and those read as entries (when the stored bytes cannot serve)."""
+
+    encoded: list[tuple[str, int, bytes]]
+    entries: dict[str, list[ColumnStatsEntry]]
+
+    def __len__(self) -> int:
+        return len(self.encoded) + len(self.entries)
 
 
 @dataclass
@@ -142,7 +157,7 @@ class StatisticsService:
 
     def __init__(
         self, store: Store, *, fetch_bitvector: bool = False, fetch_kll: bool = False, aggregate_in_sql: bool = True,
-        synchronous_commit: bool = True, reply_cache: ReplyCache | None = None,
+        synchronous_commit: bool = True, reply_cache: ReplyCache | None = None, batch: int = IN_LIST_LIMIT,
     ) -> None:
         self.store = store
         # Encoded batched replies, validated against PARTITIONS.STATS_VERSION on every call (PostgreSQL only).
@@ -158,16 +173,20 @@ class StatisticsService:
         self.aggregate_in_sql = aggregate_in_sql
         # PostgreSQL: tables written to, for the one-round-trip write of their statistics (_write_known_table).
         self._known_tables = _KnownTables()
+        # Partition names per statement of a read of many partitions: requests up to this size are one
+        # statement; larger ones are read (and streamed, see partitions_stats_stream) a batch at a time.
+        self.batch = batch
 
     @contextmanager
-    def _read(self) -> Iterator[StatsRepository]:
-        """The statistics repository for reading, in autocommit where the store offers it (Store.autocommit).
-        Inside cached_partition_reply's fill, reads use its snapshot."""
+    def _read(self, *, consistent: bool = False) -> Iterator[StatsRepository]:
+        """The statistics repository for reading, in autocommit where the store offers it (Store.autocommit),
+        or in one snapshot when `consistent` (several statements that must see the same data). Inside
+        cached_partition_reply's fill, reads use its snapshot."""
         joined = getattr(self._snapshot, "uow", None)
         if joined is not None:
             yield joined.column_stats
             return
-        with self.store.autocommit() as uow:
+        with self.store.snapshot() if consistent else self.store.autocommit() as uow:
             yield uow.column_stats
 
     # ------------------------------------------------------------------ writes
@@ -424,6 +443,35 @@ class StatisticsService:
                 _target(repo, catalog, db_name, table_name)
         return found
 
+    def _reply_key(
+        self, kind: str, catalog: str, db_name: str, table_name: str, engine: str, parts: Sequence[str],
+        columns: Sequence[str],
+    ) -> tuple[object, ...]:
+        """The reply cache's key of a request. The names (in order: an aggregate depends on it) go in as a
+        digest: a key of 100,000 names would outweigh the reply it stands for."""
+        names = "\x00".join(parts).encode("utf-8", "surrogatepass")  # check_names: no name holds a NUL
+        return (
+            kind, catalog.strip().lower(), db_name.strip().lower(), table_name.strip().lower(), engine or DEFAULT_ENGINE,
+            len(parts), hashlib.blake2b(names, digest_size=16).digest(), tuple(c.lower() for c in columns),
+        )
+
+    def cached_reply(
+        self, kind: str, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
+        engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
+    ) -> bytes | None:
+        """The reply kept for this request (see cached_partition_reply) if the partitions' statistics are
+        unchanged since it was computed; None otherwise, or without a cache."""
+        check_names(catalog, db_name, table_name, partition_names, columns)
+        cache = self.reply_cache
+        if cache is None or not self.store.features.partition_stats_versions:
+            return None
+        parts = list(partition_names)
+        with self.store.autocommit() as uow:
+            version = uow.column_stats.partitions_version(catalog, db_name, table_name, parts, prepared=True)
+        if version is None:
+            return None
+        return cache.get(self._reply_key(kind, catalog, db_name, table_name, engine, parts, columns), version)
+
     def cached_partition_reply(
         self, kind: str, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str],
         compute: Callable[[], bytes], *, engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
@@ -439,10 +487,7 @@ class StatisticsService:
             return compute()
         parts = list(partition_names)
         where = (catalog, db_name, table_name, parts)
-        key = (
-            kind, catalog.strip().lower(), db_name.strip().lower(), table_name.strip().lower(), engine or DEFAULT_ENGINE,
-            tuple(parts), tuple(c.lower() for c in columns),
-        )
+        key = self._reply_key(kind, catalog, db_name, table_name, engine, parts, columns)
         with self.store.autocommit() as uow:
             version = uow.column_stats.partitions_version(*where, prepared=True)
             if version is not None:
@@ -462,6 +507,70 @@ class StatisticsService:
             cache.put(key, version, reply)
         return reply
 
+    def partitions_stats_stream(
+        self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
+        engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG, timestamps_as_long: bool = True,
+        cache_as: str | None = None,
+    ) -> Stream[PartitionStatsPage]:
+        """The statistics of partitions_stats, `batch` partitions a page, inside one snapshot: count = the
+        partitions that have statistics of any of the columns (known before the first page), each page those
+        of a batch of names, as their stored bytes where these can serve (see partitions_stats_encoded).
+        NoSuchObject for a missing table, raised here. With the reply cache, `cache_as` names the kind of reply
+        the caller builds from the pages: stream.keep then stores it, at the version read in the snapshot."""
+        check_names(catalog, db_name, table_name, partition_names, columns)
+        parts = list(dict.fromkeys(partition_names))
+        cols = list(dict.fromkeys(c.lower() for c in columns))
+        engine = engine or DEFAULT_ENGINE
+        batch = self.batch
+        version: list[tuple[int, int, int] | None] = []
+        cache = self.reply_cache if self.store.features.partition_stats_versions else None
+
+        def start(uow: UnitOfWork) -> tuple[int, Iterator[PartitionStatsPage]]:
+            repo = uow.column_stats
+            _target(repo, catalog, db_name, table_name)
+            if cache is not None and cache_as is not None:
+                version.append(repo.partitions_version(catalog, db_name, table_name, list(partition_names)))
+            count = sum(
+                repo.count_partitions_with_stats(catalog, db_name, table_name, names, cols, engine)
+                for names in chunks(parts, batch)
+            )
+            pages = (
+                self._stats_page(repo, catalog, db_name, table_name, names, cols, engine, timestamps_as_long)
+                for names in chunks(parts, batch)
+            )
+            return count, pages
+
+        stream = open_stream(self.store.snapshot(), start)
+        if cache is not None and cache_as is not None and version and version[0] is not None and version[0][1] > 0:
+            key = self._reply_key(cache_as, catalog, db_name, table_name, engine, list(partition_names), columns)
+            at = version[0]
+            stream.keep = lambda reply: cache.put(key, at, reply)
+            stream.keep_limit = cache.max_bytes // 4
+        return stream
+
+    def _stats_page(
+        self, repo: StatsRepository, catalog: str, db_name: str, table_name: str, names: Sequence[str],
+        cols: list[str], engine: str, timestamps_as_long: bool,
+    ) -> PartitionStatsPage:
+        """One batch of partitions' statistics: their stored bytes where these serve, else entries."""
+        if not (self.fetch_bitvector or self.fetch_kll):
+            encoded = repo.read_partition_stats_encoded(
+                catalog, db_name, table_name, names, cols, engine, timestamps=timestamps_as_long
+            )
+            if encoded is not None:
+                return PartitionStatsPage(encoded, {})
+        found = repo.read_partition_stats(
+            catalog, db_name, table_name, names, cols, engine, bit_vectors=self.fetch_bitvector,
+            histograms=self.fetch_kll,
+        )
+        order = {c: i for i, c in enumerate(cols)}
+        entries: dict[str, list[ColumnStatsEntry]] = {}
+        for name, entry, _ in found:
+            entries.setdefault(name, []).append(entry)
+        for listed in entries.values():
+            listed.sort(key=lambda e: order[e.column])
+        return PartitionStatsPage([], entries)
+
     def aggregate(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
         engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
@@ -472,7 +581,9 @@ class StatisticsService:
         Where the rules reduce to sums, minima and maxima over the partitions' stored values (every requested
         partition has the column, or only one has it, and the NDV is not merged from sketches; booleans and
         binaries always), the database sums the column up and returns one row for it; other columns fetch
-        their per-partition rows and go through the Python aggregator.
+        their per-partition rows and go through the Python aggregator. Either way `batch` names at a time
+        (one snapshot for all), the aggregator fed in name order as the rows come: memory stays bounded for
+        100,000 partitions, and the answer is the one of a single batch.
         """
         check_names(catalog, db_name, table_name, partition_names, columns)
         names = list(dict.fromkeys(partition_names))
@@ -480,45 +591,65 @@ class StatisticsService:
         if not names or not cols:
             return AggregateResult([], 0)
         engine = engine or DEFAULT_ENGINE
+        batch = self.batch
         summed: dict[str, ColumnStatsEntry] = {}
         parts_found: int | None = None
-        rows: list[tuple[str, ColumnStatsEntry, int]] = []
-        with self._read() as repo:
+        # Per column aggregated in Python: the aggregator, and (smallest partition name, entry) whose column
+        # name and type the result carries (as when all rows were read at once and sorted by name).
+        aggregators: dict[str, PartitionStatsAggregator] = {}
+        first_rows: dict[str, tuple[str, ColumnStatsEntry]] = {}
+        with self._read(consistent=len(names) > batch) as repo:
             slow = cols
             if self.aggregate_in_sql:
-                by_column, parts_found = repo.sum_partition_stats(catalog, db_name, table_name, names, cols, engine)
+                by_column, parts_found = repo.sum_partition_stats(
+                    catalog, db_name, table_name, names, cols, engine, batch=batch
+                )
                 for col, col_sums in by_column.items():
                     if len(col_sums) == 1 and self._summable(col_sums[0], len(names)):
                         summed[col] = col_sums[0].sums
                 slow = [c for c in cols if c not in summed and c in by_column]
                 if not by_column:
                     _target(repo, catalog, db_name, table_name)  # NoSuchObject for a missing table
-            if slow:
+            found_all = 0
+            any_rows = False
+            for start in range(0, len(names) if slow else 0, batch):
+                names_batch = names[start : start + batch]
                 rows = repo.read_partition_stats(
-                    catalog, db_name, table_name, names, slow, engine, bit_vectors=True, histograms=self.fetch_kll
+                    catalog, db_name, table_name, names_batch, slow, engine, bit_vectors=True,
+                    histograms=self.fetch_kll,
                 )
-                if not rows and not self.aggregate_in_sql:
-                    _target(repo, catalog, db_name, table_name)  # NoSuchObject for a missing table
-        index = {n: i for i, n in enumerate(names)}
-        per_column: dict[str, list[tuple[int, ColumnStatsEntry]]] = {}
-        columns_per_partition: dict[str, int] = {}
-        # In partition name order, as the aggregator always saw them.
-        for part_name, entry, _ in sorted(rows, key=lambda r: r[0]):
-            per_column.setdefault(entry.column.lower(), []).append((index[part_name], entry))
-            columns_per_partition[part_name] = columns_per_partition.get(part_name, 0) + 1
+                any_rows = any_rows or bool(rows)
+                index = {n: start + i for i, n in enumerate(names_batch)}
+                per_partition: dict[str, int] = {}
+                for part_name, entry, _ in sorted(rows, key=lambda r: index[r[0]]):
+                    col = entry.column.lower()
+                    aggregator = aggregators.get(col)
+                    if aggregator is None:
+                        aggregator = aggregators[col] = PartitionStatsAggregator(
+                            entry.column_type, num_partitions=len(names)
+                        )
+                    aggregator.add(index[part_name], entry.stats)
+                    first = first_rows.get(col)
+                    if first is None or part_name < first[0]:
+                        first_rows[col] = (part_name, entry)
+                    per_partition[part_name] = per_partition.get(part_name, 0) + 1
+                found_all += sum(1 for n in per_partition.values() if n == len(cols))
+            if slow and not any_rows and not self.aggregate_in_sql:
+                _target(repo, catalog, db_name, table_name)  # NoSuchObject for a missing table
         if parts_found is None:
-            parts_found = sum(1 for n in columns_per_partition.values() if n == len(cols))
+            parts_found = found_all
         out: list[ColumnStatsEntry] = []
         for col in cols:
             if col in summed:
                 out.append(self._visible(summed[col]))
                 continue
-            found = per_column.get(col)
-            if not found:
+            aggregator = aggregators.get(col)
+            if aggregator is None:
                 continue
-            column_type = found[0][1].column_type
-            stats = aggregate_partition_stats(column_type, [(i, e.stats) for i, e in found], num_partitions=len(names))
-            out.append(self._visible(ColumnStatsEntry(column=found[0][1].column, column_type=column_type, stats=stats)))
+            _, named = first_rows[col]
+            aggregator.column_type = named.column_type  # as the entry of the smallest partition name says
+            entry = ColumnStatsEntry(column=named.column, column_type=named.column_type, stats=aggregator.result())
+            out.append(self._visible(entry))
         return AggregateResult(out, parts_found)
 
     def _summable(self, sums: ColumnSums, requested: int) -> bool:

@@ -14,13 +14,13 @@ sorted (Hive's come from a HashSet, in no particular order).
 from __future__ import annotations
 
 import operator
-import re
 from collections.abc import Callable
 from typing import Any
 
 from metastore.catalog import Table
 from metastore.errors import InvalidInput, MetastoreError, NoSuchObject
 from metastore.service.catalog import CatalogService
+from metastore.store.hive_regex import BadRegex, compile_regex
 from metastore.store.partition_filter import (
     And,
     Between,
@@ -79,9 +79,10 @@ def _condition(key: Key, op: str, lit: Literal) -> Callable[[Table], bool]:
     if op == "LIKE":
         pattern = lit.raw if lit.raw is not None else str(lit.value)
         try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise InvalidInput(f"LIKE pattern {pattern!r} is not a valid regular expression ({exc})") from None
+            regex = compile_regex(pattern)
+        except BadRegex as exc:
+            shown = repr(pattern) if len(pattern) <= 80 else repr(pattern[:77] + "...")
+            raise InvalidInput(f"LIKE pattern {shown} is not a valid regular expression ({exc.reason})") from None
         return lambda t: (v := read(t)) is not None and regex.fullmatch(str(v)) is not None
     value, compare = _value(key, lit), _OPS[op]
     return lambda t: (v := read(t)) is not None and compare(v, value)
@@ -115,7 +116,7 @@ def table_filter(text: str) -> Callable[[Table], bool]:
     InvalidInput for a malformed filter or regular expression, MetastoreError for what Hive refuses."""
     if not text.strip():
         return lambda _t: True
-    return _compile(parse_filter(text))
+    return _compile(parse_filter(text, "table filter"))
 
 
 def table_names_by_filter(catalog: CatalogService, db_name: str, text: str, max_tables: int) -> list[str]:

@@ -17,7 +17,7 @@ write exactly the same things through the client API:
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -86,6 +86,8 @@ class TargetOutcome:
     files_reused: int = 0
     result: AnalyzeResult | None = None  # FOR COLUMNS: kept for merging into table statistics
     error: str | None = None
+    #: Nothing changed since its statistics were computed (metastore.sql.fingerprints): they are kept as stored.
+    unchanged: bool = False
 
     @property
     def failed(self) -> bool:
@@ -246,13 +248,17 @@ def human_bytes(n: int) -> str:
 # ------------------------------------------------------------------------------------------- persisting
 
 
-def _persist_parameters(client: MetastoreClient, table: Table, outcomes: Sequence[TargetOutcome]) -> None:
-    """Basic statistics into the table's or the partitions' parameters (alter_partitions in batches)."""
+def _persist_parameters(
+    client: MetastoreClient, table: Table, outcomes: Sequence[TargetOutcome],
+    stamp: Callable[[dict[str, str], TargetOutcome], dict[str, str]],
+) -> None:
+    """Basic statistics into the table's or the partitions' parameters (alter_partitions in batches); ``stamp``
+    adds what else the run records (its fingerprint)."""
     def params_of(current: dict[str, str], o: TargetOutcome) -> dict[str, str]:
-        return with_basic_stats(
+        return stamp(with_basic_stats(
             current, num_files=o.num_files, total_size=o.total_size, num_rows=o.num_rows,
             raw_data_size=o.raw_data_size,
-        )
+        ), o)
 
     if not table.partition_keys:
         for o in outcomes:
@@ -272,9 +278,10 @@ def _persist_parameters(client: MetastoreClient, table: Table, outcomes: Sequenc
 def _table_level(
     client: MetastoreClient, table: Table, columns: list[FieldSchema], outcomes: Sequence[TargetOutcome],
     partitions_total: int, merged: AnalyzeResult | None = None,
-) -> list[ColumnStatsEntry]:
+) -> tuple[list[ColumnStatsEntry], bool]:
     """Table-level statistics of a partitioned table, merged through the partitions' sketches (``merged``: that
-    merge, already done by a run over every partition's files)."""
+    merge, already done by a run over every partition's files), and whether they were merged here from every
+    partition (else the metastore aggregated the stored partition statistics)."""
     if len(outcomes) == partitions_total and all(o.result is not None for o in outcomes):
         if merged is None:
             from metastore.stats.harvest import merge_results
@@ -283,41 +290,73 @@ def _table_level(
         return [
             ColumnStatsEntry(column=c.name, column_type=c.type, stats=merged.columns[c.name])
             for c in columns if c.name in merged.columns
-        ]
+        ], True
     names = client.list_partition_names(table.db_name, table.table_name)
     result = client.aggregate_statistics(table.db_name, table.table_name, names, [c.name for c in columns])
-    return list(result.entries)
+    return list(result.entries), False
 
 
 def persist_outcomes(
     client: MetastoreClient, table: Table, columns: list[FieldSchema], outcomes: Sequence[TargetOutcome],
-    partitions_total: int, merged: AnalyzeResult | None = None,
+    partitions_total: int, merged: AnalyzeResult | None = None, *, histograms: bool = False,
+    unchanged: Collection[str | None] = (), table_unchanged: bool = False,
 ) -> None:
     """Write what ANALYZE found: basic statistics into parameters, column statistics per target in
     set_aggr_stats_for batches, then the table-level statistics of a partitioned table. Failed targets get
     nothing written; the table level is then aggregated by the metastore over every partition. ``merged``: the
-    outcomes' results already merged (one harvest run over all their files), sparing the merge here."""
+    outcomes' results already merged (one harvest run over all their files), sparing the merge here.
+
+    Targets named in ``unchanged`` (:mod:`metastore.sql.fingerprints`) are not rewritten: their statistics are
+    stored already; their results still go into the table level, unless ``table_unchanged`` says the table
+    level is stored already too. With columns, each target written records its fingerprint (``histograms``:
+    whether the run computed histograms), and so does the table level when this run merged it from every
+    partition."""
+    from metastore.sql.fingerprints import (
+        FINGERPRINT_KEY,
+        fingerprint,
+        inputs_digest,
+        stats_digest,
+        table_inputs_digest,
+    )
+
     done = [o for o in outcomes if not o.failed]
     if not done:
         return
-    _persist_parameters(client, table, done)
+    write = [o for o in done if o.target.name not in unchanged]
+    entries: dict[str | None, list[ColumnStatsEntry]] = {
+        o.target.name: [ColumnStatsEntry(column=c.name, column_type=c.type, stats=o.columns[c.name])
+                        for c in columns if c.name in o.columns]
+        for o in write
+    }
+    inputs = {o.target.name: inputs_digest(o.target.files, columns, histograms) for o in done} if columns else {}
+
+    def stamp(params: dict[str, str], o: TargetOutcome) -> dict[str, str]:
+        if columns:
+            name = o.target.name
+            params[FINGERPRINT_KEY] = fingerprint(inputs[name], stats_digest(entries[name], params))
+        return params
+
+    _persist_parameters(client, table, write, stamp)
     if not columns:
         return
     now = int(time.time())
-    writes: list[StatsWrite] = []
-    for o in done:
-        entries = [
-            ColumnStatsEntry(column=c.name, column_type=c.type, stats=o.columns[c.name])
-            for c in columns if c.name in o.columns
-        ]
-        writes.append(StatsWrite(table.db_name, table.table_name, entries, partition_name=o.target.name,
-                                 last_analyzed=now))
-    client.write_statistics(writes)
-    if table.partition_keys:
-        table_entries = _table_level(client, table, columns, done, partitions_total,
-                                     merged if len(done) == len(outcomes) else None)
+    client.write_statistics([
+        StatsWrite(table.db_name, table.table_name, entries[o.target.name], partition_name=o.target.name,
+                   last_analyzed=now)
+        for o in write
+    ])
+    if table.partition_keys and not table_unchanged:
+        table_entries, merged_here = _table_level(client, table, columns, done, partitions_total,
+                                                  merged if len(done) == len(outcomes) else None)
         if table_entries:
             client.write_statistics([StatsWrite(table.db_name, table.table_name, table_entries, last_analyzed=now)])
+            if merged_here:
+                value = fingerprint(table_inputs_digest({str(k): v for k, v in inputs.items()}, columns, histograms),
+                                    stats_digest(table_entries, None))
+                current = client.get_table(table.db_name, table.table_name)
+                if current.parameters.get(FINGERPRINT_KEY) != value:
+                    client.alter_table(table.db_name, table.table_name,
+                                       replace(current, parameters={**current.parameters, FINGERPRINT_KEY: value}))
 
 
 # ---------------------------------------------------------------------------------------------- summary
@@ -358,6 +397,10 @@ def summarize(
             f"{len(columns)} column(s): {files_read} file(s) read ({human_bytes(bytes_read)}), {reused} reused "
             f"from the cache"
         )
+        kept = sum(1 for o in done if o.unchanged)
+        if kept:
+            which = f"{kept} partition(s)" if partitioned else "the table"
+            work += f", {which} unchanged since the last ANALYZE (statistics kept)"
     elif scan:
         work = f"footers of {sum(o.num_files for o in done)} file(s) read"
     else:

@@ -88,8 +88,36 @@ def _open_cache(ex: Session, table: Table) -> Any:
     if option == METASTORE_CACHE:
         from metastore.client.file_partials import MetastorePartialStore
 
-        return MetastorePartialStore(ex.client, table.db_name, table.table_name, fallback=FileStatsCache.open_default())
+        return MetastorePartialStore(ex.client, table.db_name, table.table_name, fallback=_LocalCacheOnDemand())
     return FileStatsCache.open_default() if option == "default" else FileStatsCache(option)
+
+
+class _LocalCacheOnDemand:
+    """The local file cache, opened only when first used: the metastore store falls back to it only against a
+    server without the per-file calls (a Hive Metastore), and opening it costs a file and platformdirs."""
+
+    def __init__(self) -> None:
+        self._cache: Any = None
+
+    def _open(self) -> Any:
+        if self._cache is None:
+            from metastore.stats.filecache import FileStatsCache
+
+            self._cache = FileStatsCache.open_default()
+        return self._cache
+
+    def lookup(self, files: Any, partition: str | None = None) -> Any:
+        return self._open().lookup(files, partition)
+
+    def store(self, files: Any) -> None:
+        self._open().store(files)
+
+    def retain(self, files: Any, partition: str | None = None) -> None:
+        self._open().retain(files, partition)
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
 
 
 def _analyze_local(
@@ -98,7 +126,11 @@ def _analyze_local(
 ) -> tuple[list[TargetOutcome], Any]:
     """Every target analysed in this process, with the harvest's run over all their files (FOR COLUMNS; None
     otherwise) for its phase accounting. A failing target fails alone."""
+    imports_started = time.perf_counter()
     from metastore.stats.harvest import HarvestError, analyze_files, basic_stats, split_result
+    from metastore.stats.harvest.partial import parsed_sketches
+
+    imports = time.perf_counter() - imports_started
 
     hive_types = {c.name: c.type for c in columns}
 
@@ -114,14 +146,16 @@ def _analyze_local(
         # per partition); it is split per partition afterwards without reading again. Only when a file fails
         # are the targets run one by one, so that the failure stays with its partition.
         try:
-            run = harvest([f for t in targets for f in t.files], [t.name for t in targets for _ in t.files],
-                          progress.callback)
+            with parsed_sketches():  # the table's merge and the partitions' parse each file's sketch once
+                run = harvest([f for t in targets for f in t.files], [t.name for t in targets for _ in t.files],
+                              progress.callback)
+                split_started = time.perf_counter()
+                parts = split_result(run, [len(t.files) for t in targets])
         except HarvestError:
             pass
         else:
-            split_started = time.perf_counter()
-            parts = split_result(run, [len(t.files) for t in targets])
             run.phases[PHASE_MERGE] = run.phases.get(PHASE_MERGE, 0.0) + time.perf_counter() - split_started
+            run.phases[PHASE_IMPORTS] = imports
             return [outcome_of(t, r) for t, r in zip(targets, parts, strict=True)], run
     outcomes: list[TargetOutcome] = []
     for target in targets:
@@ -158,7 +192,8 @@ def _engine(ex: Session, mode: AnalyzeMode, targets: list[AnalyzeTarget]) -> str
 
 def analyze(ex: Session, st: Analyze) -> Result:
     started = time.monotonic()
-    before = _process_age()
+    # the process's start-up is reported with its first statement only: later ones would count earlier work
+    before = _process_age() if ex.statements_started == 1 else None
     clock: dict[str, float] = {}  # wall seconds per phase, for --verbose
     table = ex.table(st.table)
     columns: list[FieldSchema] = []
@@ -173,8 +208,28 @@ def analyze(ex: Session, st: Analyze) -> Result:
     clock[PHASE_LISTING] = time.monotonic() - started
     if not targets:
         return Result(message=f"{qualified(table)} has no partitions to analyze")
-    engine = _engine(ex, st.mode, targets)
-    total_files = sum(len(t.files) for t in targets)
+    covers_table = not table.partition_keys or len(targets) == partitions_total
+    unchanged: Any = None
+    if columns and ex.options.stats_cache is not None:
+        # Before anything heavy is loaded: targets whose files and stored statistics are those of an earlier
+        # run need no work (metastore.sql.fingerprints). With no per-file store the user asked for a fresh run.
+        from metastore.sql.fingerprints import find_unchanged
+
+        check_started = time.monotonic()
+        unchanged = find_unchanged(ex.client, table, targets, columns, histograms=ex.options.histograms,
+                                   partitions_total=partitions_total)
+        clock[PHASE_UNCHANGED] = time.monotonic() - check_started
+        if unchanged.everything(targets, bool(table.partition_keys), covers_table):
+            outcomes = [_kept_outcome(table, t) for t in targets]
+            return _result(ex, table, columns, st, outcomes, started, clock, None, before, "local")
+    kept = unchanged.targets if unchanged is not None else frozenset()
+    table_kept = unchanged is not None and unchanged.table_level_kept(bool(table.partition_keys), covers_table)
+    # Unchanged partitions are analysed (from the per-file store) only when the table level is to be merged here
+    # from every partition; otherwise they are left alone.
+    merge_all = covers_table and bool(table.partition_keys) and not table_kept
+    work = targets if merge_all else [t for t in targets if t.name not in kept]
+    engine = _engine(ex, st.mode, work)
+    total_files = sum(len(t.files) for t in work)
     progress = FileProgress(ex.options.progress, ex.options.progress_stream, total_files,
                             f"analyze {qualified(table)}")
     cache = _open_cache(ex, table) if st.mode is not AnalyzeMode.NOSCAN else None
@@ -185,7 +240,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
 
             try:
                 outcomes = harvest_targets(
-                    ex.spark_session(), targets, table, columns, histograms=ex.options.histograms, cache=cache,
+                    ex.spark_session(), work, table, columns, histograms=ex.options.histograms, cache=cache,
                     progress=progress, storage_options=ex.options.storage,
                 )
             except MetastoreError:
@@ -193,7 +248,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
             except Exception as exc:  # noqa: BLE001 - Spark's errors (py4j, Connect) become one shell error line
                 raise SqlError(f"Spark failed: {' '.join(str(exc).split())[:500]}", st.position) from None
         else:
-            outcomes, run = _analyze_local(ex, targets, table, columns, st.mode, cache, progress)
+            outcomes, run = _analyze_local(ex, work, table, columns, st.mode, cache, progress)
         if cache is not None:
             # stored results of files deleted from storage since are forgotten (a failed target keeps its own)
             for outcome in outcomes:
@@ -203,10 +258,38 @@ def analyze(ex: Session, st: Analyze) -> Result:
         progress.close()
         if cache is not None:
             cache.close()
+    for outcome in outcomes:
+        outcome.unchanged = not outcome.failed and outcome.target.name in kept
+    worked = {id(t) for t in work}
+    outcomes += [_kept_outcome(table, t) for t in targets if id(t) not in worked]
+    order = {id(t): i for i, t in enumerate(targets)}
+    outcomes.sort(key=lambda o: order[id(o.target)])
 
     persist_started = time.monotonic()
-    persist_outcomes(ex.client, table, columns, outcomes, partitions_total, merged=run)
+    persist_outcomes(ex.client, table, columns, outcomes, partitions_total, merged=run,
+                     histograms=ex.options.histograms, unchanged=kept, table_unchanged=table_kept)
     clock[PHASE_PERSISTENCE] = time.monotonic() - persist_started
+    return _result(ex, table, columns, st, outcomes, started, clock, run, before, engine)
+
+
+def _kept_outcome(table: Table, target: AnalyzeTarget) -> TargetOutcome:
+    """The outcome of a target left as it is: its basic statistics as stored, every file's results reused."""
+    params = target.partition.parameters if target.partition is not None else table.parameters
+
+    def number(key: str) -> int | None:
+        try:
+            return int(params[key])
+        except (KeyError, ValueError):
+            return None
+
+    return TargetOutcome(target, number("numRows"), len(target.files), sum(f.size for f in target.files),
+                         number("rawDataSize"), {}, files_reused=len(target.files), unchanged=True)
+
+
+def _result(
+    ex: Session, table: Table, columns: list[FieldSchema], st: Analyze, outcomes: list[TargetOutcome],
+    started: float, clock: dict[str, float], run: Any, before: float | None, engine: str,
+) -> Result:
     summary = summarize(table, columns, st.mode is not AnalyzeMode.NOSCAN, outcomes, time.monotonic() - started,
                         engine="Spark" if engine == "spark" else None)
     message = summary.message
@@ -218,6 +301,8 @@ def analyze(ex: Session, st: Analyze) -> Result:
 #: Phases of ANALYZE measured in the shell's process (wall seconds); the harvest's own are in its run's phases
 #: (metastore.stats.harvest: FILE_PHASES, PHASE_CACHE, PHASE_HARVEST, PHASE_MERGE, whose name this one shares).
 PHASE_LISTING = "listing"
+PHASE_UNCHANGED = "unchanged check"
+PHASE_IMPORTS = "imports"
 PHASE_MERGE = "merge"
 PHASE_PERSISTENCE = "persistence"
 
@@ -239,18 +324,22 @@ def _phase_report(clock: dict[str, float], run: Any, before: float | None, total
     seconds summed over its worker processes, everything else wall seconds of this process)."""
     lines = []
     if before is not None:
-        lines.append(("start-up before the statement (interpreter, imports, connecting)", before, "wall"))
+        lines.append(("start-up before the first statement (interpreter, imports, connecting)", before, "wall"))
     lines.append((PHASE_LISTING + " (partitions and files)", clock.get(PHASE_LISTING, 0.0), "wall"))
+    if PHASE_UNCHANGED in clock:
+        lines.append(("unchanged check (fingerprints, statistics read back)", clock[PHASE_UNCHANGED], "wall"))
     if run is not None:
         from metastore.stats.harvest import FILE_PHASES, PHASE_CACHE, PHASE_HARVEST
 
         phases = run.phases
-        lines.append(("per-file cache (lookups, writes)", phases.get(PHASE_CACHE, 0.0), "wall"))
+        lines.append(("loading the harvest (imports)", phases.get(PHASE_IMPORTS, 0.0), "wall"))
+        lines.append(("per-file store (lookups, writes)", phases.get(PHASE_CACHE, 0.0), "wall"))
         lines.append((f"harvest ({run.files_read} file(s) analysed)", phases.get(PHASE_HARVEST, 0.0), "wall"))
         lines.extend(("  " + phase, phases.get(phase, 0.0), "CPU, summed over the workers") for phase in FILE_PHASES)
         lines.append(("merge (files into partitions and table)", phases.get(PHASE_MERGE, 0.0), "wall"))
-    lines.append((PHASE_PERSISTENCE + " (parameters and statistics through the client)",
-                  clock.get(PHASE_PERSISTENCE, 0.0), "wall"))
+    if PHASE_PERSISTENCE in clock:
+        lines.append((PHASE_PERSISTENCE + " (parameters and statistics through the client)",
+                      clock[PHASE_PERSISTENCE], "wall"))
     lines.append(("statement total", total, "wall"))
     width = max(len(name) for name, _, _ in lines)
     return "\n".join(f"phase {name:<{width}}  {seconds:8.3f} s {how}" for name, seconds, how in lines)

@@ -8,7 +8,7 @@ when data changes (the stored column statistics then no longer describe the data
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
 NUM_FILES = "numFiles"
@@ -44,6 +44,12 @@ def _render(basic: bool, columns: Mapping[str, str]) -> str:
 
 def basic_stats_accurate(params: Mapping[str, str]) -> bool:
     return _parse(params.get(COLUMN_STATS_ACCURATE))[0]
+
+
+def stats_accurate(params: Mapping[str, str], columns: Iterable[str]) -> bool:
+    """Whether COLUMN_STATS_ACCURATE marks the basic statistics and those columns' statistics as accurate."""
+    basic, flags = _parse(params.get(COLUMN_STATS_ACCURATE))
+    return basic and all(flags.get(c, "").lower() == "true" for c in columns)
 
 
 def with_basic_stats(

@@ -49,6 +49,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
         "the user's data directory)",
     )
     p.add_argument("--warehouse", metavar="DIR", help="where new databases and tables go (embedded only)")
+    p.add_argument("--index-root", metavar="DIR",
+                   help="where split-filtering index files go, a directory or an object-store URL (embedded only; "
+                   "default <warehouse>/.indexes; a server has its own serve --index-root)")
     statements = p.add_mutually_exclusive_group()
     statements.add_argument("-e", dest="execute", metavar="SQL", help="run these statements and exit")
     statements.add_argument("-f", dest="file", metavar="FILE", help="run the statements of this file and exit")
@@ -125,8 +128,8 @@ def run_sql(args: argparse.Namespace) -> int:
         else:
             from metastore.config import Settings  # platformdirs: only where a default path is needed
 
-            settings = Settings.from_env(db=args.db, warehouse=args.warehouse)
-            client = connect(settings.db, warehouse=settings.warehouse)
+            settings = Settings.from_env(db=args.db, warehouse=args.warehouse, index_root=args.index_root)
+            client = connect(settings.db, warehouse=settings.warehouse, index_root=settings.index_root or None)
     except MetastoreError as exc:
         print(one_line(f"Error: {exc}"), file=sys.stderr)
         return 1

@@ -32,23 +32,29 @@ from metastore.sql.statements import (
     AlterTableProperties,
     Analyze,
     CreateDatabase,
+    CreateIndex,
     CreateTable,
     Describe,
     DescribeDatabase,
     DropDatabase,
+    DropIndex,
     DropPartitions,
     DropTable,
+    Explain,
     InsertValues,
     LoadData,
     MsckRepair,
     Name,
+    Select,
     SetVariable,
     ShowDatabases,
+    ShowIndex,
     ShowPartitions,
     ShowTables,
     ShowTblProperties,
     Statement,
     TableName,
+    UpdateIndex,
     UseDatabase,
 )
 from metastore.sql.table_files import STORAGE_FORMATS, absolute_location, qualified
@@ -86,6 +92,8 @@ class Executor:
         self.on_catalog_change: Callable[[], None] | None = None
         #: SET keys this shell does not use (Hive scripts set hive.* freely), kept so that SET shows them.
         self.variables: dict[str, str] = {}
+        #: Statements started in this session, the running one included.
+        self.statements_started = 0
         self._spark: Any = None
 
     # ------------------------------------------------------------------ helpers
@@ -139,6 +147,7 @@ class Executor:
         handler = _HANDLERS.get(type(statement))
         if handler is None:  # pragma: no cover - the parser only builds known statements
             raise SqlError(f"{type(statement).__name__} cannot be run", statement.position)
+        self.statements_started += 1
         return handler(self, statement)
 
     # ------------------------------------------------------------------ databases
@@ -339,6 +348,12 @@ _HELPER_STATEMENTS: dict[type, tuple[str, str]] = {
     MsckRepair: ("metastore.sql.repair", "repair_table"),
     Analyze: ("metastore.sql.analyze", "analyze"),
     Describe: ("metastore.sql.describe", "describe"),
+    CreateIndex: ("metastore.sql.indexes", "create_index"),
+    ShowIndex: ("metastore.sql.indexes", "show_index"),
+    UpdateIndex: ("metastore.sql.indexes", "update_index"),
+    DropIndex: ("metastore.sql.indexes", "drop_index"),
+    Select: ("metastore.sql.select", "select"),
+    Explain: ("metastore.sql.select", "explain"),
 }
 
 _HANDLERS: dict[type, Callable[[Executor, Any], Result]] = {

@@ -48,7 +48,7 @@ class Token:
         return f"'{text}'"
 
 
-SYMBOLS = frozenset("(),;.=<>:*-+")
+SYMBOLS = frozenset("(),;.=<>:*-+!")
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _INTEGER_WORD = re.compile(r"(\d+(?:[eE]\d+)?)(BD|[LSYD])?", re.IGNORECASE | re.ASCII)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from metastore.index import predicate as pred
+from metastore.index.errors import PredicateError
 from metastore.sql.errors import Position, SqlSyntaxError
 from metastore.sql.hive_types import (
     ALIASES,
@@ -33,12 +35,15 @@ from metastore.sql.statements import (
     AnalyzeMode,
     ColumnDef,
     CreateDatabase,
+    CreateIndex,
     CreateTable,
     Describe,
     DescribeDatabase,
     DropDatabase,
+    DropIndex,
     DropPartitions,
     DropTable,
+    Explain,
     InsertValues,
     Literal,
     LiteralKind,
@@ -47,18 +52,22 @@ from metastore.sql.statements import (
     Name,
     PartitionItem,
     PartitionSpec,
+    Select,
     SetVariable,
     ShowDatabases,
+    ShowIndex,
     ShowPartitions,
     ShowTables,
     ShowTblProperties,
     Statement,
     TableName,
+    UpdateIndex,
     UseDatabase,
 )
 
 STATEMENT_KEYWORDS = (
-    "ALTER", "ANALYZE", "CREATE", "DESC", "DESCRIBE", "DROP", "INSERT", "LOAD", "MSCK", "SET", "SHOW", "USE",
+    "ALTER", "ANALYZE", "CREATE", "DESC", "DESCRIBE", "DROP", "EXPLAIN", "INSERT", "LOAD", "MSCK", "SELECT", "SET",
+    "SHOW", "UPDATE", "USE",
 )
 #: Every keyword of the grammar (for completion in the interactive shell).
 KEYWORDS = tuple(
@@ -70,15 +79,21 @@ KEYWORDS = tuple(
             "OVERWRITE", "PARTITION", "PARTITIONED", "PARTITIONS", "PURGE", "REPAIR", "RESTRICT", "SCHEMA",
             "SCHEMAS", "SET", "STATISTICS", "STORED", "SYNC", "TABLE", "TABLES", "TBLPROPERTIES", "TRUE", "VALUES",
             "WITH", "DATE", "TIMESTAMP", *(t.upper() for t in PRIMITIVE_TYPES), "ARRAY", "MAP", "STRUCT",
-            "UNIONTYPE",
+            "UNIONTYPE", "INDEX", "INDEXES", "USING", "ON", "WHERE", "AND", "OR", "BETWEEN", "IS", "LIMIT", "COUNT",
+            "BTREE", "BLOOM", "MINMAX",
         }
     )
 )
 
+#: what an index may be built with (openLooKeng's names)
+INDEX_KINDS = ("btree", "bloom", "minmax")
+#: the largest LIMIT accepted
+MAX_LIMIT = (1 << 63) - 1
+
 _UNSUPPORTED_HINTS = {
-    "SELECT": "SELECT is not supported: this shell manages the metastore; query data with Spark, Trino or Hive",
-    "WITH": "queries are not supported: this shell manages the metastore; query data with Spark, Trino or Hive",
-    "UPDATE": "UPDATE is not supported: tables here are append-only ORC (use INSERT, LOAD DATA ... OVERWRITE)",
+    "WITH": "queries other than SELECT ... FROM one table are not supported; query data with Spark, Trino or Hive",
+    "UPDATE": "UPDATE is supported for indexes only (UPDATE INDEX name); tables here are append-only ORC (use "
+    "INSERT, LOAD DATA ... OVERWRITE)",
     "DELETE": "DELETE is not supported: tables here are append-only ORC (drop partitions or overwrite instead)",
     "MERGE": "MERGE is not supported: tables here are append-only ORC",
 }
@@ -377,7 +392,12 @@ class _Parser:
             "ANALYZE": self.analyze,
             "DESCRIBE": self.describe,
             "DESC": self.describe,
+            "SELECT": self.select,
+            "EXPLAIN": self.explain,
+            "UPDATE": self.update,
         }.get(head)
+        if head == "UPDATE" and not self.peek().is_word("INDEX"):
+            handler = None
         if handler is None:
             hint = _UNSUPPORTED_HINTS.get(head)
             if hint:
@@ -394,11 +414,13 @@ class _Parser:
     def create(self, start: Token) -> Statement:
         if self.accept("DATABASE") or self.accept("SCHEMA"):
             return self.create_database(start)
+        if self.accept("INDEX"):
+            return self.create_index(start)
         self.accept("TEMPORARY")  # nothing is temporary in a metastore; accepted for Hive scripts
         external = self.accept("EXTERNAL")
         if self.accept("TABLE"):
             return self.create_table(start, external)
-        raise self.expected("DATABASE or TABLE after CREATE" if not external else "TABLE after CREATE EXTERNAL")
+        raise self.expected("DATABASE, TABLE or INDEX after CREATE" if not external else "TABLE after CREATE EXTERNAL")
 
     def if_not_exists(self) -> bool:
         if self.accept("IF"):
@@ -508,7 +530,12 @@ class _Parser:
             table = self.table_name()
             purge = self.accept("PURGE")
             return DropTable(start.position, table, if_exists, purge)
-        raise self.expected("DATABASE or TABLE after DROP")
+        if self.accept("INDEX"):
+            if_exists = self.if_exists()
+            name = self.identifier("an index name")
+            where = self.where_clause()
+            return DropIndex(start.position, name, if_exists, where)
+        raise self.expected("DATABASE, TABLE or INDEX after DROP")
 
     def use(self, start: Token) -> Statement:
         return UseDatabase(start.position, self.identifier("a database name"))
@@ -564,7 +591,10 @@ class _Parser:
                 key = self.string("a property name (a string literal)")
                 self.expect_symbol(")", " after the property name")
             return ShowTblProperties(start.position, table, key)
-        raise self.expected("DATABASES, TABLES, PARTITIONS or TBLPROPERTIES after SHOW")
+        if self.accept("INDEX") or self.accept("INDEXES"):
+            name = self.identifier("an index name") if self.tok.kind in (TokenKind.WORD, TokenKind.QUOTED) else None
+            return ShowIndex(start.position, name)
+        raise self.expected("DATABASES, TABLES, PARTITIONS, TBLPROPERTIES or INDEX after SHOW")
 
     def alter(self, start: Token) -> Statement:
         self.expect("TABLE")
@@ -687,6 +717,206 @@ class _Parser:
         if self.tok.kind in (TokenKind.WORD, TokenKind.QUOTED):
             column = self.identifier("a column name")
         return Describe(start.position, table, detail, spec, column)
+
+
+    # ------------------------------------------------------------------ indexes (issue 11)
+
+    def create_index(self, start: Token) -> CreateIndex:
+        if_not_exists = self.if_not_exists()
+        name = self.identifier("an index name")
+        self.expect("USING")
+        kind_token = self.tok
+        kind = self.identifier("an index type (BTREE, BLOOM or MINMAX)")
+        if kind.lower not in INDEX_KINDS:
+            raise self.error(f"unknown index type '{kind.value}' (known: BTREE, BLOOM, MINMAX)", kind_token)
+        self.expect("ON")
+        table = self.table_name()
+        self.expect_symbol("(", " and the indexed column")
+        column = self.identifier("a column name")
+        if self.tok.is_symbol(","):
+            raise self.error("an index is on one column; create one index per column")
+        self.expect_symbol(")", " after the indexed column")
+        properties: dict[str, str] = {}
+        positions: dict[str, Position] = {}
+        if self.accept("WITH"):
+            self.expect_symbol("(", " to start the index properties")
+            while True:
+                key_token = self.tok
+                key = self.string('a property name ("level", "bloom.fpp")')
+                self.expect_symbol("=", " between a property name and its value")
+                value_token = self.tok
+                if value_token.kind is TokenKind.STRING:
+                    value = self.string()
+                elif value_token.kind in (TokenKind.NUMBER, TokenKind.WORD):
+                    value = self.advance().value
+                else:
+                    raise self.expected(f"a value for {key}")
+                if key.lower() in positions:
+                    raise self.error(f"property {key} is given twice", key_token)
+                properties[key.lower()] = value
+                positions[key.lower()] = value_token.position
+                if self.accept_symbol(","):
+                    continue
+                self.expect_symbol(")", " or ',' in the index properties")
+                break
+        where = self.where_clause()
+        return CreateIndex(start.position, name, kind, table, column, properties, positions, where, if_not_exists)
+
+    def update(self, start: Token) -> Statement:
+        self.expect("INDEX")
+        name = self.identifier("an index name")
+        return UpdateIndex(start.position, name, self.where_clause())
+
+    def select(self, start: Token) -> Select:
+        columns: tuple[Name, ...] | None
+        count = False
+        if self.accept_symbol("*"):
+            columns = None
+        elif self.tok.is_word("COUNT") and self.peek().is_symbol("("):
+            self.advance()
+            self.advance()
+            self.expect_symbol("*", " in count(*) (other aggregates are not supported)")
+            self.expect_symbol(")", " after count(*")
+            count, columns = True, ()
+        else:
+            columns = self.name_list("a column name, * or count(*)")
+        self.expect("FROM")
+        table = self.table_name()
+        where = self.where_clause()
+        limit = None
+        if self.accept("LIMIT"):
+            limit = self.integer("the row count after LIMIT", MAX_LIMIT)
+        if self.tok.is_word("GROUP", "ORDER", "JOIN", "HAVING", "UNION") or self.tok.is_symbol(","):
+            raise self.error(f"{self.tok.value.upper()} is not supported: SELECT reads one table, optionally "
+                             "filtered and limited")
+        return Select(start.position, table, columns, count, where, limit)
+
+    def explain(self, start: Token) -> Explain:
+        select_token = self.tok
+        self.expect("SELECT")
+        return Explain(start.position, self.select(select_token))
+
+    def where_clause(self) -> pred.Expr | None:
+        if not self.accept("WHERE"):
+            return None
+        return self.predicate()
+
+    # A WHERE clause becomes the split filter's predicate tree; every node keeps its position in `where`.
+
+    def predicate(self) -> pred.Expr:
+        start = self.tok
+        args = [self.conjunction()]
+        while self.accept("OR"):
+            args.append(self.conjunction())
+        return args[0] if len(args) == 1 else self._node(pred.Or, start, tuple(args))
+
+    def conjunction(self) -> pred.Expr:
+        start = self.tok
+        args = [self.negation()]
+        while self.accept("AND"):
+            args.append(self.negation())
+        return args[0] if len(args) == 1 else self._node(pred.And, start, tuple(args))
+
+    def negation(self) -> pred.Expr:
+        start = self.tok
+        if self.accept("NOT"):
+            return self._node(pred.Not, start, self.negation())
+        return self.condition()
+
+    def _node(self, cls: type, token: Token, *args: object) -> pred.Expr:
+        try:
+            node: pred.Expr = cls(*args, where=token.position)
+        except PredicateError as exc:
+            raise SqlSyntaxError(exc.message, token.position) from None
+        return node
+
+    def _value(self) -> pred.Value:
+        lit = self.literal()
+        kind = {
+            LiteralKind.NULL: pred.ValueKind.NULL, LiteralKind.BOOLEAN: pred.ValueKind.BOOLEAN,
+            LiteralKind.INTEGER: pred.ValueKind.INTEGER, LiteralKind.DECIMAL: pred.ValueKind.DECIMAL,
+            LiteralKind.STRING: pred.ValueKind.STRING, LiteralKind.DATE: pred.ValueKind.DATE,
+            LiteralKind.TIMESTAMP: pred.ValueKind.TIMESTAMP,
+        }[lit.kind]
+        if lit.kind is LiteralKind.DECIMAL and lit.suffix == "D":
+            kind = pred.ValueKind.DOUBLE
+        try:
+            return pred.Value(kind, lit.text, where=lit.position)
+        except PredicateError as exc:
+            raise SqlSyntaxError(exc.message, lit.position) from None
+
+    def _comparison_operator(self) -> str | None:
+        """=, ==, !=, <>, <, <=, >, >= (two-character operators are two adjacent symbols)."""
+        tok, nxt = self.tok, self.peek()
+        adjacent = nxt.kind is TokenKind.SYMBOL and nxt.position.offset == tok.end
+        pair = tok.value + nxt.value if tok.kind is TokenKind.SYMBOL and adjacent else ""
+        if pair in ("<=", ">=", "<>", "!=", "=="):
+            self.advance()
+            self.advance()
+            return {"<>": "!=", "==": "="}.get(pair, pair)
+        if tok.is_symbol("=", "<", ">"):
+            self.advance()
+            return tok.value
+        return None
+
+    def condition(self) -> pred.Expr:
+        start = self.tok
+        if self.accept_symbol("("):
+            inner = self.predicate()
+            self.expect_symbol(")", " to close the parenthesis")
+            return inner
+        if start.is_word("TRUE", "FALSE") and not self._column_follows():
+            self.advance()
+            return self._node(pred.Const, start, start.is_word("TRUE"))
+        if start.kind in (TokenKind.WORD, TokenKind.QUOTED) and not start.is_word("NULL", "DATE", "TIMESTAMP"):
+            column = self.advance().value
+            return self._column_condition(start, column)
+        # a literal first: `5 < c` is `c > 5`
+        value = self._value()
+        op = self._comparison_operator()
+        if op is None:
+            raise self.expected("a comparison operator (=, !=, <>, <, <=, >, >=)")
+        column_token = self.tok
+        if column_token.kind not in (TokenKind.WORD, TokenKind.QUOTED):
+            raise self.expected("a column name (comparisons are between a column and a constant)")
+        self.advance()
+        return self._node(pred.Compare, start, column_token.value, pred.FLIPPED[op], value)
+
+    def _column_follows(self) -> bool:
+        nxt = self.peek()
+        return nxt.is_word("IS", "BETWEEN", "IN", "NOT") or nxt.is_symbol("=", "<", ">", "!")
+
+    def _column_condition(self, start: Token, column: str) -> pred.Expr:
+        if self.accept("IS"):
+            negated = self.accept("NOT")
+            self.expect("NULL")
+            node = self._node(pred.IsNull, start, column)
+            return self._node(pred.Not, start, node) if negated else node
+        negated = self.accept("NOT")
+        if self.accept("BETWEEN"):
+            low = self._value()
+            self.expect("AND")
+            high = self._value()
+            node = self._node(pred.Between, start, column, low, high)
+        elif self.accept("IN"):
+            self.expect_symbol("(", " after IN")
+            values = [self._value()]
+            while self.accept_symbol(","):
+                values.append(self._value())
+            self.expect_symbol(")", " or ',' in the IN list")
+            node = self._node(pred.In, start, column, tuple(values))
+        elif negated:
+            raise self.expected("BETWEEN or IN after NOT")
+        else:
+            op = self._comparison_operator()
+            if op is None:
+                raise self.expected(f"a comparison after column '{column}' (=, !=, <, <=, >, >=, BETWEEN, IN, IS NULL)")
+            if self.tok.kind in (TokenKind.WORD, TokenKind.QUOTED) and not self.tok.is_word(
+                "NULL", "TRUE", "FALSE", "DATE", "TIMESTAMP"
+            ):
+                raise self.error("comparisons are between a column and a constant, not two columns")
+            node = self._node(pred.Compare, start, column, op, self._value())
+        return self._node(pred.Not, start, node) if negated else node
 
 
 def parse_statement(text: str) -> Statement:

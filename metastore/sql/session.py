@@ -61,6 +61,8 @@ class Session(Protocol):
     #: The current database (USE), lower case.
     database: str
     options: ExecutorOptions
+    #: Statements started in this session, the running one included (1: the first).
+    statements_started: int
 
     def table(self, name: TableName) -> Table:
         """The table a statement names; SqlError at the name when it (or its database) does not exist."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 from metastore.sql.errors import Position
 from metastore.sql.hive_types import HiveType
@@ -241,3 +242,64 @@ class AlterTableProperties(Statement):
 
     table: TableName
     properties: dict[str, str]
+
+
+# ---------------------------------------------------------------------------------------------- issue 11: indexes
+# WHERE clauses are predicate trees (metastore.index.predicate, the tree the split filter takes), each node's
+# `where` holding its Position.
+
+
+@dataclass(frozen=True)
+class CreateIndex(Statement):
+    """CREATE INDEX [IF NOT EXISTS] name USING btree|bloom|minmax ON [db.]t (col) [WITH (...)] [WHERE ...]."""
+
+    name: Name
+    kind: Name
+    table: TableName
+    column: Name
+    properties: dict[str, str] = field(default_factory=dict)
+    property_positions: dict[str, Position] = field(default_factory=dict)
+    where: Any = None  # predicate.Expr over the partition column
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowIndex(Statement):
+    """SHOW INDEX [name] (SHOW INDEXES too)."""
+
+    name: Name | None = None
+
+
+@dataclass(frozen=True)
+class UpdateIndex(Statement):
+    """UPDATE INDEX name [WHERE pcol = v | pcol IN (...)]."""
+
+    name: Name
+    where: Any = None
+
+
+@dataclass(frozen=True)
+class DropIndex(Statement):
+    """DROP INDEX [IF EXISTS] name [WHERE pcol = v | pcol IN (...)]."""
+
+    name: Name
+    if_exists: bool = False
+    where: Any = None
+
+
+@dataclass(frozen=True)
+class Select(Statement):
+    """SELECT * | cols | count(*) FROM [db.]t [WHERE predicate] [LIMIT n]."""
+
+    table: TableName
+    columns: tuple[Name, ...] | None  # None: every column (*)
+    count: bool = False
+    where: Any = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class Explain(Statement):
+    """EXPLAIN SELECT ...: the splits the indexes keep and the bytes to read, without reading rows."""
+
+    select: Select

@@ -13,12 +13,13 @@ import datetime as dt
 import math
 import re
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from metastore.sql.hive_types import HiveType
 from metastore.sql.statements import Literal, LiteralKind
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _INT_RANGES = {
     "tinyint": (-(1 << 7), (1 << 7) - 1),
@@ -130,6 +131,8 @@ def parse_timestamp(text: str, hive_type: HiveType | str = "timestamp") -> np.da
     except ValueError as exc:
         raise ConversionError(f"'{_too_long(text)}' is not a valid timestamp: {exc}") from None
     nanos = int((fraction or "").ljust(9, "0")) if fraction else 0
+    import numpy as np  # only timestamps need it; partition specs and ANALYZE parse values without numpy
+
     return np.datetime64(base.isoformat(), "ns") + np.timedelta64(nanos, "ns")
 
 
@@ -206,7 +209,7 @@ def partition_value_text(literal: Literal, hive_type: HiveType) -> str:
     value = from_literal(literal, hive_type)
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, np.datetime64):
+    if hive_type.name == "timestamp":  # a numpy datetime64 (parse_timestamp)
         text = str(value).replace("T", " ")
         return text[:-10] if text.endswith(".000000000") else text.rstrip("0")
     if isinstance(value, dt.date):
@@ -222,6 +225,8 @@ def column_array(values: list[Any], hive_type: HiveType) -> Any:
     """Values of one column (None for NULL) in the form the ORC writer takes: a list, or for timestamps a
     datetime64[ns] array with NaT for NULL (so nanoseconds survive)."""
     if hive_type.name == "timestamp":
+        import numpy as np
+
         out = np.empty(len(values), dtype="datetime64[ns]")
         for i, v in enumerate(values):
             out[i] = np.datetime64("NaT") if v is None else v

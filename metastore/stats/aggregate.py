@@ -38,22 +38,21 @@ Deviations from Hive, on purpose:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TypeVar
+from typing import Any
 
 from metastore.errors import InvalidInput
 from metastore.stats.kinds import FlatStats, KindSpec, ValueType, spec_of
-from metastore.stats.kll import KllFormatError, kll_merge_all
+from metastore.stats.kll import KllFormatError, kll_from_bytes
 from metastore.stats.merge import max_present, min_present
 from metastore.stats.model import ColumnStats, kind_for_type
 from metastore.stats.ndv import NdvFormatError, NdvSketch
 
-__all__ = ["aggregate_partition_stats"]
+__all__ = ["PartitionStatsAggregator", "aggregate_partition_stats"]
 
 Bound = int | float | Decimal
-_O = TypeVar("_O", int, float)
 
 
 def _java_long(x: float) -> int:
@@ -95,6 +94,8 @@ class _Point:
     avg_col_len: float = 0.0
 
 
+
+
 def aggregate_partition_stats(
     column_type: str,
     parts: Sequence[tuple[int, ColumnStats]],
@@ -120,66 +121,335 @@ def aggregate_partition_stats(
         raise InvalidInput(
             f"partition indices must be distinct and within 0..{num_partitions - 1}, got {indices}"
         )
-    ordered = sorted(parts, key=lambda p: p[0])
-    spec = _common_spec(column_type, [s for _, s in ordered])
-    stats = [spec.flatten(s) for _, s in ordered]
+    aggregator = PartitionStatsAggregator(
+        column_type, num_partitions=num_partitions, ndv_tuner=ndv_tuner, use_density=use_density
+    )
+    for index, stats in sorted(parts, key=lambda p: p[0]):
+        aggregator.add(index, stats)
+    return aggregator.result()
 
-    if spec.has_booleans:
-        return spec.build(
-            num_nulls=sum(s.num_nulls for s in stats),
-            num_trues=sum(s.num_trues or 0 for s in stats),
-            num_falses=sum(s.num_falses or 0 for s in stats),
+
+class _Extremes:
+    """The points holding the smallest and the largest of one value, as a stable sort by the value would
+    give them: the first point among equal smallest values, the last among equal largest ones."""
+
+    __slots__ = ("high", "high_index", "low", "low_index")
+
+    def __init__(self) -> None:
+        self.low: Bound | None = None
+        self.low_index = 0.0
+        self.high: Bound | None = None
+        self.high_index = 0.0
+
+    def add(self, index: float, value: Bound | None) -> None:
+        if value is None:
+            return
+        if self.low is None or value < self.low:
+            self.low, self.low_index = value, index
+        if self.high is None or value >= self.high:
+            self.high, self.high_index = value, index
+
+
+class _Points:
+    """What extrapolation needs of a sequence of (pseudo-)partitions, kept as they arrive in index order: the
+    extreme points of each value, the sums and the number of points (never the points themselves)."""
+
+    __slots__ = ("avg_len", "count", "density_sum", "high", "low", "max_len", "ndv", "ndv_sum", "spec")
+
+    def __init__(self, spec: KindSpec) -> None:
+        self.spec = spec
+        self.count = 0
+        self.ndv = _Extremes()
+        self.ndv_sum = 0
+        self.low = _Extremes()
+        self.high = _Extremes()
+        self.avg_len = _Extremes()
+        self.max_len = _Extremes()
+        # Left to right, as Java (and Python < 3.12's sum()) adds doubles.
+        self.density_sum = 0.0
+
+    def add(self, p: _Point) -> None:
+        self.count += 1
+        self.ndv.add(p.index, p.num_dvs)
+        self.ndv_sum += p.num_dvs
+        if self.spec.values is None:  # strings
+            self.avg_len.add(p.index, p.avg_col_len)
+            self.max_len.add(p.index, p.max_col_len)
+            return
+        self.low.add(p.index, p.low)
+        self.high.add(p.index, p.high)
+        density = _density(self.spec, p.low, p.high, p.num_dvs)
+        if density is not None:
+            self.density_sum += density
+
+
+class _Run:
+    """Adjacent partitions (consecutive indices) with mergeable sketches, merged into one pseudo-partition."""
+
+    __slots__ = ("avg_len", "count", "high", "index_sum", "last", "low", "max_len", "nulls", "sketch")
+
+    def __init__(self, index: int, flat: FlatStats, sketch: NdvSketch, is_string: bool) -> None:
+        self.last = index
+        self.index_sum = float(index)
+        self.count = 1
+        self.low = None if is_string else flat.low
+        self.high = None if is_string else flat.high
+        self.nulls = flat.num_nulls
+        self.sketch = sketch
+        self.max_len = (flat.max_col_len or 0) if is_string else 0
+        self.avg_len = (flat.avg_col_len or 0.0) if is_string else 0.0
+
+    def extend(self, index: int, flat: FlatStats, sketch: NdvSketch, is_string: bool) -> None:
+        self.last = index
+        self.index_sum += float(index)
+        self.count += 1
+        if not is_string:
+            self.low = min_present(self.low, flat.low)
+            self.high = max_present(self.high, flat.high)
+        self.nulls += flat.num_nulls
+        self.sketch = self.sketch.merged(sketch)
+        if is_string:
+            self.max_len = max(self.max_len, flat.max_col_len or 0)
+            self.avg_len = max(self.avg_len, flat.avg_col_len or 0.0)
+
+    def point(self) -> _Point:
+        return _Point(
+            index=self.index_sum / self.count, low=self.low, high=self.high, num_nulls=self.nulls,
+            num_dvs=self.sketch.estimate(), max_col_len=self.max_len, avg_col_len=self.avg_len,
         )
-    if not spec.has_ndv:  # binary: lengths only
-        return spec.build(
-            num_nulls=sum(s.num_nulls for s in stats),
-            max_col_len=max(s.max_col_len or 0 for s in stats),
-            avg_col_len=max(s.avg_col_len or 0.0 for s in stats),
-        )
-
-    sketches = _mergeable_sketches(stats)
-    if len(ordered) == num_partitions or len(ordered) < 2:
-        return _aggregate_all_found(spec, stats, sketches, num_partitions, ndv_tuner, use_density)
-    indexed = [(float(i), s) for (i, _), s in zip(ordered, stats, strict=True)]
-    return _extrapolate(spec, indexed, sketches, num_partitions, use_density)
 
 
-def _common_spec(column_type: str, stats: list[ColumnStats]) -> KindSpec:
-    expected = kind_for_type(column_type)
-    try:
-        specs = {spec_of(s) for s in stats}
-    except TypeError:
-        raise InvalidInput("partition statistics must be typed column statistics") from None
-    if len(specs) > 1:
-        names = ", ".join(sorted(s.union_member for s in specs))
-        raise InvalidInput(f"partition statistics of a {column_type} column mix kinds: {names}")
-    (spec,) = specs
-    if expected is not None and spec.kind is not expected:
-        raise InvalidInput(f"a {column_type} column cannot aggregate {spec.union_member}")
-    return spec
+class PartitionStatsAggregator:
+    """aggregate_partition_stats fed one partition at a time, in index order, holding a fixed amount of state
+    whatever the number of partitions (sketches are merged as they arrive): get_aggr_stats_for over 100,000
+    partitions reads them in batches. The answer is aggregate_partition_stats' for the same partitions."""
 
+    def __init__(
+        self, column_type: str, *, num_partitions: int, ndv_tuner: float = 0.0, use_density: bool = False
+    ) -> None:
+        self.column_type = column_type
+        self.num_partitions = num_partitions
+        self.ndv_tuner = ndv_tuner
+        self.use_density = use_density
+        self._spec: KindSpec | None = None
+        self._members: set[str] = set()  # union members seen: more than one is an error, raised by result()
+        self._untyped = False
+        self._last_index = -1
+        self._count = 0
+        self._num_nulls = 0
+        self._num_trues = 0
+        self._num_falses = 0
+        self._max_col_len = 0
+        self._avg_col_len = 0.0
+        self._ndv_max = 0
+        self._ndv_sum = 0
+        self._low: Bound | None = None
+        self._high: Bound | None = None
+        # Sketches: all readable and mergeable so far (else None from then on), their union, the current run.
+        self._sketches_ok = True
+        self._first_sketch: NdvSketch | None = None
+        self._union: NdvSketch | None = None
+        self._run: _Run | None = None
+        self._runs: _Points | None = None
+        self._each: _Points | None = None
+        # KLL histograms: all present and readable so far, merged.
+        self._histograms_ok = True
+        self._histogram: Any = None
 
-def _mergeable_sketches(stats: list[FlatStats]) -> list[NdvSketch] | None:
-    """Every partition's sketch, if all have a readable one and all can merge with each other."""
-    sketches = []
-    for s in stats:
-        if not s.bit_vector:
-            return None
+    def add(self, index: int, stats: ColumnStats) -> None:
+        """One partition's statistics; `index` (its position among the requested names) must grow."""
+        if not self._last_index < index < self.num_partitions:
+            raise InvalidInput(
+                f"partition index {index} must follow {self._last_index} and be below {self.num_partitions}"
+            )
+        self._last_index = index
         try:
-            sketches.append(NdvSketch.from_bytes(s.bit_vector))
-        except NdvFormatError:
-            return None
-    if not all(sketches[0].can_merge(other) for other in sketches[1:]):
-        return None
-    return sketches
+            spec = spec_of(stats)
+        except TypeError:
+            self._untyped = True
+            return
+        self._members.add(spec.union_member)
+        if self._spec is None:
+            self._spec = spec
+            self._each = _Points(spec)
+            self._runs = _Points(spec)
+        elif spec is not self._spec:
+            return  # kinds mix: result() says so
+        self._count += 1
+        flat = spec.flatten(stats)
+        self._num_nulls += flat.num_nulls
+        if spec.has_booleans:
+            self._num_trues += flat.num_trues or 0
+            self._num_falses += flat.num_falses or 0
+            return
+        if spec.has_lengths:
+            self._max_col_len = max(self._max_col_len, flat.max_col_len or 0)
+            self._avg_col_len = max(self._avg_col_len, flat.avg_col_len or 0.0)
+        if not spec.has_ndv:  # binary: lengths only
+            return
+        is_string = spec.values is None
+        ndv = flat.num_dvs or 0
+        self._ndv_max = max(self._ndv_max, ndv)
+        self._ndv_sum += ndv
+        if not is_string:
+            self._low = min_present(self._low, flat.low)
+            self._high = max_present(self._high, flat.high)
+            self._add_histogram(flat.histogram)
+        assert self._each is not None
+        self._each.add(
+            _Point(
+                index=float(index), low=flat.low, high=flat.high, num_nulls=flat.num_nulls, num_dvs=ndv,
+                max_col_len=(flat.max_col_len or 0) if is_string else 0,
+                avg_col_len=(flat.avg_col_len or 0.0) if is_string else 0.0,
+            )
+        )
+        self._add_sketch(index, flat, is_string)
 
+    def _add_sketch(self, index: int, flat: FlatStats, is_string: bool) -> None:
+        if not self._sketches_ok:
+            return
+        sketch = None
+        if flat.bit_vector:
+            try:
+                sketch = NdvSketch.from_bytes(flat.bit_vector)
+            except NdvFormatError:
+                sketch = None
+        if sketch is None or (self._first_sketch is not None and not self._first_sketch.can_merge(sketch)):
+            # Not every partition has a sketch that merges with the others: no sketch-based NDV at all.
+            self._sketches_ok = False
+            self._union = self._run = None
+            return
+        if self._first_sketch is None:
+            self._first_sketch = self._union = sketch
+        else:
+            assert self._union is not None
+            self._union = self._union.merged(sketch)
+        run = self._run
+        if run is not None and run.last + 1 == index:
+            run.extend(index, flat, sketch, is_string)
+            return
+        if run is not None:
+            assert self._runs is not None
+            self._runs.add(run.point())
+        self._run = _Run(index, flat, sketch, is_string)
 
-def _union(sketches: Sequence[NdvSketch]) -> NdvSketch:
-    """The union of mergeable sketches (HLLs meet at the smallest p)."""
-    result = sketches[0]
-    for other in sketches[1:]:
-        result = result.merged(other)
-    return result
+    def _add_histogram(self, blob: bytes | None) -> None:
+        if not self._histograms_ok:
+            return
+        if not blob:
+            self._histograms_ok, self._histogram = False, None
+            return
+        try:
+            sketch = kll_from_bytes(blob)
+        except KllFormatError:
+            self._histograms_ok, self._histogram = False, None
+            return
+        if self._histogram is None:
+            self._histogram = sketch
+        else:
+            self._histogram.merge(sketch)
+
+    def result(self) -> ColumnStats:
+        """The column's table-wide statistics over the partitions added (InvalidInput when none was).
+        `column_type` (the type the kinds are checked against) may be changed before."""
+        column_type = self.column_type
+        if self._untyped:
+            raise InvalidInput("partition statistics must be typed column statistics")
+        if len(self._members) > 1:
+            raise InvalidInput(
+                f"partition statistics of a {column_type} column mix kinds: {', '.join(sorted(self._members))}"
+            )
+        spec = self._spec
+        if spec is None:
+            raise InvalidInput(f"no partition statistics to aggregate for a {column_type} column")
+        expected = kind_for_type(column_type)
+        if expected is not None and spec.kind is not expected:
+            raise InvalidInput(f"a {column_type} column cannot aggregate {spec.union_member}")
+        if spec.has_booleans:
+            return spec.build(num_nulls=self._num_nulls, num_trues=self._num_trues, num_falses=self._num_falses)
+        if not spec.has_ndv:
+            return spec.build(num_nulls=self._num_nulls, max_col_len=self._max_col_len, avg_col_len=self._avg_col_len)
+        if self._count == self.num_partitions or self._count < 2:
+            return self._all_found(spec)
+        if self._sketches_ok:
+            assert self._runs is not None and self._run is not None
+            points = self._runs
+            points.add(self._run.point())  # the last run
+            self._run = None
+        else:
+            assert self._each is not None
+            points = self._each
+        return self._extrapolate(spec, points)
+
+    def _all_found(self, spec: KindSpec) -> ColumnStats:
+        lower, higher = self._ndv_max, self._ndv_sum
+        bit_vector = None
+        num_dvs: int | None
+        if self._sketches_ok and self._union is not None:
+            num_dvs = self._union.estimate()
+            bit_vector = self._union.to_bytes()
+        elif spec.values is None:  # strings
+            num_dvs = lower
+        else:
+            num_dvs = None
+        if spec.values is None:
+            return spec.build(
+                num_nulls=self._num_nulls, num_dvs=num_dvs, bit_vector=bit_vector, max_col_len=self._max_col_len,
+                avg_col_len=self._avg_col_len,
+            )
+        low, high = self._low, self._high
+        if num_dvs is None:
+            if self.use_density and low is not None and high is not None:
+                assert self._each is not None
+                density_avg = self._each.density_sum / self.num_partitions
+                estimate = _java_long(_java_fdiv(float(_span(spec, low, high)), density_avg))
+                num_dvs = min(max(estimate, lower), higher)
+            else:
+                num_dvs = _java_long(lower + (higher - lower) * self.ndv_tuner)
+        histogram = None
+        if self._histograms_ok and self._histogram is not None:
+            histogram = bytes(self._histogram.serialize())
+        return spec.build(
+            num_nulls=self._num_nulls, num_dvs=num_dvs, bit_vector=bit_vector, histogram=histogram, low=low, high=high
+        )
+
+    def _extrapolate(self, spec: KindSpec, points: _Points) -> ColumnStats:
+        num_parts = self.num_partitions
+        num_nulls = self._num_nulls * num_parts // self._count
+
+        # NDV bounds and the linear fallback, through the points of the smallest and the largest NDV.
+        ndv = points.ndv
+        assert ndv.low is not None and ndv.high is not None
+        lower, higher = int(ndv.high), points.ndv_sum
+        linear_ndv = _java_long(
+            _extrapolate_high(ndv.low_index, ndv.high_index, float(ndv.low), float(ndv.high), num_parts)
+            if ndv.low_index != ndv.high_index
+            else float(ndv.low)
+        )
+
+        if spec.values is None:  # strings
+            avg, length = points.avg_len, points.max_len
+            assert avg.low is not None and avg.high is not None and length.low is not None and length.high is not None
+            avg_col_len = _extrapolate_high(avg.low_index, avg.high_index, float(avg.low), float(avg.high), num_parts)
+            max_col_len = _java_long(
+                _extrapolate_high(length.low_index, length.high_index, float(length.low), float(length.high), num_parts)
+            )
+            return spec.build(
+                num_nulls=num_nulls,
+                num_dvs=linear_ndv,
+                max_col_len=max_col_len,
+                avg_col_len=avg_col_len,
+            )
+
+        low = _line(spec, points.low, num_parts, upper=False)
+        high = _line(spec, points.high, num_parts, upper=True)
+        num_dvs = linear_ndv
+        if self.use_density and low is not None and high is not None:
+            density_avg = points.density_sum / points.count
+            if density_avg != 0.0:
+                estimate = _java_long(_java_fdiv(float(_span(spec, low, high)), density_avg))
+                num_dvs = min(max(estimate, lower), higher)
+        return spec.build(num_nulls=num_nulls, num_dvs=num_dvs, low=low, high=high)
 
 
 def _span(spec: KindSpec, low: Bound, high: Bound) -> float | int:
@@ -199,143 +469,6 @@ def _density(spec: KindSpec, low: Bound | None, high: Bound | None, ndv: int) ->
     return span / ndv
 
 
-def _merge_histograms(stats: list[FlatStats]) -> bytes | None:
-    blobs = [s.histogram for s in stats]
-    present = [b for b in blobs if b]
-    if not present or len(present) != len(blobs):
-        return None
-    try:
-        return kll_merge_all(present)
-    except KllFormatError:
-        return None
-
-
-def _lowest(values: list[Bound | None]) -> Bound | None:
-    result: Bound | None = None
-    for v in values:
-        result = min_present(result, v)
-    return result
-
-
-def _highest(values: list[Bound | None]) -> Bound | None:
-    result: Bound | None = None
-    for v in values:
-        result = max_present(result, v)
-    return result
-
-
-def _aggregate_all_found(
-    spec: KindSpec,
-    stats: list[FlatStats],
-    sketches: list[NdvSketch] | None,
-    num_partitions: int,
-    ndv_tuner: float,
-    use_density: bool,
-) -> ColumnStats:
-    num_nulls = sum(s.num_nulls for s in stats)
-    ndvs = [s.num_dvs or 0 for s in stats]
-    lower, higher = max(ndvs), sum(ndvs)
-    bit_vector = None
-    num_dvs: int | None
-    if sketches is not None:
-        union = _union(sketches)
-        num_dvs = union.estimate()
-        bit_vector = union.to_bytes()
-    elif spec.values is None:  # strings
-        num_dvs = lower
-    else:
-        num_dvs = None
-    if spec.values is None:
-        return spec.build(
-            num_nulls=num_nulls,
-            num_dvs=num_dvs,
-            bit_vector=bit_vector,
-            max_col_len=max(s.max_col_len or 0 for s in stats),
-            avg_col_len=max(s.avg_col_len or 0.0 for s in stats),
-        )
-    low = _lowest([s.low for s in stats])
-    high = _highest([s.high for s in stats])
-    if num_dvs is None:
-        if use_density and low is not None and high is not None:
-            densities = [_density(spec, s.low, s.high, s.num_dvs or 0) for s in stats]
-            density_avg = sum(d for d in densities if d is not None) / num_partitions
-            estimate = _java_long(_java_fdiv(float(_span(spec, low, high)), density_avg))
-            num_dvs = min(max(estimate, lower), higher)
-        else:
-            num_dvs = _java_long(lower + (higher - lower) * ndv_tuner)
-    return spec.build(
-        num_nulls=num_nulls,
-        num_dvs=num_dvs,
-        bit_vector=bit_vector,
-        histogram=_merge_histograms(stats),
-        low=low,
-        high=high,
-    )
-
-
-def _points(
-    spec: KindSpec, indexed: list[tuple[float, FlatStats]], sketches: list[NdvSketch] | None
-) -> list[_Point]:
-    """The (pseudo-)partitions extrapolation works on, in index order."""
-    is_string = spec.values is None
-    if sketches is None:
-        return [
-            _Point(
-                index=i,
-                low=s.low,
-                high=s.high,
-                num_nulls=s.num_nulls,
-                num_dvs=s.num_dvs or 0,
-                max_col_len=(s.max_col_len or 0) if is_string else 0,
-                avg_col_len=(s.avg_col_len or 0.0) if is_string else 0.0,
-            )
-            for i, s in indexed
-        ]
-    runs: list[list[int]] = []
-    for pos, (index, _) in enumerate(indexed):
-        if runs and indexed[runs[-1][-1]][0] + 1 == index:
-            runs[-1].append(pos)
-        else:
-            runs.append([pos])
-    points = []
-    for run in runs:
-        members = [indexed[pos][1] for pos in run]
-        points.append(
-            _Point(
-                index=sum(indexed[pos][0] for pos in run) / len(run),
-                low=None if is_string else _lowest([m.low for m in members]),
-                high=None if is_string else _highest([m.high for m in members]),
-                num_nulls=sum(m.num_nulls for m in members),
-                num_dvs=_union([sketches[pos] for pos in run]).estimate(),
-                max_col_len=max(m.max_col_len or 0 for m in members) if is_string else 0,
-                avg_col_len=max(m.avg_col_len or 0.0 for m in members) if is_string else 0.0,
-            )
-        )
-    return points
-
-
-def _extreme_points(points: list[_Point], value: Callable[[_Point], Bound | None]) -> tuple[_Point, _Point] | None:
-    """The points holding the smallest and the largest ``value`` among those that have it, sorted by value
-    (stable: ties keep index order)."""
-    keyed: list[tuple[Bound, int, _Point]] = []
-    for order, p in enumerate(points):
-        v = value(p)
-        if v is not None:
-            keyed.append((v, order, p))
-    if not keyed:
-        return None
-    keyed.sort(key=lambda item: (item[0], item[1]))
-    return keyed[0][2], keyed[-1][2]
-
-
-def _extreme_line(points: list[_Point], value: Callable[[_Point], _O]) -> tuple[float, float, _O, _O]:
-    """(minInd, maxInd, min, max) of a value every point has, over the points sorted by it (stable)."""
-    found = _extreme_points(points, value)
-    assert found is not None  # every point has the value
-    first, last = found
-    return first.index, last.index, value(first), value(last)
-
-
 def _extrapolate_high(min_ind: float, max_ind: float, lo: float, hi: float, num_parts: int) -> float:
     if min_ind == max_ind:
         return lo
@@ -344,17 +477,12 @@ def _extrapolate_high(min_ind: float, max_ind: float, lo: float, hi: float, num_
     return lo + (hi - lo) * min_ind / (min_ind - max_ind)
 
 
-def _line(
-    spec: KindSpec, points: list[_Point], value: Callable[[_Point], Bound | None], num_parts: int, *, upper: bool
-) -> Bound | None:
+def _line(spec: KindSpec, extremes: _Extremes, num_parts: int, *, upper: bool) -> Bound | None:
     """Extrapolated low (``upper=False``) or high value, linear in the index through the extreme points."""
-    found = _extreme_points(points, value)
-    if found is None:
+    lo, hi = extremes.low, extremes.high
+    if lo is None or hi is None:
         return None
-    first, last = found
-    min_ind, max_ind = first.index, last.index
-    lo, hi = value(first), value(last)
-    assert lo is not None and hi is not None
+    min_ind, max_ind = extremes.low_index, extremes.high_index
     if min_ind == max_ind:
         return lo  # nothing to extrapolate: the value itself
     long_kind = spec.values is ValueType.INTEGER
@@ -376,47 +504,3 @@ def _line(
     if spec.values is ValueType.DECIMAL:
         return Decimal(repr(x))
     return x
-
-
-def _extrapolate(
-    spec: KindSpec,
-    indexed: list[tuple[float, FlatStats]],
-    sketches: list[NdvSketch] | None,
-    num_parts: int,
-    use_density: bool,
-) -> ColumnStats:
-    points = _points(spec, indexed, sketches)
-    num_with_stats = len(indexed)
-    num_nulls = sum(p.num_nulls for p in points) * num_parts // num_with_stats
-
-    # NDV bounds and the linear fallback, over the points sorted by NDV.
-    by_ndv = sorted(points, key=lambda p: p.num_dvs)
-    lower, higher = by_ndv[-1].num_dvs, sum(p.num_dvs for p in points)
-    first, last = by_ndv[0], by_ndv[-1]
-    linear_ndv = _java_long(
-        _extrapolate_high(first.index, last.index, float(first.num_dvs), float(last.num_dvs), num_parts)
-        if first.index != last.index
-        else float(first.num_dvs)
-    )
-
-    if spec.values is None:  # strings
-        avg_col_len = _extrapolate_high(*_extreme_line(points, lambda p: p.avg_col_len), num_parts)
-        min_ind, max_ind, lo_len, hi_len = _extreme_line(points, lambda p: p.max_col_len)
-        max_col_len = _java_long(_extrapolate_high(min_ind, max_ind, float(lo_len), float(hi_len), num_parts))
-        return spec.build(
-            num_nulls=num_nulls,
-            num_dvs=linear_ndv,
-            max_col_len=max_col_len,
-            avg_col_len=avg_col_len,
-        )
-
-    low = _line(spec, points, lambda p: p.low, num_parts, upper=False)
-    high = _line(spec, points, lambda p: p.high, num_parts, upper=True)
-    num_dvs = linear_ndv
-    if use_density and low is not None and high is not None:
-        densities = [_density(spec, p.low, p.high, p.num_dvs) for p in points]
-        density_avg = sum(d for d in densities if d is not None) / len(points)
-        if density_avg != 0.0:
-            estimate = _java_long(_java_fdiv(float(_span(spec, low, high)), density_avg))
-            num_dvs = min(max(estimate, lower), higher)
-    return spec.build(num_nulls=num_nulls, num_dvs=num_dvs, low=low, high=high)

@@ -13,13 +13,16 @@ plain string; decimal as Java's BigDecimal.toString (Python's ``str(Decimal)`` f
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import hashlib
 import json
 import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation, localcontext
 
+from metastore.stats.kll import KllFormatError, kll_from_bytes
 from metastore.stats.model import (
     BinaryStats,
     BooleanStats,
@@ -35,6 +38,7 @@ from metastore.stats.model import (
     TimestampStats,
     kind_for_type,
 )
+from metastore.stats.spark_histogram import MAX_BINS, encode_histogram, equi_height_bins
 
 __all__ = [
     "COL_STATS_PREFIX",
@@ -43,8 +47,12 @@ __all__ = [
     "TOTAL_SIZE",
     "SparkPropertyError",
     "SparkTableStats",
+    "BASIS",
+    "column_fields",
     "column_properties",
     "entry_from_properties",
+    "fields_digest",
+    "kll_histogram_text",
     "parse_table_stats",
     "spark_column_names",
     "with_spark_statistics",
@@ -58,6 +66,10 @@ TOTAL_SIZE = STATISTICS_PREFIX + "totalSize"
 UNKNOWN_SIZE = str(2**63 - 1)
 NUM_ROWS = STATISTICS_PREFIX + "numRows"
 COL_STATS_PREFIX = STATISTICS_PREFIX + "colStats."
+#: Ours, in Spark's namespace so Spark hides it and its ANALYZE (which rewrites every spark.sql.statistics.* key)
+#: drops it: per column, a token of the statistics a reader was shown (LAST_ANALYZED and a digest). An alter that
+#: carries it back says which statistics its properties were read from (Spark ignores unknown keys).
+BASIS = STATISTICS_PREFIX + "metastore.basis"
 #: The only colStats format Spark 2.4+ reads; a column without ``version`` is ignored by Spark.
 FORMAT_VERSION = "2"
 
@@ -121,8 +133,32 @@ def _timestamp_text(seconds: int | None) -> str | None:
         return None
 
 
-def _min_max_text(stats: ColumnStats) -> tuple[str | None, str | None]:
-    """Spark's min/max text of a statistics value; (None, None) for kinds Spark keeps no bounds of."""
+_DECIMAL_SCALE = re.compile(r"^\s*(?:decimal|numeric)\s*\(\s*\d+\s*,\s*(\d+)\s*\)", re.IGNORECASE)
+
+
+def _decimal_scale(hive_type: str) -> int | None:
+    """The scale of a decimal type (decimal without arguments is Hive's decimal(10,0)); None if unreadable."""
+    m = _DECIMAL_SCALE.match(hive_type)
+    if m:
+        return int(m.group(1))
+    return 0 if hive_type.strip().lower() in ("decimal", "numeric") else None
+
+
+def _decimal_text(value: Decimal | None, scale: int | None, rounding: str) -> str | None:
+    # Spark writes a decimal(p,s) bound with its type's scale ("0.00"); a stored bound may have dropped trailing
+    # zeros. Rounded outwards if it had more digits, so the bounds still enclose every value.
+    if value is None:
+        return None
+    if scale is None or not value.is_finite():
+        return str(value)
+    with localcontext() as ctx:
+        ctx.prec = max(ctx.prec, len(value.as_tuple().digits) + scale + 2)
+        return str(value.quantize(Decimal(1).scaleb(-scale), rounding=rounding))
+
+
+def _min_max_text(stats: ColumnStats, scale: int | None = None) -> tuple[str | None, str | None]:
+    """Spark's min/max text of a statistics value (``scale``: of a decimal column's type); (None, None) for
+    kinds Spark keeps no bounds of."""
     if isinstance(stats, BooleanStats):
         low = "false" if stats.num_falses > 0 else ("true" if stats.num_trues > 0 else None)
         high = "true" if stats.num_trues > 0 else ("false" if stats.num_falses > 0 else None)
@@ -135,7 +171,7 @@ def _min_max_text(stats: ColumnStats) -> tuple[str | None, str | None]:
             None if stats.high is None else _double_text(stats.high),
         )
     if isinstance(stats, DecimalStats):
-        return (None if stats.low is None else str(stats.low)), (None if stats.high is None else str(stats.high))
+        return _decimal_text(stats.low, scale, ROUND_FLOOR), _decimal_text(stats.high, scale, ROUND_CEILING)
     if isinstance(stats, DateStats):
         return _date_text(stats.low), _date_text(stats.high)
     if isinstance(stats, TimestampStats):
@@ -143,8 +179,66 @@ def _min_max_text(stats: ColumnStats) -> tuple[str | None, str | None]:
     return None, None
 
 
-def column_properties(spark_name: str, entry: ColumnStatsEntry) -> dict[str, str]:
-    """The ``spark.sql.statistics.colStats.<spark_name>.*`` properties of one column's statistics."""
+def column_properties(spark_name: str, entry: ColumnStatsEntry, histogram: str | None = None) -> dict[str, str]:
+    """The ``spark.sql.statistics.colStats.<spark_name>.*`` properties of one column's statistics (with
+    ``histogram``, Spark's property text of an equi-height histogram, when given)."""
+    fields = _column_fields(entry)
+    if histogram is not None:
+        fields["histogram"] = histogram
+    prefix = f"{COL_STATS_PREFIX}{spark_name}."
+    return {prefix + k: v for k, v in fields.items()}
+
+
+def fields_digest(entry: ColumnStatsEntry) -> str:
+    """A short digest of the fields Spark is shown of a column (histogram aside): equal digests, equal fields."""
+    text = "\n".join(f"{k}={v}" for k, v in sorted(_column_fields(entry).items()))
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def _spark_double(kind: StatsKind, value: float) -> float:
+    # KLL sketches hold dates and timestamps as epoch seconds; Spark's histograms hold days and microseconds.
+    if kind is StatsKind.DATE:
+        return value / 86_400
+    if kind is StatsKind.TIMESTAMP:
+        return value * 1_000_000
+    return value
+
+
+def kll_histogram_text(entry: ColumnStatsEntry, max_bins: int = MAX_BINS) -> str | None:
+    """Spark's equi-height histogram property of a column whose statistics carry a KLL sketch; None without a
+    sketch, for kinds Spark keeps no histogram of, or for a sketch that does not read."""
+    stats = entry.stats
+    blob = getattr(stats, "histogram", None)
+    if not blob or not isinstance(stats, (LongStats, DoubleStats, DecimalStats, DateStats, TimestampStats)):
+        return None
+    if stats.low is None or stats.high is None:
+        return None
+    return _kll_histogram_text(bytes(blob), stats.kind, float(stats.low), float(stats.high), stats.num_dvs, max_bins)
+
+
+@functools.lru_cache(maxsize=2048)
+def _kll_histogram_text(blob: bytes, kind: StatsKind, low: float, high: float, ndv: int, max_bins: int) -> str | None:
+    # Memoized: every get_table of a table composes this for each sketched column, nearly always from the sketch
+    # it composed last time (a few KiB of text per column, ~0.5 ms to build).
+    try:
+        sketch = kll_from_bytes(blob)
+    except KllFormatError:
+        return None
+    count = int(sketch.n)
+    if count <= 0:
+        return None
+    bins = max(1, min(max_bins, ndv or max_bins, count))
+    quantiles = [_spark_double(kind, float(q)) for q in sketch.get_quantiles([i / bins for i in range(bins + 1)])]
+    # bounds: dates are days already, timestamps seconds
+    scale = 1_000_000 if kind is StatsKind.TIMESTAMP else 1
+    histogram = equi_height_bins(
+        quantiles, non_null=count, ndv=ndv, low=low * scale, high=high * scale,
+        integral=kind in (StatsKind.LONG, StatsKind.DATE),
+    )
+    return None if histogram is None else encode_histogram(histogram)
+
+
+def _column_fields(entry: ColumnStatsEntry) -> dict[str, str]:
     stats = entry.stats
     fields: dict[str, str] = {"version": FORMAT_VERSION, "nullCount": str(stats.num_nulls)}
     if isinstance(stats, BooleanStats):
@@ -161,13 +255,12 @@ def column_properties(spark_name: str, entry: ColumnStatsEntry) -> dict[str, str
         size = str(_default_size(entry.column_type))
         fields["avgLen"] = size
         fields["maxLen"] = size
-    low, high = _min_max_text(stats)
+    low, high = _min_max_text(stats, _decimal_scale(entry.column_type) if isinstance(stats, DecimalStats) else None)
     if low is not None:
         fields["min"] = low
     if high is not None:
         fields["max"] = high
-    prefix = f"{COL_STATS_PREFIX}{spark_name}."
-    return {prefix + k: v for k, v in fields.items()}
+    return fields
 
 
 def spark_column_names(parameters: Mapping[str, str]) -> dict[str, str]:
@@ -206,12 +299,13 @@ def _key_column(key: str) -> str:
 
 def with_spark_statistics(
     parameters: Mapping[str, str], entries: Sequence[ColumnStatsEntry], columns: Collection[str] | None = None,
-    spark_names: Mapping[str, str] | None = None,
+    spark_names: Mapping[str, str] | None = None, histograms: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The table's parameters as Spark should read them: the colStats of ``entries`` (the table's statistics,
     the one source of truth) replace any stored for those columns; stored colStats of other columns stay only if
     the column is among ``columns`` (all when None). When any statistics key is present, totalSize from Hive's
-    totalSize, else rawDataSize, else UNKNOWN_SIZE (Spark's reader requires the key), numRows from numRows > 0."""
+    totalSize, else rawDataSize, else UNKNOWN_SIZE (Spark's reader requires the key), numRows from numRows > 0.
+    ``histograms``: lower-cased column name → Spark's histogram text to show with that column's statistics."""
     analysed = {e.column.lower() for e in entries}
     present = None if columns is None else {c.lower() for c in columns}
     result = {
@@ -221,7 +315,8 @@ def with_spark_statistics(
     }
     names = spark_names if spark_names is not None else spark_column_names(parameters)
     for entry in entries:
-        result.update(column_properties(names.get(entry.column.lower(), entry.column.lower()), entry))
+        histogram = None if histograms is None else histograms.get(entry.column.lower())
+        result.update(column_properties(names.get(entry.column.lower(), entry.column.lower()), entry, histogram))
     if not any(k.startswith(STATISTICS_PREFIX) for k in result):
         return result
     size = _positive(parameters, "totalSize") or _positive(parameters, "rawDataSize")
@@ -235,9 +330,8 @@ def with_spark_statistics(
     return result
 
 
-def parse_table_stats(parameters: Mapping[str, str]) -> SparkTableStats:
-    """Spark's statistics properties of a table, grouped; raw text, unchecked (see entry_from_properties).
-    A column key names its column by everything between the prefix and the last dot."""
+def column_fields(parameters: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """Spark's colStats properties grouped by column (as spelled in the keys): raw field text, unchecked."""
     columns: dict[str, dict[str, str]] = {}
     for key, value in parameters.items():
         if not key.startswith(COL_STATS_PREFIX):
@@ -245,6 +339,13 @@ def parse_table_stats(parameters: Mapping[str, str]) -> SparkTableStats:
         column, _, field = key[len(COL_STATS_PREFIX):].rpartition(".")
         if column and field in _FIELDS:
             columns.setdefault(column, {})[field] = value
+    return columns
+
+
+def parse_table_stats(parameters: Mapping[str, str]) -> SparkTableStats:
+    """Spark's statistics properties of a table, grouped; raw text, unchecked (see entry_from_properties).
+    A column key names its column by everything between the prefix and the last dot."""
+    columns = column_fields(parameters)
 
     def number(key: str) -> int | None:
         value = parameters.get(key)

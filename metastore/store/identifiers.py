@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from metastore.catalog import FieldSchema
-from metastore.errors import InvalidInput, InvalidObject
+from metastore.errors import InvalidObject
 from metastore.store import schema
 
 # Hive's MetaStoreUtils.validateName: word characters only.
@@ -97,17 +96,3 @@ def validate_type(type_name: str | None, where: str) -> None:
     if not m or m.group(1).lower() not in _PRIMITIVE_TYPES:
         raise InvalidObject(f"{where} has type {type_name!r}, which is not a Hive type")
 
-
-def hive_pattern_matcher(pattern: str | None) -> Callable[[str], bool]:
-    """A case-insensitive matcher for Hive's name patterns: `*` matches any text, `|` separates alternatives,
-    every other character stands for itself (as documented for SHOW DATABASES / SHOW TABLES)."""
-    if pattern is None or pattern.strip() in ("", "*"):
-        return lambda _name: True
-    if len(pattern) > 4000:
-        raise InvalidInput(f"name pattern is {len(pattern)} characters long; the limit is 4000")
-    alternatives = [alt.strip() for alt in pattern.split("|")]
-    regex = "|".join(
-        "(?:" + ".*".join(re.escape(part) for part in alt.split("*")) + ")" for alt in alternatives
-    )
-    compiled = re.compile(regex, re.IGNORECASE | re.DOTALL)
-    return lambda name: compiled.fullmatch(name) is not None

@@ -1,14 +1,16 @@
-"""Hive's name patterns (get_databases, get_tables, get_tables_by_type, get_table_meta).
+r"""Hive's name patterns (get_databases, get_tables, get_tables_by_type, get_table_meta).
 
 Hive 2.3's ObjectStore trims the pattern, splits it on `|` into alternatives, turns every `*` into `.*` and matches
 each alternative as a case-insensitive regular expression against the whole name. So `*`, `.*`, `test_.*` and
 `a|b` match as in Hive; `p.*` does not match `p` (it became `p..*`), exactly as in Hive; an empty pattern matches
 nothing; None (no pattern) matches everything.
 
-An alternative that is not a valid regular expression is InvalidInput naming it (Hive 2.3 reports a Java
-PatternSyntaxException as MetaException, or on some databases silently matches nothing; a client's mistake gets
-the exception meant for bad input here). Python's `re` evaluates the alternatives: it agrees with Java's regular
-expressions on everything a name can contain (word characters) and the usual syntax (classes, groups, quantifiers).
+An alternative that is not a valid regular expression, for any reason Python's `re` gives (bad syntax, groups
+nested too deeply, a repetition count too large: see metastore.store.hive_regex), is InvalidInput naming it.
+Hive 2.3 reports a Java PatternSyntaxException as MetaException, or on some databases silently matches nothing;
+here a client's mistake gets the exception meant for bad input. Python's `re` evaluates the alternatives. It
+agrees with Java's regular expressions on the usual syntax (classes, groups, quantifiers, anchors); constructs
+only one of them knows (Java's `\p{Alpha}`, Python's `(?P<name>...)`) are errors or literals in the other.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 from collections.abc import Callable
 
 from metastore.errors import InvalidInput
+from metastore.store.hive_regex import BadRegex, compile_regex
 
 MAX_PATTERN_LENGTH = 4000
 
@@ -27,6 +30,11 @@ def _split_alternatives(pattern: str) -> list[str]:
     while len(parts) > 1 and parts[-1] == "":
         parts.pop()
     return parts
+
+
+def _shown(text: str) -> str:
+    # A message stays one readable line even for a pattern thousands of characters long.
+    return repr(text) if len(text) <= 80 else repr(text[:77] + "...")
 
 
 def hive_name_matcher(pattern: str | None) -> Callable[[str], bool]:
@@ -40,9 +48,10 @@ def hive_name_matcher(pattern: str | None) -> Callable[[str], bool]:
     for alternative in _split_alternatives(pattern.strip().lower()):
         regex = alternative.replace("*", ".*")
         try:
-            compiled.append(re.compile(regex, re.IGNORECASE))
-        except re.error as exc:
+            compiled.append(compile_regex(regex, re.IGNORECASE))
+        except BadRegex as exc:
             raise InvalidInput(
-                f"name pattern {pattern!r}: {alternative!r} is not a valid regular expression ({exc})"
+                f"name pattern {_shown(pattern)}: {_shown(alternative)} is not a valid regular expression "
+                f"({exc.reason})"
             ) from None
     return lambda name: any(c.fullmatch(name) is not None for c in compiled)

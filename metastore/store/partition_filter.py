@@ -41,6 +41,7 @@ from sqlalchemy.dialects import postgresql
 
 from metastore.catalog import FieldSchema
 from metastore.errors import InvalidInput
+from metastore.store.hive_regex import BadRegex, compile_regex
 
 MAX_FILTER_LENGTH = 100_000
 MAX_NESTING = 100
@@ -409,27 +410,29 @@ def _describe(tok: _Token) -> str:
     return repr(shown)
 
 
-def _fail(text: str, message: str, pos: int, *, syntax: bool = False) -> InvalidInput:
+def _fail(
+    text: str, message: str, pos: int, *, syntax: bool = False, what: str = "partition filter"
+) -> InvalidInput:
     shown = text if len(text) <= 200 else text[:197] + "..."
-    # A syntax error starts with Hive's own words, which clients (and Hive's tests) look for.
+    # A syntax error starts with Hive's own words, which clients (and Hive's tests) look for; Hive's table
+    # filter shares the partition filter's parser and its words.
     lead = "Error parsing partition filter; " if syntax else ""
-    return InvalidInput(f"{lead}invalid partition filter {shown!r}: {message} at position {pos}")
+    return InvalidInput(f"{lead}invalid {what} {shown!r}: {message} at position {pos}")
 
 
-def parse_filter(text: str) -> Node:
-    """The syntax tree of a partition filter; InvalidInput (naming the position) for anything malformed."""
+def parse_filter(text: str, what: str = "partition filter") -> Node:
+    """The syntax tree of a filter (`what` names it in messages: a partition filter, or a table filter, which
+    has the same language); InvalidInput (naming the position) for anything malformed."""
     if not isinstance(text, str):
-        raise InvalidInput(f"partition filter must be a string, got {type(text).__name__}")
+        raise InvalidInput(f"{what} must be a string, got {type(text).__name__}")
     if len(text) > MAX_FILTER_LENGTH:
-        raise InvalidInput(
-            f"partition filter is {len(text)} characters long; the limit is {MAX_FILTER_LENGTH}"
-        )
+        raise InvalidInput(f"{what} is {len(text)} characters long; the limit is {MAX_FILTER_LENGTH}")
     if not text.strip():
-        raise InvalidInput("partition filter is empty")
+        raise InvalidInput(f"{what} is empty")
     try:
         return _Parser(text).parse()
     except _Error as err:
-        raise _fail(text, err.message, err.pos, syntax=True) from None
+        raise _fail(text, err.message, err.pos, syntax=True, what=what) from None
 
 
 # ---------------------------------------------------------------- compiler
@@ -442,7 +445,7 @@ SQLITE_REGEXP_FUNCTION = "metastore_regexp_match"
 def _regex(pattern: str) -> re.Pattern[str]:
     # DOTALL: `.` matches a line break too, as the reference (HMS 2.3, whose database query turns `.` into
     # SQL's `_`) answers for a value holding one.
-    return re.compile(pattern, re.DOTALL)
+    return compile_regex(pattern, re.DOTALL)
 
 
 def _sqlite_regexp_match(pattern: str | None, value: str | None) -> int:
@@ -450,7 +453,7 @@ def _sqlite_regexp_match(pattern: str | None, value: str | None) -> int:
         return 0
     try:
         return int(_regex(pattern).fullmatch(value) is not None)
-    except re.error:  # compile_filter validated the pattern; never raise inside SQLite
+    except BadRegex:  # compile_filter validated the pattern; never raise inside SQLite
         return 0
 
 
@@ -541,9 +544,10 @@ class _Compiler:
         pattern = lit.raw if lit.raw is not None else str(lit.value)
         try:
             compiled = _regex(pattern)
-        except re.error as exc:
+        except BadRegex as exc:
+            shown = repr(pattern) if len(pattern) <= 80 else repr(pattern[:77] + "...")
             raise _fail(
-                self.text, f"LIKE pattern {pattern!r} is not a valid regular expression ({exc})", lit.pos
+                self.text, f"LIKE pattern {shown} is not a valid regular expression ({exc.reason})", lit.pos
             ) from None
         if self.dialect == "sqlite":
             return sa.func.metastore_regexp_match(sa.literal(pattern), column) == 1

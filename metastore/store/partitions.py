@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
@@ -51,6 +51,10 @@ _ROW_COLUMNS = (
     PARTITIONS.c.LAST_ACCESS_TIME,
     PARTITIONS.c.WRITE_ID,
 )
+
+
+# Partitions per page of a long listing (stream_names, stream_by_filter): what a listing holds at a time.
+PAGE_ROWS = 2000
 
 
 def _limit(max_parts: int) -> int | None:
@@ -140,6 +144,71 @@ class PartitionRepository:
         if limit is not None:
             query = query.limit(limit)
         return self._conn.execute(query).all()
+
+    def _pages(
+        self,
+        ref: TableRef,
+        condition: sa.ColumnElement[bool] | None,
+        joins: _KeyValueJoins | None,
+        limit: int | None,
+        page: int,
+        columns: Sequence[sa.ColumnElement[Any]],
+    ) -> Iterator[Sequence[sa.Row[Any]]]:
+        """The rows _rows returns, `page` at a time in name order, at most `limit` in all: each page starts
+        after the last name of the one before (the unique index (TBL_ID, PART_NAME) serves each page), so a
+        table of any size is listed without holding more than a page."""
+        last: str | None = None
+        left = limit
+        while left is None or left > 0:
+            size = page if left is None else min(page, left)
+            query = sa.select(*columns).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
+            if condition is not None:
+                query = query.where(condition)
+            if last is not None:
+                query = query.where(PARTITIONS.c.PART_NAME > last)
+            query = (joins or _KeyValueJoins()).apply(query).order_by(PARTITIONS.c.PART_NAME).limit(size)
+            rows = self._conn.execute(query).all()
+            if rows:
+                yield rows
+            if len(rows) < size:
+                return
+            last = rows[-1].PART_NAME
+            if left is not None:
+                left -= len(rows)
+
+    def _counted_pages(
+        self,
+        ref: TableRef,
+        condition: sa.ColumnElement[bool] | None,
+        joins: _KeyValueJoins | None,
+        max_parts: int,
+        page: int,
+        columns: Sequence[sa.ColumnElement[Any]],
+    ) -> tuple[int, Iterator[Sequence[sa.Row[Any]]]]:
+        """(how many rows _rows would return, those rows a page at a time). A listing that fits one page costs
+        one statement, as _rows; a longer one a count besides. Run inside one snapshot (Store.snapshot), so
+        the count and the pages agree."""
+        limit = _limit(max_parts)
+        pages = self._pages(ref, condition, joins, limit, page, columns)
+        first = next(pages, ())
+        if len(first) < page or (limit is not None and len(first) == limit):
+            count = len(first)
+        else:
+            query = (joins or _KeyValueJoins()).apply(
+                sa.select(sa.func.count()).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
+            )
+            if condition is not None:
+                query = query.where(condition)
+            count = self._conn.execute(query).scalar_one()
+            if limit is not None:
+                count = min(count, limit)
+
+        def all_pages() -> Iterator[Sequence[sa.Row[Any]]]:
+            if first:
+                yield first
+            yield from pages
+
+        return count, all_pages()
 
     def _rows_by_names(
         self, ref: TableRef, names: Sequence[str], *, lock: bool = False
@@ -357,6 +426,26 @@ class PartitionRepository:
         """The table's partition names in order, at most max_parts (-1: all)."""
         ref, _ = self._table(db_name, table_name, catalog)
         return [r.PART_NAME for r in self._rows(ref, max_parts=max_parts, columns=[PARTITIONS.c.PART_NAME])]
+
+    def stream_names(
+        self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> tuple[int, Iterator[builtins.list[str]]]:
+        """list_names as (how many, the names a page at a time); inside one snapshot (Store.snapshot)."""
+        ref, _ = self._table(db_name, table_name, catalog)
+        count, pages = self._counted_pages(ref, None, None, max_parts, page, [PARTITIONS.c.PART_NAME])
+        return count, ([r.PART_NAME for r in rows] for rows in pages)
+
+    def stream_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> tuple[int, Iterator[builtins.list[Partition]]]:
+        """list_by_filter as (how many, the partitions a page at a time); inside one snapshot (Store.snapshot).
+        InvalidInput for a bad filter, before anything is read."""
+        ref, keys = self._filtered_table(db_name, table_name, catalog)
+        condition, joins = self._filter(ref, keys, filter_text)
+        count, pages = self._counted_pages(ref, condition, joins, max_parts, page, _ROW_COLUMNS)
+        return count, (self._load(ref, rows) for rows in pages)
 
     def count(self, db_name: str, table_name: str, *, catalog: str = DEFAULT_CATALOG) -> int:
         """How many partitions the table has."""

@@ -147,7 +147,8 @@ def table_from_thrift(t: tt.Table) -> Table:
         temporary=bool(t.temporary),
         rewrite_enabled=bool(t.rewriteEnabled),
         catalog_name=(getattr(t, "catName", None) or DEFAULT_CATALOG).lower(),
-        owner_type=getattr(t, "ownerType", None),
+        # Hive 3+ clients always send ownerType; a Hive 2 client's table is its owner's, as Hive 3+ stores it.
+        owner_type=tt.PrincipalType.USER if t.ownerType is None else t.ownerType,
         write_id=-1 if write_id is None else write_id,
     )
 
@@ -170,7 +171,8 @@ def table_to_thrift(t: Table) -> tt.Table:
         temporary=t.temporary,
         rewriteEnabled=t.rewrite_enabled,
         catName=t.catalog_name,
-        ownerType=t.owner_type,
+        # Always sent, as every Hive 3+ client does: the server tells Hive 2 clients by its absence.
+        ownerType=tt.PrincipalType.USER if t.owner_type is None else t.owner_type,
         writeId=t.write_id,
     )
 

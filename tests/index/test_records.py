@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from server.harness import ServerProcess, fresh_pg_database, start_server
 
 from metastore.catalog import FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
-from metastore.client import MetastoreClient, ThriftMetastoreClient
-from metastore.client.embedded import EmbeddedMetastoreClient
+from metastore.client import MetastoreClient
 from metastore.errors import AlreadyExists, InvalidInput, InvalidOperation, NoSuchObject
 from metastore.index.build import BuildTarget, build_parts
 from metastore.index.model import IndexKind, IndexLevel, IndexRecord, IndexState, Split
@@ -28,35 +25,6 @@ ORC = (
     "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
     "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
 )
-
-
-@pytest.fixture(params=["embedded-sqlite", "thrift-sqlite", pytest.param("thrift-postgresql", marks=pytest.mark.pg)])
-def client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MetastoreClient]:
-    warehouse = tmp_path / "warehouse"
-    if request.param == "embedded-sqlite":
-        with EmbeddedMetastoreClient(f"sqlite:///{tmp_path / 'ms.db'}", str(warehouse)) as c:
-            yield c
-        return
-    if request.param == "thrift-sqlite":
-        server = start_server(tmp_path / "serve", f"sqlite:///{tmp_path / 'ms.db'}", workers=1,
-                              extra_args=["--warehouse", str(warehouse)])
-        yield from _remote(server)
-        return
-    admin = request.getfixturevalue("pg_server")
-    from metastore.store import migrate
-
-    with fresh_pg_database(admin) as url:
-        migrate.upgrade(url)
-        server = start_server(tmp_path / "serve", url, workers=1, extra_args=["--warehouse", str(warehouse)])
-        yield from _remote(server)
-
-
-def _remote(server: ServerProcess) -> Iterator[MetastoreClient]:
-    try:
-        with ThriftMetastoreClient(f"thrift://127.0.0.1:{server.port}") as c:
-            yield c
-    finally:
-        server.stop()
 
 
 def _table(client: MetastoreClient, name: str, partitioned: bool) -> Table:
@@ -160,10 +128,25 @@ def test_drop_table_and_partition_take_their_indexes(client: MetastoreClient) ->
     assert {p.partition for p in after.parts} == {"ds=2"}
     assert not (local_path(part1.location) or Path("/nonexistent")).exists()
 
-    with pytest.raises(InvalidOperation):
-        table_level = _build(client, "ix_t", table, IndexKind.BLOOM, IndexLevel.TABLE, targets[1:])
+    table_level = _build(client, "ix_t", table, IndexKind.BLOOM, IndexLevel.TABLE, targets[1:])
+    with pytest.raises(InvalidOperation, match="TABLE-level index; it cannot be dropped for one partition"):
         client.drop_index("db", "p", table_level.name, ["ds=2"])
     index_dirs = [local_path(r.location) for r in client.list_indexes("db", "p")]
+    assert len(index_dirs) == 2 and all(d is not None and d.is_dir() for d in index_dirs)
     client.drop_table("db", "p")
     assert client.list_indexes() == []
     assert all(d is not None and not d.exists() for d in index_dirs)
+
+
+def test_drop_database_cascade_takes_its_indexes(client: MetastoreClient) -> None:
+    table = _table(client, "t", partitioned=False)
+    base = local_path(table.sd.location)
+    assert base is not None
+    _write(base / "f.orc", [1, 2, 3])
+    record = _build(client, "ix_d", table, IndexKind.MINMAX, IndexLevel.STRIPE,
+                    [BuildTarget("", (data_file(str(base / "f.orc")),))])
+    index_dir = local_path(record.location)
+    assert index_dir is not None and index_dir.is_dir()
+    client.drop_database("db", delete_data=True, cascade=True)
+    assert client.list_indexes() == []
+    assert not index_dir.exists()

@@ -180,7 +180,7 @@ def catalog_semantics_calls(rec: Recorder, c: Any, T: Any, n: Names) -> None:
     rec.step("semantics_rename_onto_existing_directory", lambda: rename("r", "d", "d2"))
     rec.step("semantics_partition_names_after_refused_rename", lambda: sorted(c.get_partition_names(db, "r", -1)))
 
-    # Last: HMS 2.3 ignores the new location, so what follows would differ.
+    # A new location in alter_database: both keep the old one (HMS 2.3 ignores it; Hive 4 would move it).
     def alter_database_location() -> Any:
         d = c.get_database(db)
         d.locationUri = f"{base}/db2"

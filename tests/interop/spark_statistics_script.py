@@ -1,33 +1,68 @@
-"""Spark with CBO on, reading and writing column statistics through a Hive-Metastore-compatible server (run as
-a subprocess: a Hive-enabled session cannot share the test suite's JVM).
+"""One Hive-enabled Spark session with CBO on, serving a test module's requests over stdin/stdout (a subprocess: a
+Hive-enabled session cannot share the test suite's JVM, and one session per module bounds the suite's time).
 
-Usage: python spark_statistics_script.py --uri thrift://127.0.0.1:PORT --warehouse DIR --db DB
-Table DB.t must exist (statistics written by a Thrift client): DESCRIBE EXTENDED of each of its columns. Then
-DB.s is created, filled and analysed by Spark, and DESCRIBE EXTENDED of each of its columns. Prints one JSON
-document: {"t": {col: {field: value}}, "s": {...}, "errors": [...]}.
+Usage: python spark_statistics_script.py --uri thrift://127.0.0.1:PORT --warehouse DIR
+Reads one JSON request a line, answers one JSON line each:
+  {"sql": [statement, ...]}                  -> {"results": [{"rows": [[...], ...]} | {"error": "..."}, ...]}
+  {"analyze": "db.t", "histograms": bool}     -> {"summary": "..."} | {"error": "..."}  (metastore.spark.analyze_table)
+  {"describe": "db.t", "columns": [...]}      -> {"columns": {col: {field: value}}} (REFRESH TABLE first)
+Ends at end of input. Spark's own output goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
-T_COLUMNS = ["l", "d", "m", "dt", "ts", "s", "b"]
+
+def plain(value: Any) -> Any:
+    if isinstance(value, int | float | str | bool) or value is None:
+        return value
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    return str(value)
 
 
-def describe(spark: Any, table: str, column: str) -> dict[str, str]:
-    return {r[0]: r[1] for r in spark.sql(f"DESCRIBE EXTENDED {table} {column}").collect()}
+def answer(spark: Any, request: dict[str, Any], uri: str) -> dict[str, Any]:
+    if "sql" in request:
+        results: list[dict[str, Any]] = []
+        for statement in request["sql"]:
+            try:
+                rows = spark.sql(statement).collect()
+                results.append({"rows": [[plain(v) for v in row] for row in rows]})
+            except Exception as exc:  # noqa: BLE001 - each failure is reported to the test, which decides
+                results.append({"error": f"{type(exc).__name__}: {exc}"[:4000]})
+        return {"results": results}
+    if "describe" in request:
+        table = request["describe"]
+        spark.sql(f"REFRESH TABLE {table}")
+        return {"columns": {
+            c: {r[0]: r[1] for r in spark.sql(f"DESCRIBE EXTENDED {table} {c}").collect()}
+            for c in request["columns"]
+        }}
+    if "analyze" in request:
+        from metastore.spark import analyze_table
+
+        summary = analyze_table(spark, request["analyze"], histograms=bool(request.get("histograms")),
+                                metastore=uri, cache=None)
+        return {"summary": str(summary)}
+    return {"error": f"unknown request {sorted(request)}"}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uri", required=True)
     parser.add_argument("--warehouse", required=True)
-    parser.add_argument("--db", required=True)
     args = parser.parse_args(argv)
 
+    # Replies go to the original stdout; everything else written to fd 1 (the JVM inherits it) goes to stderr.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    # Python workers (metastore.spark's tasks) run this interpreter: the project's virtualenv.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     spark = (
@@ -39,35 +74,27 @@ def main(argv: list[str] | None = None) -> int:
         .config("spark.hadoop.hive.metastore.uris", args.uri)
         .config("spark.sql.warehouse.dir", args.warehouse)
         .config("spark.sql.cbo.enabled", "true")
+        .config("spark.sql.cbo.joinReorder.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
         .enableHiveSupport()
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    out: dict[str, Any] = {"errors": []}
+    out.write(json.dumps({"ready": spark.version}) + "\n")
+    out.flush()
     try:
-        out["t"] = {c: describe(spark, f"{args.db}.t", c) for c in T_COLUMNS}
-        out["t_plan"] = spark.sql(f"EXPLAIN COST SELECT * FROM {args.db}.t").collect()[0][0]
-        spark.sql(
-            f"CREATE TABLE {args.db}.s (l bigint, d double, m decimal(10,2), dt date, ts timestamp, s string, "
-            "b boolean) STORED AS ORC"
-        )
-        spark.sql(
-            f"INSERT INTO {args.db}.s SELECT id * 3 - 7, id / 4.0, CAST(id * 1.25 AS decimal(10,2)), "
-            "date_add(DATE'2021-03-01', CAST(id AS int)), "
-            "TIMESTAMP'2022-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id * 1.5), "
-            "IF(id % 7 = 0, NULL, repeat('x', CAST(id % 5 AS int))), id < 10 "
-            "FROM range(40)"
-        )
-        spark.sql(f"ANALYZE TABLE {args.db}.s COMPUTE STATISTICS FOR ALL COLUMNS")
-        out["s"] = {c: describe(spark, f"{args.db}.s", c) for c in T_COLUMNS}
-    except Exception as exc:  # noqa: BLE001 - reported to the test, which fails with it
-        out["errors"].append(f"{type(exc).__name__}: {exc}"[:4000])
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                reply = answer(spark, json.loads(line), args.uri)
+            except Exception as exc:  # noqa: BLE001 - reported to the test, which fails with it
+                reply = {"error": f"{type(exc).__name__}: {exc}"[:4000]}
+            out.write(json.dumps(reply) + "\n")
+            out.flush()
     finally:
         spark.stop()
-    json.dump(out, sys.stdout, indent=1)
-    sys.stdout.write("\n")
     return 0
 
 

@@ -71,3 +71,29 @@ def test_the_generated_client_reaches_the_extension_calls(client: ThriftHiveMeta
         client.metastore_delete_file_partials(tt.MetastoreDeleteFilePartialsRequest(dbName=dbname, tblName="zz"))
     # the connection still serves Hive's calls
     assert client.get_table(dbname, "t").tableName == "t"
+
+
+def test_the_store_looks_up_several_partitions_in_one_call(remote: ThriftMetastoreClient, dbname: str):
+    from metastore.client.file_partials import MetastorePartialStore
+    from metastore.storage import FileRef
+
+    a, b, gone = (_file("/w/ds=1/a.orc", "ds=1"), _file("/w/ds=2/b.orc", "ds=2"), _file("/w/ds=2/gone.orc", "ds=2"))
+    remote.put_file_partials(dbname, "t", [a, b, gone])
+    calls: list[str] = []
+    original = remote.get_file_partials
+
+    def counted(*args, **kwargs):
+        calls.append("get")
+        return original(*args, **kwargs)
+
+    remote.get_file_partials = counted
+    store = MetastorePartialStore(remote, dbname, "t")
+    refs = {"ds=1": [FileRef(a.path, 1234, 5, "etag-1")],
+            "ds=2": [FileRef(b.path, 1234, 6, "etag-1"), FileRef("/w/ds=2/new.orc", 1, 1)]}
+    # what lookup gives partition by partition: b changed (another mtime), new.orc was never stored
+    assert store.lookup_many(refs) == {a.path: a}
+    assert calls == ["get"]
+    # retain knows what each partition had stored, without reading again
+    store.retain(refs["ds=2"], "ds=2")
+    assert calls == ["get"]
+    assert sorted(f.path for f in original(dbname, "t")) == [a.path, b.path]

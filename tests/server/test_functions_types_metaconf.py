@@ -10,6 +10,9 @@ import pytest
 from metastore.api.hive_metastore import ttypes as tt
 from server import thrift_builders as b
 
+# Groups nested deeper than Python's re can parse (it raises RecursionError, not re.error).
+DEEPLY_NESTED = "(" * 1999 + "a" + ")" * 1999
+
 
 def _function(db: str, name: str, cls: str | None = "org.example.Upper", uris: tuple[str, ...] = ()) -> tt.Function:
     return tt.Function(
@@ -69,9 +72,11 @@ def test_function_errors_are_hives(client, dbname):
         client.drop_function(dbname, "nope")
     with pytest.raises(tt.MetaException, match="function nope doesn't exist"):
         client.alter_function(dbname, "nope", _function(dbname, "nope"))
-    # get_functions declares only MetaException, so a bad pattern comes back as one (as in Hive).
-    with pytest.raises(tt.MetaException, match="not a valid regular expression"):
-        client.get_functions(dbname, "f(")
+    # get_functions declares only MetaException, so a bad pattern comes back as one (as in Hive); so does one
+    # that Python's re fails on with RecursionError or OverflowError rather than a syntax error.
+    for pattern in ("f(", DEEPLY_NESTED, "f{99999999999}"):
+        with pytest.raises(tt.MetaException, match="not a valid regular expression"):
+            client.get_functions(dbname, pattern)
 
 
 # ---------------------------------------------------------------- legacy types
@@ -102,7 +107,7 @@ def test_type_lifecycle_and_errors(client):
 # ---------------------------------------------------------------- get_table_names_by_filter
 
 
-def _filter_tables(client, db: str) -> None:  # noqa: ANN001
+def _filter_tables(client, db: str) -> None:
     client.create_database(b.database(db))
     for name, owner, last_access, params in (
         ("t1", "testOwner1", 90, {"p1": "hi", "p2": "50"}),
@@ -147,9 +152,10 @@ def test_table_names_by_filter_errors(client, dbname):
     with pytest.raises(tt.UnknownDBException, match="DB name is null or empty"):
         client.get_table_names_by_filter("", "", -1)
     # Bad input from the client: the exception meant for it among those the method declares (Hive: MetaException).
-    with pytest.raises(tt.InvalidOperationException, match="not a valid regular expression"):
-        client.get_table_names_by_filter(dbname, 'hive_filter_field_owner__ like "a("', -1)
-    with pytest.raises(tt.InvalidOperationException, match="invalid partition filter"):
+    for pattern in ("a(", DEEPLY_NESTED, "a{99999999999}"):
+        with pytest.raises(tt.InvalidOperationException, match="not a valid regular expression"):
+            client.get_table_names_by_filter(dbname, f'hive_filter_field_owner__ like "{pattern}"', -1)
+    with pytest.raises(tt.InvalidOperationException, match="invalid table filter"):
         client.get_table_names_by_filter(dbname, "hive_filter_field_owner__ = ", -1)
 
 

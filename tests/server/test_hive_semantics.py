@@ -19,7 +19,7 @@ DDL_TIME = "transient_lastDdlTime"
 COLS = [("a", "string")]
 
 
-def _table(db: str, name: str, *, keys=(("p", "string"),), location: str | None = None, **params: str) -> tt.Table:  # noqa: ANN001
+def _table(db: str, name: str, *, keys=(("p", "string"),), location: str | None = None, **params: str) -> tt.Table:
     t = b.table(db, name, cols=COLS, partition_keys=keys, **params)
     t.sd.location = location
     return t
@@ -32,7 +32,7 @@ def _part(db: str, tbl: str, values: list[str], location: str | None = None, **p
     return p
 
 
-def _warehouse(client) -> str:  # noqa: ANN001
+def _warehouse(client) -> str:
     return client.get_database("default").locationUri
 
 
@@ -212,7 +212,7 @@ def test_a_partition_key_may_also_be_a_data_column(client, dbname):
 
 
 @pytest.fixture
-def pattern_db(client, dbname) -> str:  # noqa: ANN001
+def pattern_db(client, dbname) -> str:
     client.create_database(b.database(dbname))
     for name in ["abc", "abd", "test_1", "xyz", "a_c"]:
         client.create_table(_table(dbname, name, keys=()))
@@ -265,7 +265,14 @@ def test_get_table_meta_with_no_pattern_lists_everything_but_an_empty_one_nothin
     assert client.get_table_meta("", "*", []) == []
 
 
-@pytest.mark.parametrize("pattern", ["(", "abc|x[", "a{2,1}"])
+# Not only syntax errors: Python's re raises RecursionError for groups nested this deep and OverflowError for a
+# repetition count this large; each must come back as the declared exception, never as an internal error.
+DEEPLY_NESTED = "(" * 1999 + "a" + ")" * 1999
+BAD_PATTERNS = ["(", "abc|x[", "a{2,1}", DEEPLY_NESTED, "a{99999999999}"]
+BAD_PATTERN_IDS = ["open-group", "open-class", "bad-range", "deeply-nested", "huge-repeat"]
+
+
+@pytest.mark.parametrize("pattern", BAD_PATTERNS, ids=BAD_PATTERN_IDS)
 def test_an_invalid_pattern_is_a_clear_meta_exception(client, pattern_db, pattern):
     # The server raises InvalidInput; these calls declare only MetaException in Hive's IDL, so that is what the
     # client gets (as from Hive), with the message naming the bad alternative.
@@ -283,7 +290,7 @@ def test_an_invalid_pattern_is_a_clear_meta_exception(client, pattern_db, patter
 
 
 @pytest.fixture
-def filter_table(client, dbname) -> str:  # noqa: ANN001
+def filter_table(client, dbname) -> str:
     client.create_database(b.database(dbname))
     client.create_table(_table(dbname, "f", keys=(("p1", "string"), ("p2", "int"))))
     values = ["p11", "p12", "xp1", "P1a", "a_b", "a%b", "axb", "ab.c", "p1", "a\nb"]
@@ -320,10 +327,13 @@ def test_like_is_a_whole_value_regular_expression(client, filter_table, flt, exp
     assert client.get_num_partitions_by_filter(filter_table, "f", flt) == len(expected)
 
 
-@pytest.mark.parametrize("pattern", ["(", "p1[", "a{2,1}"])
-def test_an_invalid_like_pattern_is_invalid_input(client, filter_table, pattern):
+@pytest.mark.parametrize("pattern", BAD_PATTERNS, ids=BAD_PATTERN_IDS)
+def test_an_invalid_like_pattern_is_a_clear_meta_exception(client, filter_table, pattern):
+    # get_partitions_by_filter declares MetaException and NoSuchObjectException: the former, naming the pattern.
     with pytest.raises(tt.MetaException, match="not a valid regular expression"):
         client.get_partitions_by_filter(filter_table, "f", f'p1 like "{pattern}"', -1)
+    with pytest.raises(tt.MetaException, match="not a valid regular expression"):
+        client.get_num_partitions_by_filter(filter_table, "f", f'p1 like "{pattern}"')
 
 
 # ---------------------------------------------------------------- 6. rename_partition
@@ -392,6 +402,32 @@ def test_rename_partition_onto_an_existing_directory_changes_nothing(client, dbn
     assert client.get_partition(dbname, "r", ["d"]).sd.location == f"file:{table_dir}/p=d"
 
 
+def test_rename_partition_whose_data_cannot_move_is_undone(client, dbname):
+    # Hive 2.3 reverts the catalog change and answers InvalidOperationException when the directory move fails.
+    # A file where the new partition's parent directory must go makes the move fail, even for root.
+    client.create_database(b.database(dbname))
+    client.create_table(_table(dbname, "m", keys=(("p", "string"), ("q", "string"))))
+    table_dir = _local(client.get_table(dbname, "m").sd.location)
+    client.add_partition(_part(dbname, "m", ["a", "x"], k="v"))
+    (table_dir / "p=a" / "q=x" / "f.txt").write_text("data")
+    client.update_partition_column_statistics(
+        b.partition_stats(dbname, "m", "p=a/q=x", [b.obj("a", "string", b.data_string(3, 1.5, 0, 2))])
+    )
+    (table_dir / "p=b").write_text("a file, not a directory")
+    before = client.get_partition(dbname, "m", ["a", "x"])
+    renamed = client.get_partition(dbname, "m", ["a", "x"])
+    renamed.values = ["b", "x"]
+    with pytest.raises(tt.InvalidOperationException, match="cannot move the data of partition p=a/q=x"):
+        client.rename_partition(dbname, "m", ["a", "x"], renamed)
+    assert client.get_partition_names(dbname, "m", -1) == ["p=a/q=x"]
+    assert client.get_partition(dbname, "m", ["a", "x"]) == before
+    assert (table_dir / "p=a" / "q=x" / "f.txt").read_text() == "data"
+    stats = client.get_partitions_statistics_req(
+        tt.PartitionsStatsRequest(dbName=dbname, tblName="m", colNames=["a"], partNames=["p=a/q=x"])
+    ).partStats
+    assert [o.colName for o in stats["p=a/q=x"]] == ["a"]
+
+
 def test_renaming_a_managed_table_moves_its_directory_and_partitions(client, dbname):
     client.create_database(b.database(dbname))
     client.create_table(_table(dbname, "old"))
@@ -441,3 +477,79 @@ def test_append_partition_with_environment_context_as_hive_2_3_clients_call_it(c
     assert sorted(client.get_partition_names(dbname, "t", -1)) == ["p=x", "p=y"]
     with pytest.raises(tt.AlreadyExistsException):
         client.append_partition_by_name_with_environment_context(dbname, "t", "p=y", None)
+
+
+# ---------------------------------------------------------------- 7. catalog fields by the client's generation
+
+
+def _catalog_fields(client, db: str) -> dict[str, object]:
+    """Every catalog field a client reads back from the usual calls (None where unset)."""
+    client.update_table_column_statistics(b.table_stats(db, "c", [b.obj("a", "string", b.data_string(3, 1.5, 0, 2))]))
+    return {
+        "database": client.get_database(db).catalogName,
+        "table": client.get_table(db, "c").catName,
+        "table_req": client.get_table_req(tt.GetTableRequest(dbName=db, tblName="c")).table.catName,
+        "partition": client.get_partition(db, "c", ["x"]).catName,
+        "partitions": {p.catName for p in client.get_partitions(db, "c", -1)},
+        "by_names": {p.catName for p in client.get_partitions_by_names(db, "c", ["p=x"])},
+        "by_filter": {p.catName for p in client.get_partitions_by_filter(db, "c", "p = 'x'", -1)},  # streamed
+        "added": client.add_partitions_req(
+            tt.AddPartitionsRequest(dbName=db, tblName="c", parts=[_part(db, "c", [str(time.time_ns())])], ifNotExists=False, needResult=True)
+        ).partitions[0].catName,
+        "stats_desc": client.get_table_column_statistics(db, "c", "a").statsDesc.catName,
+        "table_meta": {m.catName for m in client.get_table_meta(db, "*", [])},
+    }
+
+
+HIVE3 = {
+    "database": "hive", "table": "hive", "table_req": "hive", "partition": "hive", "partitions": {"hive"},
+    "by_names": {"hive"}, "by_filter": {"hive"}, "added": "hive", "stats_desc": "hive", "table_meta": {"hive"},
+}
+HIVE2 = {k: ({None} if isinstance(v, set) else None) for k, v in HIVE3.items()}
+
+
+@pytest.fixture
+def catalog_db(client, dbname) -> str:
+    client.create_database(b.database(dbname))
+    table = _table(dbname, "c")
+    table.ownerType = tt.PrincipalType.USER
+    client.create_table(table)
+    client.add_partition(_part(dbname, "c", ["x"]))
+    return dbname
+
+
+def test_a_hive_3_client_gets_catalog_fields_and_a_hive_2_client_none(catalog_db, new_client):
+    # A client that has sent nothing telling its generation: Hive 3+'s answer, which pymetastore's library needs.
+    assert _catalog_fields(new_client(), catalog_db) == HIVE3
+    # Every client generated from a Hive 3+ IDL sends Table.ownerType (the IDL gives it a default).
+    hive3 = new_client()
+    table = _table(catalog_db, "t3")
+    table.ownerType = tt.PrincipalType.USER
+    hive3.create_table(table)
+    assert _catalog_fields(hive3, catalog_db) == HIVE3
+    # A Table without it can only come from a client generated from a Hive 2 IDL (Hive 2.3.10's Java client,
+    # as Hive's own TestHiveMetaStore runs it): answered as HMS 2.3.10 answers, with the catalog fields unset.
+    hive2 = new_client()
+    hive2.create_table(_table(catalog_db, "t2"))
+    assert _catalog_fields(hive2, catalog_db) == HIVE2
+    # Per connection: the Hive 3+ client still gets them.
+    assert _catalog_fields(hive3, catalog_db) == HIVE3
+    # What a table is stored with does not depend on who created it: the Hive 2 client's is its owner's too.
+    assert hive3.get_table(catalog_db, "t2").ownerType == tt.PrincipalType.USER
+
+
+def test_set_ugi_marks_hive_s_java_client_until_a_table_it_sends_says_otherwise(catalog_db, new_client):
+    # Hive's Java HiveMetaStoreClient calls set_ugi first on a connection without SASL.
+    java = new_client()
+    java.set_ugi("alice", ["staff"])
+    assert _catalog_fields(java, catalog_db) == HIVE2
+    # A Java client of Hive 3+ also calls set_ugi; the first Table it sends carries ownerType and decides.
+    table = _table(catalog_db, "j3")
+    table.ownerType = tt.PrincipalType.ROLE
+    java.create_table(table)
+    assert _catalog_fields(java, catalog_db) == HIVE3
+    # And a table altered without ownerType (a Hive 2 client's alter_table) decides the other way.
+    t = java.get_table(catalog_db, "j3")
+    t.ownerType = None
+    java.alter_table(catalog_db, "j3", t)
+    assert _catalog_fields(java, catalog_db) == HIVE2

@@ -64,7 +64,7 @@ def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realm]:
 
 
 @pytest.fixture
-def as_user(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+def as_user(monkeypatch: pytest.MonkeyPatch):
     """Point this process's Kerberos library at a user's ticket cache (the library reads the variables per call)."""
 
     def use(env: dict[str, str]) -> None:

@@ -101,9 +101,9 @@ def check(actual: ColumnStats, want: Expected, ndv_tolerance: float, where: str)
         if isinstance(actual, BinaryStats):
             return
     else:
-        assert (actual.low, actual.high) == (want.low, want.high), where  # type: ignore[attr-defined]
+        assert (actual.low, actual.high) == (want.low, want.high), where
     assert want.ndv is not None
-    ndv = actual.num_dvs  # type: ignore[attr-defined]
+    ndv = actual.num_dvs
     assert abs(ndv - want.ndv) <= max(1.0, ndv_tolerance * want.ndv), f"{where}: NDV {ndv}, true {want.ndv}"
 
 
@@ -169,7 +169,7 @@ def test_column_statistics_partial_spec_then_all(dataset: Dataset) -> None:
     for column, hive in HIVE_TYPES.items():
         check(merged[column], expected(whole.column(column), hive), 0.04, f"table {column}")
     # never the max of partition NDVs: the union has more distinct ids than any partition
-    assert merged["id"].num_dvs > max(s["id"].num_dvs for s in stats.values()) * 1.5  # type: ignore[attr-defined]
+    assert merged["id"].num_dvs > max(s["id"].num_dvs for s in stats.values()) * 1.5
 
 
 def test_for_columns_subset_and_describe(dataset: Dataset) -> None:
@@ -230,7 +230,7 @@ def test_incremental_reanalysis_reads_only_changed_files(dataset: Dataset) -> No
     base = dataset.data["ds=d1/src=pyarrow"]
     ids = base.column("id").drop_null().to_pylist() + [424242]
     assert stats["id"].num_nulls == base.column("id").null_count
-    assert stats["id"].high == max(ids)  # type: ignore[attr-defined]
+    assert stats["id"].high == max(ids)
     part = dataset.client.get_partition("sales", "orders", ["d1", "pyarrow"])
     assert part.parameters["numRows"] == str(ROWS + 1)
 
@@ -283,7 +283,7 @@ def test_verbose_reports_every_phase(dataset: Dataset) -> None:
         phases[match[1].strip()] = (float(match[2]), match[3])
     files = sum(len(list(Path(p.sd.location.removeprefix("file:")).glob("*")))
                 for p in dataset.client.list_partitions("sales", "orders"))
-    wall = ["listing (partitions and files)", "per-file cache (lookups, writes)", f"harvest ({files} file(s) analysed)",
+    wall = ["listing (partitions and files)", "per-file store (lookups, writes)", f"harvest ({files} file(s) analysed)",
             "merge (files into partitions and table)", "persistence (parameters and statistics through the client)",
             "statement total"]
     cpu = ["footers", "scan and decode", "hashing", "sketch updates"]
@@ -293,5 +293,10 @@ def test_verbose_reports_every_phase(dataset: Dataset) -> None:
         assert phases[name][1].startswith("CPU"), name
     assert phases["scan and decode"][0] > 0 and phases["hashing"][0] > 0
     assert phases["statement total"][0] >= max(phases[name][0] for name in wall[:-1])
+    assert phases["start-up before the first statement (interpreter, imports, connecting)"][0] > 0
+    assert "loading the harvest (imports)" in phases
+    # the process's start-up belongs to the session's first statement only: a later one would count earlier work
+    second = verbose.one("ANALYZE TABLE sales.orders PARTITION (ds) COMPUTE STATISTICS FOR COLUMNS id")
+    assert "\nphase statement total" in (second.message or "") and "start-up" not in (second.message or "")
     quiet = SqlSession(dataset.client, None).one("ANALYZE TABLE sales.orders PARTITION (ds) COMPUTE STATISTICS FOR COLUMNS id")
     assert "\nphase " not in (quiet.message or "")

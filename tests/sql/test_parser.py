@@ -145,7 +145,7 @@ def test_drop_use_and_show_statements() -> None:
     assert isinstance(t, DropTable) and t.if_exists and t.purge and str(t.table) == "db.t"
     u = parse_statement("use `odd db`")
     assert isinstance(u, UseDatabase) and u.name.value == "odd db"
-    assert parse_statement("SHOW DATABASES").pattern is None  # type: ignore[attr-defined]
+    assert parse_statement("SHOW DATABASES").pattern is None
     sd = parse_statement("show schemas like 'sa*'")
     assert isinstance(sd, ShowDatabases) and sd.pattern == "sa*"
     stt = parse_statement("SHOW TABLES FROM sales 'o*'")
@@ -155,10 +155,10 @@ def test_drop_use_and_show_statements() -> None:
     assert isinstance(sp, ShowPartitions) and sp.spec is not None and sp.spec.items[0].value.text == "2024-01-01"
     tp = parse_statement("SHOW TBLPROPERTIES t ('orc.compress')")
     assert isinstance(tp, ShowTblProperties) and tp.key == "orc.compress"
-    assert parse_statement("SHOW TBLPROPERTIES t").key is None  # type: ignore[attr-defined]
+    assert parse_statement("SHOW TBLPROPERTIES t").key is None
 
 
-def _name(value: str, column: int):  # noqa: ANN202 - Name with a position on line 1
+def _name(value: str, column: int):  # Name with a position on line 1
     from metastore.sql.statements import Name
 
     return Name(value, Position(1, column, column - 1))
@@ -265,7 +265,7 @@ def test_script_positions_are_in_script_lines() -> None:
     ]
     with pytest.raises(SqlSyntaxError) as info:
         parse_script("USE a;\nSHOW TABLEZ;")
-    assert str(info.value) == "line 2:6: expected DATABASES, TABLES, PARTITIONS or TBLPROPERTIES after SHOW, found 'TABLEZ'"
+    assert str(info.value) == "line 2:6: expected DATABASES, TABLES, PARTITIONS, TBLPROPERTIES or INDEX after SHOW, found 'TABLEZ'"
 
 
 # ------------------------------------------------------------------------------------------ errors
@@ -274,7 +274,7 @@ def test_script_positions_are_in_script_lines() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("CREATE TABEL t (a int)", "line 1:8: expected DATABASE or TABLE after CREATE, found 'TABEL'"),
+        ("CREATE TABEL t (a int)", "line 1:8: expected DATABASE, TABLE or INDEX after CREATE, found 'TABEL'"),
         ("create table t (a int", "line 1:22: expected ')' or ',' in the column list, found end of input"),
         ("create table t (a in)", "line 1:19: unknown column type 'in'"),
         ("create table t (a decimal(40,2))", "line 1:19: decimal precision must be between 1 and 38, got 40"),
@@ -285,7 +285,8 @@ def test_script_positions_are_in_script_lines() -> None:
         ("create table t (a int) partitioned by (a string)", "line 1:40: partition column 'a' is also a data column"),
         ("create table t (a int) comment 'x' comment 'y'", "line 1:36: COMMENT is given twice"),
         ("create table t (a int) clustered by (a) into 4 buckets", "line 1:24: CLUSTERED ... is not supported"),
-        ("SELECT * FROM t", "line 1:1: SELECT is not supported"),
+        ("SELECT * FROM t ORDER BY a", "line 1:17: ORDER is not supported"),
+        ("UPDATE t SET a = 1", "line 1:1: UPDATE is supported for indexes only"),
         ("FROB t", "line 1:1: unknown statement 'FROB'"),
         ("insert into t values (1,", "line 1:25: expected a constant"),
         ("insert into t values (1) (2)", "line 1:26: unexpected '(' after the end of the statement"),

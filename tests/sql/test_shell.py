@@ -80,7 +80,7 @@ def test_json_and_csv_output(tmp_path: Path) -> None:
 def test_syntax_error_stops_the_batch_with_the_position(tmp_path: Path) -> None:
     proc = shell(tmp_path, "-e", "CREATE DATABASE a; CREATE TABEL x (i int); CREATE DATABASE b;")
     assert proc.returncode == 1
-    assert proc.stderr.splitlines() == ["OK", "Error: line 1:27: expected DATABASE or TABLE after CREATE, found 'TABEL'"]
+    assert proc.stderr.splitlines() == ["OK", "Error: line 1:27: expected DATABASE, TABLE or INDEX after CREATE, found 'TABEL'"]
     shown = shell(tmp_path, "--output", "csv", "-e", "SHOW DATABASES")
     assert shown.stdout.split() == ["database_name", "a", "default"], "statements after the error did not run"
 
@@ -199,7 +199,7 @@ def test_interactive_session_through_a_pseudo_terminal(tmp_path: Path) -> None:
         send("  DATABASES;")
         wait_for("| inter         |")
         send("SHOW TABLEZ;")
-        wait_for("Error: line 1:6: expected DATABASES, TABLES, PARTITIONS or TBLPROPERTIES after SHOW, found 'TABLEZ'")
+        wait_for("Error: line 1:6: expected DATABASES, TABLES, PARTITIONS, TBLPROPERTIES or INDEX after SHOW, found 'TABLEZ'")
         send("USE inter;")
         wait_for("metastore:inter>")
         send("quit")
@@ -213,7 +213,7 @@ def test_interactive_session_through_a_pseudo_terminal(tmp_path: Path) -> None:
     assert "CREATE DATABASE inter;" in history and "USE inter;" in history
 
 
-def test_completion_of_keywords_and_names(session, tmp_path: Path) -> None:  # noqa: ANN001 - conftest fixture
+def test_completion_of_keywords_and_names(session, tmp_path: Path) -> None:
     from prompt_toolkit.document import Document
 
     from metastore.sql.completion import SqlCompleter

@@ -24,6 +24,8 @@ from metastore.stats.harvest import (
     merge_partials,
     split_result,
 )
+from metastore.stats.harvest import partial as partial_module
+from metastore.stats.harvest.partial import parsed_sketches
 from metastore.stats.harvest.scan import ColumnSpec, ScanOptions, analyze_file, stat_file
 from metastore.stats.kll import kll_from_bytes
 from metastore.stats.model import RangeStats
@@ -89,6 +91,14 @@ def test_one_run_split_into_groups_equals_a_run_per_group(tmp_path: Path) -> Non
     assert all(stats.num_nulls == 0 for stats in empty.columns.values())
     with pytest.raises(InvalidInput, match="cannot split a result of 3 file"):
         split_result(run, [2, 2])
+    # in a parsed_sketches scope (the shell's run) each sketch is parsed once; results are the same, and the
+    # parsed sketches are dropped with the scope
+    with parsed_sketches():
+        scoped = analyze_files(files, list(TYPES), hive_types=TYPES, workers=1)
+        assert [r.columns for r in split_result(scoped, [2, 0, 1])] == [first.columns, empty.columns, last.columns]
+        assert len(partial_module._PARSED.get() or {}) == 3 * 3  # three files' sketches of n, s and x
+    assert scoped.columns == run.columns
+    assert partial_module._PARSED.get() is None
     # the run accounts for its time per phase: the files' own phases (CPU) and the runner's (wall)
     assert set(FILE_PHASES) | {PHASE_CACHE, PHASE_HARVEST, PHASE_MERGE} <= set(run.phases)
     assert run.phases["scan and decode"] > 0 and run.phases["hashing"] > 0

@@ -137,3 +137,15 @@ def test_stored_keys_of_columns_without_statistics_stay_only_while_the_column_ex
     props = sp.with_spark_statistics(stored, ENTRIES[:1], ["b", "l"])  # ENTRIES[0] is column b (bigint)
     assert props[P + "b.min"] == "-5" and props[P + "l.max"] == "1"
     assert P + "l.version" not in sp.with_spark_statistics(stored, ENTRIES[:1], ["b"])
+
+
+@pytest.mark.parametrize("hive_type, low, high, want", [
+    ("decimal(10,2)", "0", "48.75", ("0.00", "48.75")),  # a stored bound that dropped trailing zeros
+    ("decimal(10,2)", "-1.505", "2.001", ("-1.51", "2.01")),  # more digits than the type: rounded outwards
+    ("decimal", "-3", "7", ("-3", "7")),  # Hive's decimal(10,0)
+    ("decimal(38,18)", "1E+3", "1", ("1000.000000000000000000", "1.000000000000000000")),
+])
+def test_decimal_bounds_in_the_type_s_scale(hive_type: str, low: str, high: str, want: tuple[str, str]) -> None:
+    entry = ColumnStatsEntry("m", hive_type, DecimalStats(num_nulls=0, num_dvs=2, low=Decimal(low), high=Decimal(high)))
+    props = sp.column_properties("m", entry)
+    assert (props[P + "m.min"], props[P + "m.max"]) == want

@@ -3931,7 +3931,7 @@ class Table(object):
     """
 
 
-    def __init__(self, tableName=None, dbName=None, owner=None, createTime=None, lastAccessTime=None, retention=None, sd=None, partitionKeys=None, parameters=None, viewOriginalText=None, viewExpandedText=None, tableType=None, privileges=None, temporary=False, rewriteEnabled=None, creationMetadata=None, catName=None, ownerType=    1, writeId=-1, isStatsCompliant=None, colStats=None, accessType=None, id=None,):
+    def __init__(self, tableName=None, dbName=None, owner=None, createTime=None, lastAccessTime=None, retention=None, sd=None, partitionKeys=None, parameters=None, viewOriginalText=None, viewExpandedText=None, tableType=None, privileges=None, temporary=False, rewriteEnabled=None, creationMetadata=None, catName=None, ownerType=None, writeId=-1, isStatsCompliant=None, colStats=None, accessType=None, id=None,):
         self.tableName = tableName
         self.dbName = dbName
         self.owner = owner
@@ -10382,7 +10382,7 @@ Table.thrift_spec = (
     (15, TType.BOOL, 'rewriteEnabled', None, None, ),  # 15
     (16, TType.STRUCT, 'creationMetadata', [CreationMetadata, None], None, ),  # 16
     (17, TType.STRING, 'catName', 'UTF8', None, ),  # 17
-    (18, TType.I32, 'ownerType', None,     1, ),  # 18
+    (18, TType.I32, 'ownerType', None, None, ),  # 18
     (19, TType.I64, 'writeId', None, -1, ),  # 19
     (20, TType.BOOL, 'isStatsCompliant', None, None, ),  # 20
     (21, TType.STRUCT, 'colStats', [ColumnStatistics, None], None, ),  # 21

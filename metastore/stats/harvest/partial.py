@@ -8,10 +8,11 @@ A :class:`FileAnalysis` is one file's partials with its facts and how much was r
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import contextvars
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -44,6 +45,8 @@ __all__ = [
     "FileAnalysis",
     "PartialAccumulator",
     "merge_partials",
+    "parse_sketch",
+    "parsed_sketches",
 ]
 
 #: The phases of one file's analysis, as FileAnalysis.phases names them.
@@ -301,15 +304,35 @@ def _merge_sketches(blobs: list[bytes]) -> bytes | None:
         return None
     if len(blobs) == 1:
         return blobs[0]
-    sketches = [_parsed_sketch(b) for b in blobs]
-    return merge_hlls(sketches).to_bytes()
+    return merge_hlls([parse_sketch(b) for b in blobs]).to_bytes()
 
 
-@functools.lru_cache(maxsize=1024)
-def _parsed_sketch(blob: bytes) -> HyperLogLog:
-    """A serialised sketch parsed once: a run's per-file sketches are merged twice (into the table and into each
-    partition). The sketches are only read (merge_hlls merges into a new sketch), never changed."""
-    return HyperLogLog.from_bytes(blob)
+def parse_sketch(blob: bytes) -> HyperLogLog:
+    """A serialised sketch parsed (HllFormatError, a ValueError, if it is not one); in a :func:`parsed_sketches`
+    scope each distinct sketch is parsed once. The result must only be read."""
+    parsed = _PARSED.get()
+    if parsed is None:
+        return HyperLogLog.from_bytes(blob)
+    sketch = parsed.get(blob)
+    if sketch is None:
+        sketch = parsed[blob] = HyperLogLog.from_bytes(blob)
+    return sketch
+
+
+#: Sketches parsed in the current :func:`parsed_sketches` scope, by their bytes (None: no scope, parse each time).
+_PARSED: contextvars.ContextVar[dict[bytes, HyperLogLog] | None] = contextvars.ContextVar("_PARSED", default=None)
+
+
+@contextlib.contextmanager
+def parsed_sketches() -> Iterator[None]:
+    """A scope in which each serialised sketch merged is parsed once: a run's per-file sketches are merged into
+    the table and again into each partition. The parsed sketches are only read (merge_hlls merges into a new
+    sketch), never changed, and they are dropped when the scope ends, so nothing outlives the run."""
+    token = _PARSED.set({})
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
 
 
 def _merge_histograms(blobs: list[bytes]) -> bytes | None:

@@ -33,6 +33,7 @@ from metastore.stats.harvest.partial import (
     ColumnPartial,
     FileAnalysis,
     merge_partials,
+    parse_sketch,
 )
 from metastore.stats.harvest.result import AnalyzeResult, BasicStats, result_of
 from metastore.stats.harvest.scan import (
@@ -48,7 +49,6 @@ from metastore.stats.harvest.scan import (
     resolve_field,
     stat_ref,
 )
-from metastore.stats.hll import HyperLogLog
 from metastore.stats.model import StatsKind
 from metastore.stats.orc_convert import hive_kind
 from metastore.stats.partial_store import FilePartials, PartialStore
@@ -142,8 +142,12 @@ def analyze_files(
         groups: dict[str | None, list[FileRef]] = {}
         for ref in refs:
             groups.setdefault(partition_of[ref.url], []).append(ref)
-        for name, group in groups.items():
-            stored.update(cache.lookup(group, name))
+        lookup_many = getattr(cache, "lookup_many", None)  # one call for every partition, where a store can
+        if lookup_many is not None:
+            stored.update(lookup_many(groups))
+        else:
+            for name, group in groups.items():
+                stored.update(cache.lookup(group, name))
     total = len(refs)
     results: list[FileAnalysis | None] = [None] * total
     todo: list[_Todo] = []
@@ -396,7 +400,7 @@ def cached_partials(
         try:
             partial = ColumnPartial.from_bytes(raw)
             if partial.sketch is not None:
-                HyperLogLog.from_bytes(partial.sketch)
+                parse_sketch(partial.sketch)  # (kept for the run's merges, in a parsed_sketches scope)
         except ValueError:
             continue
         if partial.kind is not hive_kind(spec.hive_type) or partial.rows != rows or not 0 <= partial.num_nulls <= rows:

@@ -9,10 +9,10 @@ import sqlalchemy as sa
 
 from metastore.store.column_stats.reads import table_stats_rows
 from metastore.store.column_stats.statements import (
-    PARTITION_STATS_ROWS,
     TABLE_STATS_ROWS,
     in_list,
     lower_unique,
+    named_partition_stats,
     partition_params,
     statements,
 )
@@ -88,11 +88,7 @@ def partition_stats_encoded(
     stmts = statements(conn)
     dialect = stmts.dialect
     params = partition_params(dialect, catalog, db_name, table_name, engine, parts, cols)
-    part_name, column_name = 'pt."PART_NAME"', 's."COLUMN_NAME"'
-    where = (
-        PARTITION_STATS_ROWS
-        + f"AND {in_list(part_name, 'parts', dialect)} AND {in_list(column_name, 'columns', dialect)}"
-    )
+    where = named_partition_stats(dialect)
     is_timestamp = _IS_TIMESTAMP
     if dialect == "postgresql":
         stmt = stmts.get(

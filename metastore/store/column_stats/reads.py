@@ -14,11 +14,11 @@ from metastore.store.column_stats.lookup import TABLE_NAME_PARAMS
 from metastore.store.column_stats.prepared import execute_prepared
 from metastore.store.column_stats.rows import row_reader
 from metastore.store.column_stats.statements import (
-    PARTITION_STATS_ROWS,
     TABLE_STATS_ROWS,
     bind_list,
     in_list,
     lower_unique,
+    named_partition_stats,
     partition_params,
     statements,
     table_names,
@@ -45,12 +45,7 @@ def _read_statement(conn: sa.Connection, level: str, bit_vectors: bool, histogra
         if level == "table":
             sql = f'SELECT {values}, s."LAST_ANALYZED" ' + TABLE_STATS_ROWS + f"AND {columns_in}"
         else:
-            parts_in = in_list('pt."PART_NAME"', "parts", stmts.dialect)
-            sql = (
-                f'SELECT pt."PART_NAME", {values}, s."LAST_ANALYZED" '
-                + PARTITION_STATS_ROWS
-                + f"AND {parts_in} AND {columns_in}"
-            )
+            sql = f'SELECT pt."PART_NAME", {values}, s."LAST_ANALYZED" ' + named_partition_stats(stmts.dialect)
         columns = (("PART_NAME",) if level == "partition" else ()) + names + ("LAST_ANALYZED",)
         return _Read(sa.text(sql), columns)
 
@@ -137,3 +132,46 @@ def partition_stats(
         read.stmt, partition_params(conn.dialect.name, catalog, db_name, table_name, engine, parts, cols)
     )
     return [(row[0], decode(row[1:]), row[-1]) for row in rows.all()]
+
+
+def _count_with_stats_statement(dialect: str) -> sa.TextClause:
+    if dialect == "postgresql":
+        # The fixed shape of statements.named_partition_stats; LIMIT 1 stops at a partition's first statistic.
+        return sa.text(
+            'SELECT count(*) FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+            "CROSS JOIN LATERAL json_array_elements_text(CAST(:parts AS json)) AS n(name) "
+            'CROSS JOIN LATERAL (SELECT p."PART_ID" FROM "PARTITIONS" p '
+            'WHERE p."TBL_ID" = t."TBL_ID" AND p."PART_NAME" = n.name OFFSET 0) pt '
+            'CROSS JOIN LATERAL (SELECT 1 FROM "PART_COL_STATS" c WHERE c."PART_ID" = pt."PART_ID" '
+            'AND c."ENGINE" = :engine AND c."COLUMN_NAME" = ANY(:columns) LIMIT 1) s '
+            'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl'
+        )
+    return sa.text(
+        'SELECT count(*) FROM "PARTITIONS" pt JOIN "TBLS" t ON t."TBL_ID" = pt."TBL_ID" '
+        'JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+        'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND '
+        + in_list('pt."PART_NAME"', "parts", dialect)
+        + ' AND EXISTS (SELECT 1 FROM "PART_COL_STATS" s WHERE s."PART_ID" = pt."PART_ID" AND s."ENGINE" = :engine '
+        "AND " + in_list('s."COLUMN_NAME"', "columns", dialect) + ")"
+    )
+
+
+def count_partitions_with_stats(
+    conn: sa.Connection,
+    catalog: str,
+    db_name: str,
+    table_name: str,
+    partition_names: Sequence[str],
+    columns: Sequence[str],
+    engine: str,
+) -> int:
+    """How many of the named partitions have statistics of any of `columns`: the number of entries of their
+    PartitionsStatsResult, known before the entries are read (a reply streamed a batch at a time)."""
+    parts = list(dict.fromkeys(partition_names))
+    cols = lower_unique(columns)
+    if not parts or not cols:
+        return 0
+    stmts = statements(conn)
+    stmt = stmts.get(("count_with_stats",), lambda: _count_with_stats_statement(stmts.dialect))
+    params = partition_params(stmts.dialect, catalog, db_name, table_name, engine, parts, cols)
+    return int(conn.execute(stmt, params).scalar_one())

@@ -3,17 +3,18 @@ whatever the number of partitions, where the aggregation rules reduce to sums, m
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
 from metastore.stats.model import ColumnStatsEntry
+from metastore.store.chunking import chunks
 from metastore.store.column_stats.reads import reader
 from metastore.store.column_stats.statements import (
-    PARTITION_STATS_ROWS,
-    in_list,
     lower_unique,
+    named_partition_stats,
     partition_params,
     statements,
 )
@@ -32,8 +33,6 @@ class ColumnSums:
 
 def _sum_statement(dialect: str) -> tuple[sa.TextClause, tuple[str, ...]]:
     total = "CAST(sum({}) AS BIGINT)"
-    parts_in = in_list('pt."PART_NAME"', "parts", dialect)
-    columns_in = in_list('s."COLUMN_NAME"', "columns", dialect)
     select = {
         "COLUMN_NAME": 's."COLUMN_NAME"',
         "COLUMN_TYPE": 's."COLUMN_TYPE"',
@@ -57,32 +56,10 @@ def _sum_statement(dialect: str) -> tuple[sa.TextClause, tuple[str, ...]]:
         "SELECT "
         + ", ".join(f'{expr} AS "{name}"' for name, expr in select.items())
         + " "
-        + PARTITION_STATS_ROWS
-        + f'AND {parts_in} AND {columns_in} GROUP BY s."COLUMN_NAME", s."COLUMN_TYPE"'
+        + named_partition_stats(dialect)
+        + 'GROUP BY s."COLUMN_NAME", s."COLUMN_TYPE"'
     )
     return sa.text(sql), tuple(select)
-
-
-def column_sums(
-    conn: sa.Connection,
-    catalog: str,
-    db_name: str,
-    table_name: str,
-    partition_names: Sequence[str],
-    columns: Sequence[str],
-    engine: str,
-) -> list[ColumnSums]:
-    """Per column (and stored type) of `columns`, its statistics over the named partitions summed up by the
-    database, with how many partitions carry sketches: one statement, one row per column."""
-    parts = list(dict.fromkeys(partition_names))
-    cols = lower_unique(columns)
-    if not parts or not cols:
-        return []
-    stmts = statements(conn)
-    stmt, names = stmts.get(("column_sums",), lambda: _sum_statement(stmts.dialect))
-    decode = reader(names)
-    rows = conn.execute(stmt, partition_params(stmts.dialect, catalog, db_name, table_name, engine, parts, cols))
-    return [ColumnSums(decode(row), int(row[-3]), int(row[-2]), int(row[-1])) for row in rows]
 
 
 def partitions_with_every_column(
@@ -102,33 +79,84 @@ def partitions_with_every_column(
     stmts = statements(conn)
 
     def build() -> sa.TextClause:
-        parts_in = in_list('pt."PART_NAME"', "parts", stmts.dialect)
-        columns_in = in_list('s."COLUMN_NAME"', "columns", stmts.dialect)
         return sa.text(
             'SELECT count(*) FROM (SELECT s."PART_ID" '
-            + PARTITION_STATS_ROWS
-            + f'AND {parts_in} AND {columns_in} GROUP BY s."PART_ID" HAVING count(*) = :ncols) found'
+            + named_partition_stats(stmts.dialect)
+            + 'GROUP BY s."PART_ID" HAVING count(*) = :ncols) found'
         )
 
     params = partition_params(stmts.dialect, catalog, db_name, table_name, engine, parts, cols)
     return int(conn.execute(stmts.get(("parts_found",), build), {**params, "ncols": len(cols)}).scalar_one())
 
 
-def parts_found(
+def _least(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _greatest(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _total(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else a + b
+
+
+def _keep(a: Any, b: Any) -> Any:
+    return a
+
+
+# How one batch's value of each summed field combines with the others': what the statement's aggregate does
+# over the union of the batches' rows (SQL's min, max and sum ignore NULLs).
+_COMBINE: dict[str, Callable[[Any, Any], Any]] = {
+    "COLUMN_NAME": _keep, "COLUMN_TYPE": _keep,
+    "LONG_LOW_VALUE": _least, "LONG_HIGH_VALUE": _greatest, "DOUBLE_LOW_VALUE": _least, "DOUBLE_HIGH_VALUE": _greatest,
+    "BIG_DECIMAL_LOW_VALUE": _keep, "BIG_DECIMAL_HIGH_VALUE": _keep,
+    "NUM_NULLS": _total, "NUM_DISTINCTS": _greatest, "AVG_COL_LEN": _greatest, "MAX_COL_LEN": _greatest,
+    "NUM_TRUES": _total, "NUM_FALSES": _total, "PARTITIONS": _total, "BIT_VECTORS": _total, "HISTOGRAMS": _total,
+}
+
+
+def summed(
     conn: sa.Connection,
-    sums: Mapping[str, Sequence[ColumnSums]],
     catalog: str,
     db_name: str,
     table_name: str,
     partition_names: Sequence[str],
     columns: Sequence[str],
     engine: str,
-) -> int:
-    """Partitions (of the distinct `partition_names`) having statistics of every one of the distinct
-    lower-case `columns`, given their column_sums by column: usually known from the sums alone, else one
-    more statement."""
-    if len(sums) < len(columns):
-        return 0  # some column has statistics in no partition
-    if all(sum(cs.partitions for cs in found) == len(partition_names) for found in sums.values()):
-        return len(partition_names)  # every requested partition has every column
-    return partitions_with_every_column(conn, catalog, db_name, table_name, partition_names, columns, engine)
+    *,
+    batch: int,
+) -> tuple[dict[str, list[ColumnSums]], int]:
+    """({column: its sums per stored type}, partitions having every column) over the named partitions, `batch`
+    names per statement: the sums of each batch are combined as the statement combines rows, so the answer is
+    the one statement's over all names, with memory and statement size bounded whatever their number."""
+    parts = list(dict.fromkeys(partition_names))
+    cols = lower_unique(columns)
+    if not parts or not cols:
+        return {}, 0
+    stmts = statements(conn)
+    stmt, names = stmts.get(("column_sums",), lambda: _sum_statement(stmts.dialect))
+    combine = [_COMBINE[n] for n in names]
+    totals: dict[tuple[str, str], list[Any]] = {}
+    found = 0
+    for names_batch in chunks(parts, batch):
+        params = partition_params(stmts.dialect, catalog, db_name, table_name, engine, list(names_batch), cols)
+        rows = conn.execute(stmt, params).all()
+        per_column: dict[str, int] = {}
+        for row in rows:
+            key = (row[0], row[1])
+            total = totals.get(key)
+            totals[key] = list(row) if total is None else [f(a, b) for f, a, b in zip(combine, total, row, strict=True)]
+            per_column[row[0]] = per_column.get(row[0], 0) + int(row[-3])
+        if len(per_column) < len(cols):
+            continue  # some column has statistics in no partition of this batch
+        if all(n == len(names_batch) for n in per_column.values()):
+            found += len(names_batch)
+        else:
+            found += partitions_with_every_column(conn, catalog, db_name, table_name, names_batch, cols, engine)
+    decode = reader(names)
+    by_column: dict[str, list[ColumnSums]] = {}
+    for total in totals.values():
+        cs = ColumnSums(decode(total), int(total[-3]), int(total[-2]), int(total[-1]))
+        by_column.setdefault(cs.sums.column, []).append(cs)
+    return by_column, found

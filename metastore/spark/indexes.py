@@ -1,0 +1,126 @@
+"""Index builds on Spark (issue 11): executors scan the indexed column of data files, the driver writes the index.
+
+The driver plans tasks over the files a build must scan (small files grouped into ~128 MB tasks, at least as many
+tasks as cores when there are enough files); each task runs :func:`metastore.index.scan.scan_column` on its files
+through ``mapInArrow`` and returns one row per file (the pickled per-stripe values, or an error naming the file).
+Rows stream back with ``toLocalIterator``, so the driver writes each index part as soon as its files have arrived
+(metastore.index.build). Only DataFrame APIs are used: local sessions, clusters and Spark Connect alike.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from metastore.catalog import Table
+from metastore.index.build import Scanner
+from metastore.index.columns import column_type
+from metastore.index.coverage import FileValues
+from metastore.index.errors import IndexBuildError
+from metastore.index.maintain import column_position
+from metastore.index.model import DataFile, IndexRecord
+from metastore.storage import StorageOptions
+
+__all__ = ["SCAN_SCHEMA", "ScanTask", "scan_tasks", "spark_scanner"]
+
+#: rows executors return (DDL, as mapInArrow takes it)
+SCAN_SCHEMA = "path string, result binary, error string"
+#: bytes of data files per task (Spark's spark.sql.files.maxPartitionBytes)
+TASK_BYTES = 128 << 20
+
+
+@dataclass(frozen=True)
+class ScanTask:
+    """Files for one executor task, with what scanning them needs."""
+
+    column: str
+    column_type: str
+    position: int | None
+    files: tuple[DataFile, ...]
+    storage: StorageOptions = StorageOptions()
+
+
+def scan_tasks(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow function: scan each task's files, one result row per file (errors name the file)."""
+    import pyarrow as pa
+
+    from metastore.index.scan import scan_column
+
+    schema = pa.schema([("path", pa.string()), ("result", pa.binary()), ("error", pa.string())])
+    for batch in batches:
+        for payload in batch.column("payload").to_pylist():
+            task: ScanTask = pickle.loads(payload)
+            ctype = column_type(task.column_type, task.column)
+            for f in task.files:
+                result: bytes | None = None
+                error: str | None = None
+                try:
+                    values = scan_column(f, task.column, ctype, task.position, task.storage)
+                    result = pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
+                except IndexBuildError as exc:
+                    error = str(exc)
+                yield pa.RecordBatch.from_pylist([{"path": f.path, "result": result, "error": error}], schema=schema)
+
+
+def _parallelism(spark: Any) -> int:
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        return 2
+
+
+def plan_tasks(files: Sequence[DataFile], per_task: int, cores: int) -> list[tuple[DataFile, ...]]:
+    """Consecutive files in groups of about ``per_task`` bytes, smaller when that leaves cores idle."""
+    if not files:
+        return []
+    total = sum(max(f.size, 1) for f in files)
+    per_task = max(1, min(per_task, total // max(1, min(cores, len(files))) + 1))
+    tasks: list[tuple[DataFile, ...]] = []
+    current: list[DataFile] = []
+    size = 0
+    for f in files:
+        if current and size + f.size > per_task:
+            tasks.append(tuple(current))
+            current, size = [], 0
+        current.append(f)
+        size += f.size
+    if current:
+        tasks.append(tuple(current))
+    return tasks
+
+
+def spark_scanner(spark: Any, record: IndexRecord, table: Table, storage: StorageOptions | None = None) -> Scanner:
+    """A build scanner (metastore.index.build) that scans files on Spark's executors."""
+    position = column_position(table, record.column)
+
+    def scan(files: Sequence[DataFile]) -> Iterable[FileValues]:
+        if not files:
+            return
+        from pyspark.sql import functions as F  # noqa: N812
+
+        groups = plan_tasks(files, TASK_BYTES, _parallelism(spark))
+        tasks = [ScanTask(record.column, record.column_type, position, g, storage or StorageOptions())
+                 for g in groups]
+        n = len(tasks)
+        # range(n) in n partitions puts one task id in each; the broadcast side carries the plans
+        ids = spark.range(0, n, 1, n)
+        plans = spark.createDataFrame(
+            [(i, pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL)) for i, t in enumerate(tasks)],
+            "task long, payload binary",
+        )
+        joined = ids.join(F.broadcast(plans), ids["id"] == plans["task"]).select("payload")
+        wanted = {f.path: f for f in files}
+        seen: set[str] = set()
+        for row in joined.mapInArrow(scan_tasks, SCAN_SCHEMA).toLocalIterator():
+            path = row["path"]
+            if row["error"]:
+                raise IndexBuildError(row["error"])
+            if path in seen or path not in wanted:
+                continue  # a retried task's duplicate (results are keyed by file)
+            seen.add(path)
+            values: FileValues = pickle.loads(row["result"])
+            yield values
+
+    return scan
