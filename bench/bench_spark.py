@@ -37,7 +37,7 @@ import platformdirs
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_analyze import (  # noqa: E402 - the sibling benchmark's table and helpers
+from bench_analyze import (  # the sibling benchmark's table and helpers
     _GENERATE_SQL,
     HIVE_TYPES,
     _ratio,

@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -77,9 +78,12 @@ def start_s3_server(attempts: int = 3) -> S3Server:
     last = ""
     for _ in range(attempts):
         port = _free_port()
+        # moto logs every request on stderr: a pipe nobody drains fills after a few hundred requests and then
+        # blocks every request thread, so the log goes to a file (read back if the server does not start)
+        log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server (closed with the process)
         process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=log,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and process.poll() is None:
@@ -90,6 +94,8 @@ def start_s3_server(attempts: int = 3) -> S3Server:
                 time.sleep(0.2)
         if process.poll() is None:
             process.kill()
-        _, err = process.communicate(timeout=10)
-        last = err.decode(errors="replace")[-2000:]
+        process.wait(timeout=10)
+        log.seek(0)
+        last = log.read().decode(errors="replace")[-2000:]
+        log.close()
     raise RuntimeError(f"moto_server did not start on 127.0.0.1: {last}")

@@ -27,8 +27,8 @@ _BATCH = 2000
 
 
 def upgrade() -> None:
-    from metastore.store.column_stats.rows import row_to_entry  # noqa: PLC0415 - the application's one encoder
-    from metastore.wire.stats import encode_served  # noqa: PLC0415
+    from metastore.store.column_stats.rows import row_to_entry  # the application's one encoder
+    from metastore.wire.stats import encode_served
 
     for table in _TABLES:
         with op.batch_alter_table(table) as batch:

@@ -17,6 +17,7 @@ from metastore.index.model import FilterResult, IndexPart, IndexRecord, Split
 from metastore.service import Metastore
 from metastore.stats.model import ColumnStatsEntry
 from metastore.stats.partial_store import FilePartials
+from metastore.wire.stats import encode_served
 
 __all__ = ["EmbeddedMetastoreClient"]
 
@@ -31,7 +32,9 @@ class EmbeddedMetastoreClient(MetastoreClient):
                                      index_root=index_root)
         # SQLite is embedded and upgrades itself, as `metastore serve` does; a shared PostgreSQL database is
         # upgraded on purpose with `metastore db upgrade`.
-        self._ms = Metastore.open(settings, auto_upgrade=settings.db.startswith("sqlite"))
+        self._ms = Metastore.open(
+            settings, served_encoding=encode_served, auto_upgrade=settings.db.startswith("sqlite")
+        )
         self._ms.store.ensure_default_database(settings.warehouse)
         self.warehouse = settings.warehouse
         self.target = settings.db

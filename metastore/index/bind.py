@@ -372,7 +372,7 @@ def _bind(expr: Expr, columns: Mapping[str, ColumnType], negated: bool, depth: i
         if negated:
             # NOT IN with a NULL in the list is never true (x <> NULL is unknown)
             return FALSE if has_null else KeySet(expr.column, tuple(sorted(keys)), negated=True)
-        return KeySet(expr.column, tuple(sorted(keys)))  # type: ignore[type-var]
+        return KeySet(expr.column, tuple(sorted(keys)))  # type: ignore[type-var]  # keys of one column share one type (int or bytes, by its domain), so they sort
     raise TypeError(f"not a predicate node: {expr!r}")
 
 
@@ -403,7 +403,7 @@ def simplify(node: Bound) -> Bound:
     if isinstance(node, KeyRange):
         lo, hi = node.low, node.high
         empty = lo is not None and hi is not None and (
-            lo > hi or (lo == hi and not (node.low_inclusive and node.high_inclusive))  # type: ignore[operator]
+            lo > hi or (lo == hi and not (node.low_inclusive and node.high_inclusive))  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
         )
         return FALSE if empty else node
     if isinstance(node, KeySet):
@@ -418,7 +418,7 @@ def _tighter_low(a: KeyRange, b: KeyRange) -> tuple[Key | None, bool]:
         return b.low, b.low_inclusive
     if b.low is None or a.low > b.low:  # type: ignore[operator]  # keys of one column share one ordered type
         return a.low, a.low_inclusive
-    if b.low > a.low:  # type: ignore[operator]
+    if b.low > a.low:  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
         return b.low, b.low_inclusive
     return a.low, a.low_inclusive and b.low_inclusive
 
@@ -426,17 +426,17 @@ def _tighter_low(a: KeyRange, b: KeyRange) -> tuple[Key | None, bool]:
 def _tighter_high(a: KeyRange, b: KeyRange) -> tuple[Key | None, bool]:
     if a.high is None:
         return b.high, b.high_inclusive
-    if b.high is None or a.high < b.high:  # type: ignore[operator]
+    if b.high is None or a.high < b.high:  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
         return a.high, a.high_inclusive
-    if b.high < a.high:  # type: ignore[operator]
+    if b.high < a.high:  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
         return b.high, b.high_inclusive
     return a.high, a.high_inclusive and b.high_inclusive
 
 
 def _in_range(key: Key, r: KeyRange) -> bool:
-    if r.low is not None and (key < r.low or (key == r.low and not r.low_inclusive)):  # type: ignore[operator]
+    if r.low is not None and (key < r.low or (key == r.low and not r.low_inclusive)):  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
         return False
-    return not (r.high is not None and (key > r.high or (key == r.high and not r.high_inclusive)))  # type: ignore[operator]
+    return not (r.high is not None and (key > r.high or (key == r.high and not r.high_inclusive)))  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
 
 
 def _intersect_same_column(args: list[Bound]) -> list[Bound]:
@@ -465,7 +465,7 @@ def _intersect_same_column(args: list[Bound]) -> list[Bound]:
         r = ranges.pop(column, None)
         if r is not None:
             keys = {k for k in keys if _in_range(k, r)}
-        merged.append(simplify(KeySet(column, tuple(sorted(keys)))))  # type: ignore[type-var]
+        merged.append(simplify(KeySet(column, tuple(sorted(keys)))))  # type: ignore[type-var]  # keys of one column share one type (int or bytes, by its domain), so they sort
     merged.extend(simplify(r) for r in ranges.values())
     return merged + rest
 
@@ -531,9 +531,9 @@ def matches_one(node: Bound, row: Mapping[str, Key | None]) -> bool:
         return False
     if isinstance(node, KeySet):
         return (key in node.keys) != node.negated
-    if node.low is not None and (key < node.low or (key == node.low and not node.low_inclusive)):  # type: ignore[operator]
+    if node.low is not None and (key < node.low or (key == node.low and not node.low_inclusive)):  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
         return False
-    return not (node.high is not None and (key > node.high or (key == node.high and not node.high_inclusive)))  # type: ignore[operator]
+    return not (node.high is not None and (key > node.high or (key == node.high and not node.high_inclusive)))  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
 
 
 def restrict(node: Bound, wanted: Sequence[str]) -> Bound:

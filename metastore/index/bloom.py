@@ -39,7 +39,7 @@ def key_hashes(domain: Domain, keys: np.ndarray | Sequence[Key]) -> np.ndarray:
     """The 64-bit hashes of canonical keys (int64 array)."""
     if domain is Domain.INT64:
         return hash64_array_long(np.asarray(keys, dtype=np.int64))
-    items: list[bytes] = [bytes(k) for k in (keys.tolist() if isinstance(keys, np.ndarray) else keys)]  # type: ignore[arg-type]
+    items: list[bytes] = [bytes(k) for k in (keys.tolist() if isinstance(keys, np.ndarray) else keys)]  # type: ignore[arg-type]  # outside the INT64 domain every key is bytes
     if not items:
         return np.zeros(0, dtype=np.int64)
     return np.asarray(hash64_array_bytes(items), dtype=np.int64)

@@ -281,7 +281,7 @@ class BTreeReader:
         if self.root is None or not keys:
             return np.zeros(0, dtype=np.uint32)
         found: list[np.ndarray] = []
-        wanted = sorted(set(keys))  # type: ignore[type-var]
+        wanted = sorted(set(keys))  # type: ignore[type-var]  # keys of one column share one type (int or bytes, by its domain), so they sort
         for ref, group in self._descend_points(self.root, self.height - 1, wanted):
             leaf_keys, offsets, ids = self._leaf(ref)
             items = leaf_keys.tolist()

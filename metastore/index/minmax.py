@@ -90,7 +90,7 @@ class MinMaxReader:
             excluded = np.fromiter((v in set(leaf.keys) for v in low.tolist()), dtype=bool, count=len(low))
             return ~(single & excluded) | unbounded
         ok = np.zeros(len(low), dtype=bool)
-        items = sorted(leaf.keys)  # type: ignore[type-var]
+        items = sorted(leaf.keys)  # type: ignore[type-var]  # keys of one column share one type (int or bytes, by its domain), so they sort
         keys = np.empty(len(items), dtype=low.dtype)
         keys[:] = items
         # a stripe may match when some key lies within [low, high]: the first key >= low must be <= high

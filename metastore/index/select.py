@@ -117,11 +117,11 @@ def _group_may_match(
     if bounds is not None:
         low, high = bounds
         if isinstance(leaf, KeyRange):
-            if leaf.low is not None and (high < leaf.low or (high == leaf.low and not leaf.low_inclusive)):  # type: ignore[operator]
+            if leaf.low is not None and (high < leaf.low or (high == leaf.low and not leaf.low_inclusive)):  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
                 return False
-            if leaf.high is not None and (low > leaf.high or (low == leaf.high and not leaf.high_inclusive)):  # type: ignore[operator]
+            if leaf.high is not None and (low > leaf.high or (low == leaf.high and not leaf.high_inclusive)):  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
                 return False
-        elif not leaf.negated and not any(low <= k <= high for k in leaf.keys):  # type: ignore[operator]
+        elif not leaf.negated and not any(low <= k <= high for k in leaf.keys):  # type: ignore[operator]  # keys of one column share one type (int or bytes, by its domain)
             return False
     if bloom is not None:
         points: tuple[Key, ...] | None = None
@@ -132,9 +132,9 @@ def _group_may_match(
             points = leaf.keys
         if points is not None:
             if ctype.family in (Family.INTEGER, Family.DATE):
-                return any(bloom.test_long(int(k)) for k in points)  # type: ignore[arg-type]
+                return any(bloom.test_long(int(k)) for k in points)  # type: ignore[arg-type]  # INTEGER and DATE columns have int keys
             if ctype.family is Family.STRING:
-                return any(bloom.test_bytes(bytes(k)) for k in points)  # type: ignore[arg-type]
+                return any(bloom.test_bytes(bytes(k)) for k in points)  # type: ignore[arg-type]  # STRING columns have bytes keys
     return True
 
 
@@ -322,7 +322,7 @@ class TableReader:
 def _vectors(batch: object, read_fields: Sequence[str]) -> dict[str | None, ColumnVector]:
     if batch is None:
         return {}
-    columns = batch.columns  # type: ignore[attr-defined]
+    columns = batch.columns  # type: ignore[attr-defined]  # an ORC reader's batch (metastore.orcio), typed object here: its columns by name
     return {name: columns[name] for name in read_fields if name in columns}
 
 
@@ -330,7 +330,7 @@ def _constant_keys(ctype: ColumnType, key: Key | None, count: int) -> Keys:
     if key is None:
         return null_keys(ctype, count)
     if ctype.domain is Domain.INT64:
-        return Keys(ctype.domain, np.full(count, int(key), dtype=np.int64), None)  # type: ignore[arg-type]
+        return Keys(ctype.domain, np.full(count, int(key), dtype=np.int64), None)  # type: ignore[arg-type]  # INT64-domain keys are int
     values = np.empty(count, dtype=object)
     values[:] = [key] * count
     return Keys(ctype.domain, values, None)

@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException, TMessageType, TType
@@ -41,31 +42,31 @@ class MalformedRequest(TProtocolException):
     """A request whose bytes cannot be decoded; its connection must be closed."""
 
 
-def _read_with_any_int_width(self: object, iprot: object) -> None:
+def _read_with_any_int_width(self: Any, iprot: Any) -> None:
     """Read an argument struct accepting i16, i32 or i64 wherever Hive declares an integer.
 
     hive-metastore-client sends get_partitions' max_parts as i32 where Hive declares i16; generated readers
     would silently skip it (and return every partition). Argument structs are small, so the pure-Python read
     costs nothing that matters.
     """
-    spec = {f[0]: f for f in self.thrift_spec if f}  # type: ignore[attr-defined]
-    iprot.readStructBegin()  # type: ignore[attr-defined]
+    spec = {f[0]: f for f in self.thrift_spec if f}
+    iprot.readStructBegin()
     while True:
-        _, ftype, fid = iprot.readFieldBegin()  # type: ignore[attr-defined]
+        _, ftype, fid = iprot.readFieldBegin()
         if ftype == TType.STOP:
             break
         field = spec.get(fid)
         if field is None:
-            iprot.skip(ftype)  # type: ignore[attr-defined]
+            iprot.skip(ftype)
         elif field[1] in _INT_TYPES and ftype in _INT_TYPES:
             # The value is kept as sent: max_parts=100000 sent as i32 means 100000, not a wrapped i16.
             setattr(self, field[2], getattr(iprot, _READ_INT[ftype])())
         elif field[1] == ftype:
-            setattr(self, field[2], iprot.readFieldByTType(ftype, field[3]))  # type: ignore[attr-defined]
+            setattr(self, field[2], iprot.readFieldByTType(ftype, field[3]))
         else:
-            iprot.skip(ftype)  # type: ignore[attr-defined]
-        iprot.readFieldEnd()  # type: ignore[attr-defined]
-    iprot.readStructEnd()  # type: ignore[attr-defined]
+            iprot.skip(ftype)
+        iprot.readFieldEnd()
+    iprot.readStructEnd()
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class MetastoreProcessor:
             name: (spec, getattr(handler, name)) for name, spec in _METHODS.items()
         }
 
-    def process(self, iprot, oprot, session: ConnectionSession | None = None) -> bool:  # noqa: ANN001 - Thrift protocols
+    def process(self, iprot: Any, oprot: Any, session: ConnectionSession | None = None) -> bool:
         try:
             name, mtype, seqid = iprot.readMessageBegin()
         except TTransportException:
@@ -141,7 +142,7 @@ class MetastoreProcessor:
             )
             return True
         spec, call = entry
-        args = spec.args_cls()
+        args: Any = spec.args_cls()  # a generated struct: its fields are the method's arguments
         if spec.lenient_ints:
             self._read_or_fail(name, lambda: _read_with_any_int_width(args, iprot))
         else:
@@ -158,7 +159,7 @@ class MetastoreProcessor:
         if authorizer is not None and session is not None:
             if name == "set_ugi" and not session.authenticated:
                 # Without authentication the claim is all there is (as Hive without SASL); never with it.
-                session.principal = str(args.user_name or "")  # type: ignore[attr-defined]
+                session.principal = str(args.user_name or "")
             refusal = authorizer.denial(name, args, session)
             if refusal is not None:
                 denials.warning("%s (peer %s)", refusal, session.peer)
@@ -167,7 +168,7 @@ class MetastoreProcessor:
 
         start = time.perf_counter()
         reply_type = TMessageType.REPLY
-        reply: object
+        reply: Any  # the result struct, an EncodedResult or a TApplicationException: each has write()
         try:
             value = call(*(getattr(args, n) for n in spec.arg_names))
             if authorizer is not None and session is not None:
@@ -182,12 +183,12 @@ class MetastoreProcessor:
                     spec.clear_catalog(value)  # answers are built per call: nothing shared is changed
                 reply = spec.result_cls() if spec.result_cls is not None else None
                 if spec.returns_value:
-                    reply.success = value  # type: ignore[union-attr]
+                    reply.success = value
         except TTransportException:
             raise
         except TApplicationException as exc:
             reply_type, reply = TMessageType.EXCEPTION, exc
-        except Exception as exc:  # noqa: BLE001 - declared exceptions travel in the reply; others are reported
+        except Exception as exc:  # declared exceptions travel in the reply; others are reported
             reply = spec.result_cls() if spec.result_cls is not None else None
             field = next((f for cls, f in spec.exceptions if isinstance(exc, cls)), None)
             if field is not None and reply is not None:
@@ -208,7 +209,7 @@ class MetastoreProcessor:
         self._write(oprot, name, reply_type, seqid, reply)
         return True
 
-    def _refuse(self, oprot, spec: MethodSpec, mtype: int, seqid: int, message: str) -> None:  # noqa: ANN001
+    def _refuse(self, oprot: Any, spec: MethodSpec, mtype: int, seqid: int, message: str) -> None:
         """Answer a denied call with the MetaException it declares (else a TApplicationException)."""
         if mtype == TMessageType.ONEWAY or spec.result_cls is None:
             return
@@ -233,14 +234,14 @@ class MetastoreProcessor:
             ) from None
 
     @staticmethod
-    def _write(oprot, name: str, mtype: int, seqid: int, reply: object) -> None:  # noqa: ANN001
+    def _write(oprot: Any, name: str, mtype: int, seqid: int, reply: Any) -> None:
         try:
             oprot.writeMessageBegin(name, mtype, seqid)
-            reply.write(oprot)  # type: ignore[attr-defined]
+            reply.write(oprot)
             oprot.writeMessageEnd()
         except TTransportException:
             raise
-        except Exception as exc:  # noqa: BLE001 - a reply that cannot be encoded is our bug: say so, in one piece
+        except Exception as exc:  # a reply that cannot be encoded is our bug: say so, in one piece
             log.exception("cannot encode the reply of %s", name)
             discard = getattr(oprot.trans, "discard_pending_writes", None)
             if discard is None:

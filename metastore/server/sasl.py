@@ -148,7 +148,7 @@ class GssapiServer:
     MAX_BUFFER = 0xFFFFFF
 
     def __init__(self, credentials: Any, layers: frozenset[SecurityLayer]) -> None:
-        import gssapi  # noqa: PLC0415 - optional dependency (the kerberos extra), loaded when Kerberos is on
+        import gssapi  # optional dependency (the kerberos extra), loaded when Kerberos is on
 
         self._gssapi = gssapi
         self._ctx = gssapi.SecurityContext(creds=credentials, usage="accept")

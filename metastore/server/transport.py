@@ -11,31 +11,61 @@ from __future__ import annotations
 import socket
 import struct
 from io import BytesIO
+from typing import TYPE_CHECKING
 
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.transport.TTransport import CReadableTransport, TTransportBase, TTransportException
+
+if TYPE_CHECKING:
+    from metastore.server.sasl import Wrapper
 
 _FRAME_HEADER = struct.Struct("!i")
 _READ_CHUNK = 64 * 1024
 
 
 class SocketTransport(TTransportBase):
-    """A plain blocking socket as a Thrift transport (the server side of TSocket), counting bytes received."""
+    """A plain blocking socket (or a TLS socket) as a Thrift transport (the server side of TSocket).
+
+    Reads ask the socket for at least 64 KiB and keep what the caller did not want, so a small read (a SASL frame
+    header, the rest of a call) costs no system call of its own, and a TLS socket never holds decrypted bytes
+    back (a TLS record carries at most 16 KiB): the bytes of a call already received are always either here
+    (`pending`) or signalled by the socket's descriptor, which is what the serving loop waits on. `received`
+    counts the bytes handed to the caller."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
         self.received = 0
+        self._surplus = b""
+        self._surplus_pos = 0
 
     def isOpen(self) -> bool:  # noqa: N802 - Thrift's naming
         return self._sock.fileno() >= 0
 
+    def pending(self) -> int:
+        """Bytes received from the socket and not yet read."""
+        return len(self._surplus) - self._surplus_pos
+
+    def unread(self, data: bytes) -> None:
+        """Bytes received outside this transport that come before everything it has not yet returned."""
+        self._surplus = data + self._surplus[self._surplus_pos:]
+        self._surplus_pos = 0
+
     def read(self, sz: int) -> bytes:
+        if self._surplus_pos < len(self._surplus):
+            end = min(len(self._surplus), self._surplus_pos + sz)
+            data = self._surplus[self._surplus_pos:end]
+            self._surplus_pos = end
+            self.received += len(data)
+            return data
         try:
-            data = self._sock.recv(sz)
+            data = self._sock.recv(max(sz, _READ_CHUNK))
         except (ConnectionResetError, TimeoutError) as exc:
             raise TTransportException(TTransportException.END_OF_FILE, f"connection lost: {exc}") from exc
         if not data:
             raise TTransportException(TTransportException.END_OF_FILE, "client closed the connection")
+        if len(data) > sz:
+            self._surplus, self._surplus_pos = data, sz
+            data = data[:sz]
         self.received += len(data)
         return data
 
@@ -70,7 +100,7 @@ class SaslFrameTransport(SocketTransport):
     Stands where SocketTransport stands, so the buffered or framed transport above is unchanged: one write (a
     whole reply) is one SASL frame. Frames over `max_frame_size` are refused before they are allocated."""
 
-    def __init__(self, sock: socket.socket, max_frame_size: int, wrapper: object | None = None) -> None:
+    def __init__(self, sock: socket.socket, max_frame_size: int, wrapper: Wrapper | None = None) -> None:
         super().__init__(sock)
         self._max = max_frame_size
         self._wrapper = wrapper
@@ -78,8 +108,9 @@ class SaslFrameTransport(SocketTransport):
         self._pos = 0
 
     def pending(self) -> int:
-        """Bytes of a received frame not yet read (the socket will not signal them again)."""
-        return len(self._frame) - self._pos
+        """Bytes of a received frame not yet read, and of later frames already received (the socket will not
+        signal either again)."""
+        return len(self._frame) - self._pos + super().pending()
 
     def _recv_exact(self, size: int) -> bytes:
         parts: list[bytes] = []
@@ -99,9 +130,9 @@ class SaslFrameTransport(SocketTransport):
         payload = self._recv_exact(size)
         if self._wrapper is not None:
             try:
-                payload = self._wrapper.unwrap(payload)  # type: ignore[attr-defined]
+                payload = self._wrapper.unwrap(payload)
             except Exception as exc:  # noqa: BLE001 - a frame that fails its integrity check ends the connection
-                raise TTransportException(TTransportException.CORRUPTED_DATA,
+                raise TTransportException(TTransportException.UNKNOWN,
                                           f"SASL frame failed its security layer check: {exc}") from None
         self._frame = payload
         self._pos = 0
@@ -125,7 +156,7 @@ class SaslFrameTransport(SocketTransport):
 
     def write(self, buf: bytes) -> None:
         if self._wrapper is not None:
-            buf = self._wrapper.wrap(buf)  # type: ignore[attr-defined]
+            buf = self._wrapper.wrap(buf)
         self._sock.sendall(_FRAME_HEADER.pack(len(buf)) + buf)
 
 
@@ -133,6 +164,10 @@ class _BufferedWrites:
     """Writes collected until flush, so a reply goes out in one send."""
 
     _trans: SocketTransport
+
+    def prepend_received(self, data: bytes) -> None:
+        """Bytes of the connection read before this transport existed (after a SASL negotiation over TLS)."""
+        self._trans.unread(data)
 
     def _reset_writes(self) -> None:
         self._wbuf: list[bytes] = []
@@ -276,7 +311,7 @@ class BoundedFramedTransport(_BufferedWrites, TTransportBase, CReadableTransport
 
 def open_connection(
     sock: socket.socket, *, framed: bool, max_frame_size: int, max_string_size: int, max_container_size: int,
-    sasl: bool = False, sasl_wrapper: object | None = None,
+    sasl: bool = False, sasl_wrapper: Wrapper | None = None,
 ) -> tuple[BoundedBufferedTransport | BoundedFramedTransport, TBinaryProtocolAccelerated]:
     """Wrap an accepted socket in the transport HMS clients speak and a size-limited binary protocol.
 

@@ -16,6 +16,7 @@ from metastore.service.statistics import AggregateResult, StatisticsService, Sta
 from metastore.service.stats_cache import ReplyCache
 from metastore.service.user_types import TypeService
 from metastore.store import Store, migrate
+from metastore.store.column_stats import ServedEncoding
 from metastore.store.worker_engine import create_worker_engine
 
 __all__ = [
@@ -38,16 +39,21 @@ class Metastore:
 
     @classmethod
     def open(
-        cls, settings: Settings, *, auto_upgrade: bool = False, workers: int | None = None, check_schema: bool = True
+        cls, settings: Settings, *, served_encoding: ServedEncoding | None, auto_upgrade: bool = False,
+        workers: int | None = None, check_schema: bool = True,
     ) -> Metastore:
         """Open the store of `settings.db` and build the services over it.
+
+        served_encoding is how the edge sends one statistic (metastore.wire.stats.encode_served), kept with each
+        statistics row written: the server and the embedded client pass it, so rows any of them writes serve
+        as bytes; it is a required choice because a writer that leaves it out makes every read of its rows slower.
 
         check_schema refuses (or with auto_upgrade, upgrades) an out-of-date schema; a server's workers skip it,
         their parent checked. workers sizes the connection pool as one of that many server workers."""
         if check_schema:
             migrate.check_schema(settings.db, auto_upgrade=auto_upgrade)
         engine = create_worker_engine(settings.db, workers=workers or 1)
-        store = Store(settings.db, engine=engine)
+        store = Store(settings.db, engine=engine, served_encoding=served_encoding)
         index_root = settings.index_root or default_index_root(settings.warehouse)
         return cls(
             store=store,

@@ -3,12 +3,13 @@ and the `transient_lastDdlTime` parameter Hive keeps on tables and partitions.""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
-from metastore import locations
+from metastore import locations, storage
 from metastore.catalog import DEFAULT_CATALOG, Database, Partition, Table
 from metastore.errors import InvalidObject, InvalidOperation
 from metastore.partnames import make_part_name, values_from_part_name
@@ -21,6 +22,8 @@ from metastore.service.indexes import (
 )
 from metastore.service.streams import Stream, open_stream
 from metastore.store import Store
+
+log = logging.getLogger(__name__)
 
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
 VIRTUAL_VIEW = "VIRTUAL_VIEW"
@@ -36,18 +39,30 @@ def _is_external(table: Table) -> bool:
 @contextmanager
 def _directories(wanted: Sequence[str | None]) -> Iterator[list[str]]:
     """Create the data directories a catalog change needs before it is recorded, as Hive does (a location that
-    is a file, or cannot be created, fails the call with LocationError); yields those this call created and
-    removes them again when the change fails."""
+    is a file, or cannot be created, fails the call with StorageError, Hive's MetaException); yields those this
+    call created and removes them again when the change fails."""
     made: list[str] = []
     try:
         for location in wanted:
-            if location and locations.ensure_dir(location):
+            if location and storage.make_dir(location):
                 made.append(location)
         yield made
     except BaseException:
         for location in made:
-            locations.delete_dir(location)
+            _delete_directory(location)
         raise
+
+
+def _delete_directory(location: str | None) -> None:
+    """Delete a data directory tree (a dropped managed table's or partition's, or one made for a change that
+    failed), wherever it is stored. As Hive, a failure to delete is logged and does not fail the call: the
+    catalog change it follows is already recorded."""
+    if not location:
+        return
+    try:
+        storage.delete(location)
+    except storage.StorageError as exc:
+        log.warning("data left in place: %s", exc)
 
 
 def _with_ddl_time(parameters: Mapping[str, str], now: int, *, renew_zero: bool = False) -> dict[str, str]:
@@ -122,8 +137,8 @@ class CatalogService:
         delete_index_files(index_dirs, self.index_root)
         if delete_data:
             for location in managed:
-                locations.delete_dir(location)
-            locations.delete_dir(db.location_uri)
+                _delete_directory(location)
+            _delete_directory(db.location_uri)
 
     # ------------------------------------------------------------------ tables
 
@@ -200,7 +215,13 @@ class CatalogService:
             uow.tables.alter(db_name, table_name, new_table, cascade=cascade, catalog=catalog)
             spark_statistics.write_absorbed(uow, new_table, spark_analysis)
             if moved_from and moved_to:
-                locations.move_dir(moved_from, moved_to)
+                # Inside the transaction: when the data cannot move, the rename is not recorded either.
+                try:
+                    storage.move_dir(moved_from, moved_to)
+                except storage.StorageError as exc:
+                    raise InvalidOperation(
+                        f"cannot rename {db_name}.{table_name} to {new_table.db_name}.{new_table.table_name}: {exc}"
+                    ) from None
 
     def drop_table(self, db_name: str, table_name: str, *, delete_data: bool, catalog: str = DEFAULT_CATALOG) -> None:
         """Drop a table with its partitions and statistics; delete_data removes a managed table's data."""
@@ -209,7 +230,7 @@ class CatalogService:
             table = uow.tables.drop(db_name, table_name, catalog=catalog)
         delete_index_files(index_dirs, self.index_root)
         if delete_data and not _is_external(table):
-            locations.delete_dir(table.sd.location)
+            _delete_directory(table.sd.location)
 
     # ------------------------------------------------------------------ partitions
 
@@ -266,7 +287,7 @@ class CatalogService:
             kept = {p.sd.location for p in added}
             for location in made:
                 if location not in kept:
-                    locations.delete_dir(location)
+                    _delete_directory(location)
         return added
 
     def append_partition(
@@ -440,17 +461,21 @@ class CatalogService:
                 new_partition = replace(new_partition, sd=replace(new_partition.sd, location=target))
                 if not locations.same_location(target, old.sd.location):
                     source = old.sd.location
-                    if locations.exists(target):
+                    try:
+                        taken = storage.exists(target)
+                    except storage.StorageError as exc:
+                        raise InvalidOperation(f"cannot rename partition {list(values)}: {exc}") from None
+                    if taken:
                         raise InvalidOperation(
                             f"new location for partition {make_part_name([k.name for k in table.partition_keys], list(new_partition.values))} "
                             f"of {table.db_name}.{table.table_name} already exists: {target}"
                         )
         with self.store.transaction() as uow:
             uow.partitions.rename(db_name, table_name, values, new_partition, catalog=catalog)
-        if source is not None:
+        if source is not None and target is not None:
             try:
-                locations.move_dir(source, target)
-            except OSError as exc:
+                storage.move_dir(source, target)
+            except storage.StorageError as exc:
                 # The catalog already says the new name and place: put the old ones back, so that the
                 # partition and its data stay where the catalog points (one directory move cannot be part of
                 # the database transaction).
@@ -458,8 +483,7 @@ class CatalogService:
                     uow.partitions.rename(db_name, table_name, new_partition.values, old, catalog=catalog)
                 raise InvalidOperation(
                     f"cannot move the data of partition {make_part_name([k.name for k in table.partition_keys], list(values))} "
-                    f"of {table.db_name}.{table.table_name} from {source} to {target} "
-                    f"({exc.strerror or exc}); the partition keeps its name and location"
+                    f"of {table.db_name}.{table.table_name} ({exc}); the partition keeps its name and location"
                 ) from None
 
     def drop_partitions(
@@ -493,5 +517,5 @@ class CatalogService:
         delete_index_files(index_files, self.index_root)
         if delete_data and not _is_external(table):
             for p in dropped:
-                locations.delete_dir(p.sd.location)
+                _delete_directory(p.sd.location)
         return dropped

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from metastore import locations
+from metastore import locations, storage
 from metastore.catalog import DEFAULT_CATALOG, Table
 from metastore.errors import InvalidObject, InvalidOperation, MetastoreError, NoSuchObject
 from metastore.index.model import FilterResult, IndexLevel, IndexPart, IndexRecord, IndexState, Split
@@ -92,7 +92,10 @@ def delete_index_files(paths: Sequence[str], root: str | None) -> None:
         if root is None or not inside(root, path):
             log.warning("not deleting %s: it is not inside the index root %s", path, root)
             continue
-        locations.delete_dir(path)
+        try:
+            storage.delete(path)
+        except storage.StorageError as exc:
+            log.warning("index files left in place: %s", exc)
 
 
 class IndexService:

@@ -18,14 +18,8 @@ from metastore.sql.output import Result
 from metastore.sql.partition_specs import full_values, partition_name
 from metastore.sql.statements import Describe
 from metastore.sql.table_files import qualified
-from metastore.stats.model import (
-    BinaryStats,
-    BooleanStats,
-    ColumnStatsEntry,
-    DateStats,
-    StringStats,
-    TimestampStats,
-)
+from metastore.stats.kinds import spec_of
+from metastore.stats.model import ColumnStatsEntry, StatsKind
 from metastore.stats.ndv import sketch_format
 
 if TYPE_CHECKING:
@@ -39,37 +33,38 @@ SCHEMA_HEADER = ["col_name", "data_type", "comment"]
 _EPOCH_DATE = dt.date(1970, 1, 1)
 
 
-def _stat_value(value: Any, stats: object) -> Any:
-    if value is None:
-        return None
-    if isinstance(stats, DateStats):
-        return (_EPOCH_DATE + dt.timedelta(days=int(value))).isoformat()
-    if isinstance(stats, TimestampStats):
-        return dt.datetime.fromtimestamp(int(value), dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-    return value
+def _date(value: Any) -> str:
+    return (_EPOCH_DATE + dt.timedelta(days=int(value))).isoformat()
+
+
+def _timestamp(value: Any) -> str:
+    return dt.datetime.fromtimestamp(int(value), dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+#: Kinds whose low/high print other than as stored: days and epoch seconds as Hive shows them.
+_SHOWN_AS = {StatsKind.DATE: _date, StatsKind.TIMESTAMP: _timestamp}
 
 
 def column_stats_row(column: FieldSchema, entry: ColumnStatsEntry | None) -> list[Any]:
-    """One row under COLUMN_STATS_HEADER; cells a statistics kind does not have are empty."""
+    """One row under COLUMN_STATS_HEADER; cells a statistics kind does not have are empty (which cells a kind
+    has comes from the kinds table)."""
     row: list[Any] = [column.name, column.type] + [""] * 9 + [column.comment or ""]
     if entry is None:
         return row
-    s = entry.stats
-    row[4] = s.num_nulls
-    if isinstance(s, BooleanStats):
-        row[8], row[9] = s.num_trues, s.num_falses
-    elif isinstance(s, StringStats | BinaryStats):
-        row[6], row[7] = s.avg_col_len, s.max_col_len
-        if isinstance(s, StringStats):
-            row[5] = s.num_dvs
-    else:
-        row[2] = _stat_value(getattr(s, "low", None), s)
-        row[3] = _stat_value(getattr(s, "high", None), s)
-        row[5] = getattr(s, "num_dvs", "")
-        for i in (2, 3):
-            if row[i] is None:
-                row[i] = ""
-    fmt = sketch_format(s.bit_vector)
+    spec = spec_of(entry.stats)
+    flat = spec.flatten(entry.stats)
+    row[4] = flat.num_nulls
+    if spec.values is not None:
+        shown = _SHOWN_AS.get(spec.kind)
+        for i, value in ((2, flat.low), (3, flat.high)):
+            row[i] = "" if value is None else shown(value) if shown is not None else value
+    if spec.has_ndv:
+        row[5] = flat.num_dvs
+    if spec.has_lengths:
+        row[6], row[7] = flat.avg_col_len, flat.max_col_len
+    if spec.has_booleans:
+        row[8], row[9] = flat.num_trues, flat.num_falses
+    fmt = sketch_format(flat.bit_vector)
     row[10] = {"hll": "HL", "fm": "FM"}.get(fmt or "", "")
     return row
 

@@ -27,7 +27,7 @@ from metastore.index.maintain import (
     partitions_of_where,
     run_build,
 )
-from metastore.index.model import DataFile, IndexKind, IndexLevel, IndexRecord
+from metastore.index.model import DataFile, IndexKind, IndexLevel, IndexPart, IndexRecord
 from metastore.sql.analysis import FileProgress, human_bytes
 from metastore.sql.errors import Position, SqlError
 from metastore.sql.output import Result
@@ -73,10 +73,10 @@ def _progress(ex: Session, total: int, what: str) -> FileProgress:
 
 def _build(
     ex: Session, record: IndexRecord, table: Table, targets: Sequence[BuildTarget], st: Statement, *,
-    previous: Sequence[object] = (), untouched: Sequence[object] = (), partitions: tuple[str, ...] | None = None,
+    previous: Sequence[IndexPart] = (), untouched: Sequence[IndexPart] = (), partitions: tuple[str, ...] | None = None,
 ) -> BuildOutcome:
     """Build through the configured engine with a progress bar over the files to scan."""
-    old = {f.identity for p in previous for f in p.files}  # type: ignore[attr-defined]
+    old = {f.identity for p in previous for f in p.files}
     to_scan = sum(1 for t in targets for f in t.files if f.identity not in old)
     progress = _progress(ex, to_scan, f"index {record.name}")
     done = [0]
@@ -92,7 +92,7 @@ def _build(
         scanner = spark_scanner(ex.spark_session(), record, table, ex.options.storage)
     try:
         return run_build(
-            ex.client, record, table, targets, previous=previous, untouched=untouched,  # type: ignore[arg-type]
+            ex.client, record, table, targets, previous=previous, untouched=untouched,
             partitions=partitions, on_file=on_file, scanner=scanner, options=ex.options.storage,
         )
     except (IndexBuildError, StorageError) as exc:

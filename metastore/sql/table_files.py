@@ -7,7 +7,6 @@ from pathlib import Path
 
 from metastore import storage
 from metastore.catalog import Table
-from metastore.locations import local_path
 from metastore.sql.errors import Position, SqlError
 from metastore.storage import FileRef, StorageOptions
 
@@ -63,20 +62,6 @@ def list_data_files(location: str, options: StorageOptions | None = None) -> lis
     """The data files under a location (recursively), hidden entries left out, in name order; none when the
     location does not exist (a partition added without data)."""
     return storage.list_files(location, options)
-
-
-def local_dir(location: str | None, owner: str, position: Position | None = None) -> Path:
-    """The local directory of a location; SqlError for a missing location or a remote filesystem."""
-    if not location:
-        raise SqlError(f"{owner} has no location", position)
-    path = local_path(location)
-    if path is None:
-        raise SqlError(
-            f"{owner} is at {location}, which is not on the local filesystem; the shell reads and writes local "
-            "files only",
-            position,
-        )
-    return path
 
 
 def qualified(table: Table) -> str:

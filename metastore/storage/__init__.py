@@ -12,7 +12,14 @@
   counted), so an ORC reader fetches the tail and then only the streams it needs; nothing downloads whole files.
 - Local locations use the standard library only; fsspec and its store package (s3fs for S3) are imported the
   first time a remote location is used. Options for remote stores: :class:`StorageOptions`.
+- Directories, as the catalog needs them when it records, renames or drops a database, table or partition
+  (Hive's warehouse work): :func:`make_dir`, :func:`exists`, :func:`move_dir`, :func:`delete`. Object stores have
+  no directories, so making one there does nothing and costs no request; moving one moves every object under
+  the prefix.
 - Every failure is a :class:`StorageError` whose one-line message names the location.
+
+What a location *is* (qualified as Hive stores it, its local path, a child's name) is
+:mod:`metastore.locations`; everything that touches the files is here.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from metastore.locations import local_path
+from metastore.locations import child, local_path, store_of
 from metastore.storage import _local
 from metastore.storage._errors import StorageError
 from metastore.storage._files import FileRef, RangeFile
@@ -39,12 +46,15 @@ __all__ = [
     "canonical_url",
     "child",
     "delete",
+    "exists",
     "is_dir",
     "is_hidden",
     "is_local",
     "is_secret",
     "list_dirs",
     "list_files",
+    "make_dir",
+    "move_dir",
     "open_file",
     "publish",
     "stat",
@@ -67,11 +77,6 @@ def canonical_url(location: str) -> str:
     from metastore.storage import _remote
 
     return _remote.canonical(location)
-
-
-def child(location: str, name: str) -> str:
-    """The location of `name` inside the directory `location`."""
-    return f"{location.rstrip('/')}/{name}"
 
 
 def list_files(location: str, options: StorageOptions | None = None) -> list[FileRef]:
@@ -166,6 +171,50 @@ def delete(location: str, options: StorageOptions | None = None) -> None:
     from metastore.storage import _remote
 
     _remote.delete(location, options or _NO_OPTIONS)
+
+
+def make_dir(location: str, options: StorageOptions | None = None) -> bool:
+    """Make sure a data directory exists, as Hive does before it records a database, table or partition; True
+    when this call created it (so a failed catalog change can remove it again). New local directories take the
+    permission bits of their nearest existing ancestor (see `_local.make_dir`). Object stores have no
+    directories: nothing to do, no request made. StorageError when the location is a file or cannot be created."""
+    path = local_path(location)
+    if path is None:
+        return False
+    return _local.make_dir(path, location)
+
+
+def exists(location: str, options: StorageOptions | None = None) -> bool:
+    """Whether a file or directory exists at the location (on object stores: an object at it or under it)."""
+    path = local_path(location)
+    if path is not None:
+        return path.exists()
+    from metastore.storage import _remote
+
+    return _remote.exists(location, options or _NO_OPTIONS)
+
+
+def move_dir(source: str, target: str, options: StorageOptions | None = None) -> bool:
+    """Move a data directory with everything in it to `target`, as Hive moves a renamed managed table or
+    partition; False, with nothing done, when the source does not exist. StorageError when the target exists,
+    the two are on different stores (a file system, or a bucket of one scheme and account), or the move fails."""
+    if store_of(source) != store_of(target):
+        raise StorageError(f"cannot move {source} to {target}: they are on different file systems")
+    if not exists(source, options):
+        return False
+    if exists(target, options):
+        raise StorageError(f"cannot move {source} to {target}: the target exists")
+    src, dst = local_path(source), local_path(target)
+    if src is not None and dst is not None:
+        try:
+            _local.move_dir(src, dst)
+        except OSError as exc:
+            raise StorageError(f"cannot move {source} to {target}: {exc.strerror or exc}") from None
+        return True
+    from metastore.storage import _remote
+
+    _remote.move_dir(source, target, options or _NO_OPTIONS)
+    return True
 
 
 def add_storage_option_argument(parser: argparse.ArgumentParser) -> None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 
 @dataclass(frozen=True)
@@ -81,9 +85,10 @@ class RangeFile(io.RawIOBase):
     def readall(self) -> bytes:
         return self.read(-1)
 
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        data = self.read(len(buffer))
-        memoryview(buffer)[: len(data)] = data
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[: len(data)] = data
         return len(data)
 
     def close(self) -> None:

@@ -3,12 +3,16 @@ thin commands stay fast)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import stat as stat_mode
 from pathlib import Path
 
 from metastore.storage._errors import StorageError
 from metastore.storage._files import FileRef, RangeFile
+
+log = logging.getLogger("metastore.storage")
 
 
 def is_hidden(name: str) -> bool:
@@ -98,3 +102,44 @@ def delete(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink(missing_ok=True)
+
+
+def make_dir(path: Path, shown: str) -> bool:
+    """Create a directory with its parents; True when this call created it. New directories take the
+    permission bits of the nearest existing ancestor, as Hive 2.3 does (hive.warehouse.subdir.inherit.perms, on
+    by default), unless that ancestor is world-writable (a shared folder such as /tmp, whose mode no data
+    directory should take). StorageError when the location is a file or cannot be created."""
+    if path.is_dir():
+        return False
+    if path.exists():
+        raise StorageError(f"{shown} is not a directory")
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"{shown} is not a directory or unable to create one: {exc.strerror or exc}") from None
+    try:
+        mode = stat_mode.S_IMODE(ancestor.stat().st_mode) & 0o777
+    except OSError:
+        return True
+    if mode & stat_mode.S_IWOTH:
+        return True
+    created, p = [], path
+    while p != ancestor and p != p.parent:
+        created.append(p)
+        p = p.parent
+    for directory in created:
+        try:
+            os.chmod(directory, mode)
+        except OSError as exc:  # the directory exists; its mode is a nicety
+            log.warning("cannot set the permission of %s: %s", directory, exc)
+    return True
+
+
+def move_dir(source: Path, target: Path) -> None:
+    """Move a directory tree to a place that does not exist yet, creating the target's parents. Across devices
+    this copies and then deletes, as Hadoop's local filesystem does."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(source, target)

@@ -11,13 +11,14 @@ import datetime as dt
 import os
 from typing import Any
 
+from metastore.locations import SCHEME_ALIASES
 from metastore.storage._errors import StorageError
 from metastore.storage._files import FileRef, RangeFile
 from metastore.storage._local import is_hidden
 from metastore.storage._options import StorageOptions
 
 #: Schemes served by another protocol's filesystem (Hadoop's S3 connectors read the same objects as s3://).
-PROTOCOL_ALIASES = {"s3a": "s3", "s3n": "s3"}
+PROTOCOL_ALIASES = SCHEME_ALIASES
 #: The package to install for a protocol whose fsspec implementation is missing.
 _PACKAGES = {"s3": "s3fs (pip install 'metastore[s3]')", "gs": "gcsfs", "gcs": "gcsfs", "abfs": "adlfs",
              "az": "adlfs", "abfss": "adlfs"}
@@ -242,3 +243,33 @@ def delete(url: str, options: StorageOptions) -> None:
         return
     except Exception as exc:  # noqa: BLE001
         raise StorageError(f"cannot delete {url}: {reason(exc)}") from None
+
+
+def exists(url: str, options: StorageOptions) -> bool:
+    """Whether an object, or any object under the prefix, exists at the location."""
+    protocol, path = split(url)
+    fs = filesystem(protocol, options)
+    try:
+        fs.invalidate_cache(path)
+        return bool(fs.exists(path))
+    except Exception as exc:  # noqa: BLE001
+        raise StorageError(f"cannot check {url}: {reason(exc)}") from None
+
+
+def move_dir(source: str, target: str, options: StorageOptions) -> None:
+    """Move every object under a prefix to another prefix of the same store (copies, then deletes: object
+    stores have no rename)."""
+    protocol, src = split(source)
+    _, dst = split(target)
+    fs = filesystem(protocol, options)
+    try:
+        fs.invalidate_cache(src)
+        # Object by object, with paths spelt out: fsspec's recursive mv also tries to copy the prefix itself as
+        # an object, which does not exist.
+        objects = [p for p in fs.find(src) if p.startswith(src + "/") or p == src]
+        moved = [dst + p[len(src):] for p in objects]
+        if objects:
+            fs.copy(objects, moved)
+            fs.rm(objects)
+    except Exception as exc:  # noqa: BLE001
+        raise StorageError(f"cannot move {source} to {target}: {reason(exc)}") from None

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 
 from metastore.errors import InvalidInput, MetastoreError, StoreUnavailable
 from metastore.store import migrate
-from metastore.store.column_stats import StatsRepository
+from metastore.store.column_stats import ServedEncoding, StatsRepository
 from metastore.store.databases import DatabaseRepository, ensure_default_database
 from metastore.store.engine import SQLITE_BEGIN, autocommit_connection, create_engine
 from metastore.store.partitions import PartitionRepository
@@ -24,6 +24,8 @@ class UnitOfWork:
     """The repositories of one transaction; they all share its connection."""
 
     connection: sa.Connection
+    # The edge's encoding of a served statistic, kept with each statistics row (see StatsRepository).
+    served_encoding: ServedEncoding | None = None
     databases: DatabaseRepository = field(init=False)
     tables: TableRepository = field(init=False)
     partitions: PartitionRepository = field(init=False)
@@ -34,7 +36,7 @@ class UnitOfWork:
         self.databases = DatabaseRepository(self.connection)
         self.tables = TableRepository(self.connection)
         self.partitions = PartitionRepository(self.connection)
-        self.column_stats = StatsRepository(self.connection)
+        self.column_stats = StatsRepository(self.connection, self.served_encoding)
         self.split_indexes = SplitIndexRepository(self.connection)
 
 
@@ -61,10 +63,16 @@ class Store:
     """Persistence of the metastore. Create one per process (after fork, in pre-forked servers); it is safe
     to share between the threads of that process."""
 
-    def __init__(self, url: str, *, engine: Engine | None = None) -> None:
+    def __init__(
+        self, url: str, *, engine: Engine | None = None, served_encoding: ServedEncoding | None = None
+    ) -> None:
+        """served_encoding: how the server sends one statistic, stored with each statistics row written here
+        so that reads can send those bytes (the edge passes metastore.wire.stats.encode_served; without it
+        rows keep none and reads build every statistic from its values)."""
         self.url = url
         self.engine = engine if engine is not None else create_engine(url)
         self.features = _features(self.engine.dialect.name)
+        self.served_encoding = served_encoding
 
     @classmethod
     def open(cls, url: str, *, auto_upgrade: bool = False) -> Store:
@@ -83,7 +91,7 @@ class Store:
             if not write:
                 conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
             with conn.begin():
-                yield UnitOfWork(conn)
+                yield UnitOfWork(conn, self.served_encoding)
 
     @contextmanager
     def autocommit(self) -> Iterator[UnitOfWork]:
@@ -96,7 +104,7 @@ class Store:
                 yield uow
             return
         with _domain_errors(), autocommit_connection(self.engine) as conn:
-            yield UnitOfWork(conn)
+            yield UnitOfWork(conn, self.served_encoding)
 
     @contextmanager
     def snapshot(self) -> Iterator[UnitOfWork]:
@@ -108,7 +116,7 @@ class Store:
             else:
                 conn.execution_options(**{SQLITE_BEGIN: "DEFERRED"})
             with conn.begin():
-                yield UnitOfWork(conn)
+                yield UnitOfWork(conn, self.served_encoding)
 
     def read(self) -> AbstractContextManager[UnitOfWork]:
         """A read-only unit of work (shorthand for transaction(write=False))."""

@@ -75,5 +75,5 @@ def _ping_when_idle(engine: Engine) -> None:
             finally:
                 cursor.close()
             dbapi_connection.rollback()
-        except Exception as exc:  # noqa: BLE001 - any failure means: not usable, take another connection
+        except Exception as exc:  # any failure means: not usable, take another connection
             raise sa.exc.DisconnectionError(f"idle connection is gone: {exc}") from exc

@@ -31,12 +31,12 @@ def encode_obj(obj: tt.ColumnStatisticsObj) -> bytes:
     return encode_struct(obj, _OBJ_SPEC)
 
 
-def encode_struct(obj: object, spec: list | None = None) -> bytes:
+def encode_struct(obj: Any, spec: list | None = None) -> bytes:
     """The TBinaryProtocol bytes of a generated Thrift struct (ending in its STOP byte)."""
     if _encode_binary is not None:
-        return _encode_binary(obj, spec or [type(obj), obj.thrift_spec])  # type: ignore[attr-defined]
+        return _encode_binary(obj, spec or [type(obj), obj.thrift_spec])
     buf = TMemoryBuffer()
-    obj.write(TBinaryProtocol(buf))  # type: ignore[attr-defined]
+    obj.write(TBinaryProtocol(buf))
     return buf.getvalue()
 
 
@@ -49,9 +49,9 @@ class EncodedResult:
     def __init__(self, struct_bytes: bytes) -> None:
         self.struct_bytes = struct_bytes
 
-    def write(self, oprot: object) -> None:
+    def write(self, oprot: Any) -> None:
         """Write the whole result struct ({0: the value}) to the protocol's transport."""
-        trans = oprot.trans  # type: ignore[attr-defined]
+        trans = oprot.trans
         trans.write(b"\x0c\x00\x00")  # field 0 (success), a struct
         trans.write(self.struct_bytes)
         trans.write(b"\x00")  # end of the result struct
@@ -96,9 +96,9 @@ class StreamedResult:
         if close is not None:
             close()
 
-    def write(self, oprot: object) -> None:
+    def write(self, oprot: Any) -> None:
         """Write the whole result struct ({0: the value}) to the protocol's transport, sending as it goes."""
-        trans = oprot.trans  # type: ignore[attr-defined]
+        trans = oprot.trans
         send = getattr(trans, "send_pending", None)
         pending = 3
         sent = False

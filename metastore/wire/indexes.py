@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import Enum
+from typing import TypeVar
 
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.errors import InvalidInput, InvalidObject
@@ -18,12 +20,14 @@ from metastore.index.model import (
     Split,
 )
 
+E = TypeVar("E", bound=Enum)
 
-def _enum(cls: type, value: str | None, what: str) -> object:
+
+def _enum(cls: type[E], value: str | None, what: str) -> E:
     try:
         return cls(value)
     except ValueError:
-        known = ", ".join(m.value for m in cls)  # type: ignore[attr-defined]
+        known = ", ".join(str(m.value) for m in cls)
         raise InvalidObject(f"{what} {value!r} is not one of {known}") from None
 
 
@@ -62,12 +66,12 @@ def index_from_thrift(index: tt.MetastoreIndex) -> IndexRecord:
     return IndexRecord(
         name=index.name, db_name=index.dbName, table_name=index.tableName, column=index.columnName,
         column_type=index.columnType or "",
-        kind=_enum(IndexKind, index.indexType, "index type"),  # type: ignore[arg-type]
-        level=_enum(IndexLevel, index.level or "STRIPE", "index level"),  # type: ignore[arg-type]
+        kind=_enum(IndexKind, index.indexType, "index type"),
+        level=_enum(IndexLevel, index.level or "STRIPE", "index level"),
         properties=dict(index.properties or {}),
         partitions=None if index.partitions is None else tuple(index.partitions),
         location=index.location or "",
-        state=_enum(IndexState, index.state or "CREATING", "index state"),  # type: ignore[arg-type]
+        state=_enum(IndexState, index.state or "CREATING", "index state"),
         created=index.createTime or 0, built=index.buildTime or 0, owner=index.owner or "",
         table_exists=True if index.tableExists is None else index.tableExists,
         parts=tuple(part_from_thrift(p) for p in index.parts or []),

@@ -214,7 +214,7 @@ def truth(expr: Expr, row: dict[str, Any]) -> bool | None:
         if isinstance(expr, And):
             return False if False in values else (None if None in values else True)
         return True if True in values else (None if None in values else False)
-    column = expr.column  # type: ignore[attr-defined]
+    column = expr.column
     value = _norm(column, row[column])
     if isinstance(expr, IsNull):
         return value is None

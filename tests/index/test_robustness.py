@@ -51,12 +51,12 @@ def _check(record: IndexRecord) -> None:
         if os.path.getsize(path) != part.size:
             raise OSError(f"index file {part.location} is {os.path.getsize(path)} bytes, recorded {part.size}")
         PartReader(path, kind=record.kind.value, column=record.column, ctype=TYPES["id"]).verify()
-    return check  # type: ignore[return-value]
+    return check
 
 
 def _health(record: IndexRecord, files: list[Path]) -> object:
     current = {"": [data_file(str(p)) for p in files if p.exists()]}
-    return index_health(record, current, _check(record))  # type: ignore[arg-type]
+    return index_health(record, current, _check(record))
 
 
 def _splits(paths: list[Path]) -> list[Split]:
@@ -70,7 +70,7 @@ def _equals(value: int) -> Compare:
 
 @pytest.fixture(params=list(IndexKind), ids=lambda k: k.value)
 def kind(request: pytest.FixtureRequest) -> IndexKind:
-    return request.param  # type: ignore[no-any-return]
+    return request.param
 
 
 def test_changed_and_unknown_data_files_keep_their_splits(tmp_path: Path, kind: IndexKind) -> None:
@@ -78,7 +78,7 @@ def test_changed_and_unknown_data_files_keep_their_splits(tmp_path: Path, kind: 
     record = _index(tmp_path, kind, IndexLevel.TABLE, [_write(a, list(range(0, 200))), _write(b, list(range(200, 400)))])
     result = filter_splits(TYPES, _equals(10), _splits([a, b]), [record], cache=PartCache())
     assert result.kept == (0,) and not result.warnings  # b cannot hold 10
-    assert _health(record, [a, b]).status == OK  # type: ignore[attr-defined]
+    assert _health(record, [a, b]).status == OK
 
     # touched: same bytes, new mtime
     os.utime(b, ns=(b.stat().st_atime_ns, b.stat().st_mtime_ns + 1_000_000_000))
@@ -86,7 +86,7 @@ def test_changed_and_unknown_data_files_keep_their_splits(tmp_path: Path, kind: 
     assert result.kept == (0, 1)
     assert any(w.startswith(f"file:{b} changed since index ix was built") for w in result.warnings), result.warnings
     health = _health(record, [a, b])
-    assert health.status == OUT_OF_SYNC and health.changed == 1  # type: ignore[attr-defined]
+    assert health.status == OUT_OF_SYNC and health.changed == 1
 
     # rewritten under the same name with the old mtime (a copy that preserves times): the size differs
     mtime = a.stat().st_mtime_ns
@@ -103,14 +103,14 @@ def test_changed_and_unknown_data_files_keep_their_splits(tmp_path: Path, kind: 
     assert 2 in result.kept
     assert any(w.startswith(f"file:{c} is not covered by index ix") for w in result.warnings)
     health = _health(record, [a, b, c])
-    assert health.status == OUT_OF_SYNC and (health.changed, health.added) == (2, 1)  # type: ignore[attr-defined]
+    assert health.status == OUT_OF_SYNC and (health.changed, health.added) == (2, 1)
 
     # deleted: its splits are no longer asked for; SHOW INDEX counts it
     c.unlink()
     b.unlink()
     health = _health(record, [a])
-    assert health.status == OUT_OF_SYNC and health.removed == 1  # type: ignore[attr-defined]
-    assert any(f"file:{b}" in p for p in health.problems)  # type: ignore[attr-defined]
+    assert health.status == OUT_OF_SYNC and health.removed == 1
+    assert any(f"file:{b}" in p for p in health.problems)
 
 
 def _damage(path: Path, how: str) -> None:
@@ -147,8 +147,8 @@ def test_corrupt_index_files_keep_their_splits(tmp_path: Path, kind: IndexKind, 
     part_path = str(local_path(part_a.location))
     assert any(part_path in w and "its splits are kept" in w for w in result.warnings), result.warnings
     health = _health(record, [a, b])
-    assert health.status == CORRUPT  # type: ignore[attr-defined]
-    assert len(health.problems) == 1 and part_path in health.problems[0]  # type: ignore[attr-defined]
+    assert health.status == CORRUPT
+    assert len(health.problems) == 1 and part_path in health.problems[0]
 
 
 def test_an_unusable_index_record_keeps_the_splits(tmp_path: Path) -> None:

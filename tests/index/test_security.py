@@ -37,7 +37,7 @@ def _table(client: MetastoreClient, columns: list[tuple[str, str]], partitioned:
 
 def _index(column: str, column_type: str = "", name: str = "ix", **extra: object) -> IndexRecord:
     return IndexRecord(name=name, db_name="db", table_name="t", column=column, column_type=column_type,
-                       kind=IndexKind.BTREE, level=IndexLevel.TABLE, **extra)  # type: ignore[arg-type]
+                       kind=IndexKind.BTREE, level=IndexLevel.TABLE, **extra)
 
 
 def _victim(tmp_path: Path) -> Path:
@@ -135,7 +135,7 @@ def test_deletion_only_inside_the_index_root(tmp_path: Path) -> None:
         _table(client, [("id", "bigint")])
         client.create_index(_index("id"))
         victim = _victim(tmp_path)
-        store = client._ms.store  # type: ignore[attr-defined]
+        store = client._ms.store
         with store.engine.begin() as conn:
             conn.execute(sa.update(SPLIT_INDEXES).values(LOCATION=f"file:{victim}"))
         client.drop_index("db", "t", "ix")

@@ -166,7 +166,7 @@ def test_corrupt_and_table_dropped_status(tmp_path: Path) -> None:
         # a table gone without its index records (dropped by a tool bypassing the metastore API)
         from metastore.store.schema import SPLIT_INDEXES
 
-        with client._ms.store.engine.begin() as conn:  # type: ignore[attr-defined]
+        with client._ms.store.engine.begin() as conn:
             conn.execute(sa.update(SPLIT_INDEXES).values(TBL_ID=None))
         assert _show(session)["ix"]["status"] == "Table dropped"
 

@@ -42,7 +42,7 @@ class OurServer:
             return "(no output)"
 
     def stop(self) -> None:
-        stop_process(self.process, grace=15.0)  # type: ignore[arg-type]
+        stop_process(self.process, grace=15.0)
         if self._reader is not None:
             self._reader.join(timeout=5)
 

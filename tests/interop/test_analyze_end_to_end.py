@@ -153,11 +153,11 @@ def assert_matches(got: dict, want: dict, ndv_tolerance: float, where: str) -> N
     for key, expected_value in want.items():
         actual = as_number(got.get(key))
         if key == "cardinality":
-            assert abs(actual - expected_value) <= max(1, ndv_tolerance * expected_value), (  # type: ignore[operator]
+            assert abs(actual - expected_value) <= max(1, ndv_tolerance * expected_value), (
                 f"{where}: NDV {actual}, true {expected_value}"
             )
         elif key == "avgColLen":
-            assert math.isclose(actual, expected_value, rel_tol=1e-9), f"{where}: {key} {actual} != {expected_value}"  # type: ignore[arg-type]
+            assert math.isclose(actual, expected_value, rel_tol=1e-9), f"{where}: {key} {actual} != {expected_value}"
         else:
             assert actual == expected_value, f"{where}: {key} {actual!r} != {expected_value!r}"
 

@@ -49,7 +49,7 @@ def _range(rng: random.Random) -> tuple[int | None, int | None]:
     return min(a, b), max(a, b)
 
 
-def _stats(kind_type: str, rng: random.Random, bit_vectors: bool, histograms: bool):  # noqa: ANN202
+def _stats(kind_type: str, rng: random.Random, bit_vectors: bool, histograms: bool):
     nulls, ndv = rng.randrange(0, 50), rng.randrange(0, 300)
     bv = _sketch(rng) if bit_vectors else None
     low, high = _range(rng)

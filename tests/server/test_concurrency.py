@@ -162,7 +162,7 @@ def test_connections_on_many_threads_share_a_worker(server, new_client, dbname):
     _setup(client, dbname)
     errors: list[BaseException] = []
 
-    def use(c) -> None:  # noqa: ANN001
+    def use(c) -> None:
         try:
             for _ in range(10):
                 assert c.get_table(dbname, "t").tableName == "t"

@@ -86,7 +86,7 @@ def test_the_store_looks_up_several_partitions_in_one_call(remote: ThriftMetasto
         calls.append("get")
         return original(*args, **kwargs)
 
-    remote.get_file_partials = counted  # type: ignore[method-assign]
+    remote.get_file_partials = counted
     store = MetastorePartialStore(remote, dbname, "t")
     refs = {"ds=1": [FileRef(a.path, 1234, 5, "etag-1")],
             "ds=2": [FileRef(b.path, 1234, 6, "etag-1"), FileRef("/w/ds=2/new.orc", 1, 1)]}

@@ -107,7 +107,7 @@ def test_type_lifecycle_and_errors(client):
 # ---------------------------------------------------------------- get_table_names_by_filter
 
 
-def _filter_tables(client, db: str) -> None:  # noqa: ANN001
+def _filter_tables(client, db: str) -> None:
     client.create_database(b.database(db))
     for name, owner, last_access, params in (
         ("t1", "testOwner1", 90, {"p1": "hi", "p2": "50"}),

@@ -19,7 +19,7 @@ DDL_TIME = "transient_lastDdlTime"
 COLS = [("a", "string")]
 
 
-def _table(db: str, name: str, *, keys=(("p", "string"),), location: str | None = None, **params: str) -> tt.Table:  # noqa: ANN001
+def _table(db: str, name: str, *, keys=(("p", "string"),), location: str | None = None, **params: str) -> tt.Table:
     t = b.table(db, name, cols=COLS, partition_keys=keys, **params)
     t.sd.location = location
     return t
@@ -32,7 +32,7 @@ def _part(db: str, tbl: str, values: list[str], location: str | None = None, **p
     return p
 
 
-def _warehouse(client) -> str:  # noqa: ANN001
+def _warehouse(client) -> str:
     return client.get_database("default").locationUri
 
 
@@ -212,7 +212,7 @@ def test_a_partition_key_may_also_be_a_data_column(client, dbname):
 
 
 @pytest.fixture
-def pattern_db(client, dbname) -> str:  # noqa: ANN001
+def pattern_db(client, dbname) -> str:
     client.create_database(b.database(dbname))
     for name in ["abc", "abd", "test_1", "xyz", "a_c"]:
         client.create_table(_table(dbname, name, keys=()))
@@ -290,7 +290,7 @@ def test_an_invalid_pattern_is_a_clear_meta_exception(client, pattern_db, patter
 
 
 @pytest.fixture
-def filter_table(client, dbname) -> str:  # noqa: ANN001
+def filter_table(client, dbname) -> str:
     client.create_database(b.database(dbname))
     client.create_table(_table(dbname, "f", keys=(("p1", "string"), ("p2", "int"))))
     values = ["p11", "p12", "xp1", "P1a", "a_b", "a%b", "axb", "ab.c", "p1", "a\nb"]
@@ -482,7 +482,7 @@ def test_append_partition_with_environment_context_as_hive_2_3_clients_call_it(c
 # ---------------------------------------------------------------- 7. catalog fields by the client's generation
 
 
-def _catalog_fields(client, db: str) -> dict[str, object]:  # noqa: ANN001
+def _catalog_fields(client, db: str) -> dict[str, object]:
     """Every catalog field a client reads back from the usual calls (None where unset)."""
     client.update_table_column_statistics(b.table_stats(db, "c", [b.obj("a", "string", b.data_string(3, 1.5, 0, 2))]))
     return {
@@ -509,7 +509,7 @@ HIVE2 = {k: ({None} if isinstance(v, set) else None) for k, v in HIVE3.items()}
 
 
 @pytest.fixture
-def catalog_db(client, dbname) -> str:  # noqa: ANN001
+def catalog_db(client, dbname) -> str:
     client.create_database(b.database(dbname))
     table = _table(dbname, "c")
     table.ownerType = tt.PrincipalType.USER

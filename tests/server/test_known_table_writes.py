@@ -32,6 +32,7 @@ from metastore.stats.model import (
 from metastore.stats.ndv import NdvSketch
 from metastore.store.column_stats import writes
 from metastore.store.schema import STATS_WRITE_COLUMNS, TAB_COL_STATS
+from metastore.wire.stats import encode_served
 from server.harness import fresh_pg_database
 
 FUNCTION = "metastore_put_table_stats"
@@ -57,8 +58,8 @@ COLUMNS = [FieldSchema("l", "bigint"), FieldSchema("m", "bigint"), FieldSchema("
 def two_workers(pg_server, pg_schema_template):
     """Two metastores on one fresh database, as two server workers: `ours` writes, `other` changes the table."""
     with fresh_pg_database(pg_server, template=pg_schema_template) as url:
-        ours = Metastore.open(Settings(db=url, warehouse="/tmp/wh"), workers=2)
-        other = Metastore.open(Settings(db=url, warehouse="/tmp/wh"), workers=2)
+        ours = Metastore.open(Settings(db=url, warehouse="/tmp/wh"), served_encoding=encode_served, workers=2)
+        other = Metastore.open(Settings(db=url, warehouse="/tmp/wh"), served_encoding=encode_served, workers=2)
         try:
             ours.store.ensure_default_database("/tmp/wh")
             ours.catalog.create_database(Database(name="s", location_uri="/tmp/wh/s.db"))
@@ -259,7 +260,7 @@ def test_rejected_statistics_of_a_known_table_write_nothing(two_workers, calls):
 
 def test_synchronous_commit_setting_reaches_the_function(pg_server, pg_schema_template):
     with fresh_pg_database(pg_server, template=pg_schema_template) as url:
-        ms = Metastore.open(Settings(db=url, warehouse="/tmp/wh", stats_synchronous_commit=False), workers=1)
+        ms = Metastore.open(Settings(db=url, warehouse="/tmp/wh", stats_synchronous_commit=False), served_encoding=encode_served, workers=1)
         try:
             ms.store.ensure_default_database("/tmp/wh")
             ms.catalog.create_database(Database(name="s", location_uri="/tmp/wh/s.db"))

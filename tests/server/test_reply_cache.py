@@ -16,6 +16,7 @@ from metastore.service import Metastore, StatsWrite
 from metastore.service.stats_cache import ReplyCache
 from metastore.stats.model import ColumnStatsEntry, LongStats
 from metastore.store.column_stats.versions import partitions_version
+from metastore.wire.stats import encode_served
 from server import thrift_builders as b
 from server.harness import fresh_pg_database
 
@@ -78,7 +79,7 @@ def _long(col: str, low: int) -> ColumnStatsEntry:
 @pytest.fixture
 def pg_metastore(pg_server, pg_schema_template):
     with fresh_pg_database(pg_server, template=pg_schema_template) as url:
-        ms = Metastore.open(Settings(db=url, warehouse="/tmp/wh"), workers=2)
+        ms = Metastore.open(Settings(db=url, warehouse="/tmp/wh"), served_encoding=encode_served, workers=2)
         try:
             ms.store.ensure_default_database("/tmp/wh")
             ms.catalog.create_database(Database(name="s", location_uri="/tmp/wh/s.db"))

@@ -62,7 +62,7 @@ def test_random_plain_responses(passwords: PasswordFile, response: bytes, status
 
 def test_the_right_password_negotiates(passwords: PasswordFile) -> None:
     result = _negotiate_bytes(_message(START, b"PLAIN") + _message(COMPLETE, b"\0carol\0carol-pw"), passwords)
-    assert result is not None and result.principal == "carol"  # type: ignore[attr-defined]
+    assert result is not None and result.principal == "carol"
 
 
 @settings(max_examples=300, deadline=None)

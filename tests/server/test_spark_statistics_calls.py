@@ -21,7 +21,7 @@ def _spark_keys(table: tt.Table) -> dict[str, str]:
     return {k: v for k, v in table.parameters.items() if k.startswith("spark.sql.statistics.")}
 
 
-def _setup(client, dbname: str) -> None:  # noqa: ANN001
+def _setup(client, dbname: str) -> None:
     b.create_db_and_table(client, dbname, cols=COLS)
     client.update_table_column_statistics(b.table_stats(dbname, "t", [
         b.obj("l", "bigint", b.data_long(-3, 40, 1, 5)),
@@ -30,7 +30,7 @@ def _setup(client, dbname: str) -> None:  # noqa: ANN001
     ]))
 
 
-def test_statistics_writes_show_in_every_table_read(client, dbname: str) -> None:  # noqa: ANN001
+def test_statistics_writes_show_in_every_table_read(client, dbname: str) -> None:
     _setup(client, dbname)
     for table in (
         client.get_table(dbname, "t"),
@@ -46,7 +46,7 @@ def test_statistics_writes_show_in_every_table_read(client, dbname: str) -> None
         assert not any(k.startswith(P + "ts.") for k in keys)
 
 
-def test_deletes_and_column_changes_remove_the_keys(client, dbname: str) -> None:  # noqa: ANN001
+def test_deletes_and_column_changes_remove_the_keys(client, dbname: str) -> None:
     _setup(client, dbname)
     client.delete_table_column_statistics(dbname, "t", "l", "hive")
     assert not any(k.startswith(P + "l.") for k in _spark_keys(client.get_table(dbname, "t")))
@@ -63,7 +63,7 @@ def test_deletes_and_column_changes_remove_the_keys(client, dbname: str) -> None
                                            ).tableStats == []
 
 
-def test_spark_analyze_through_alter_table_reaches_tab_col_stats(client, dbname: str) -> None:  # noqa: ANN001
+def test_spark_analyze_through_alter_table_reaches_tab_col_stats(client, dbname: str) -> None:
     _setup(client, dbname)
     table = client.get_table(dbname, "t")
     table.parameters.update({
@@ -89,7 +89,7 @@ def test_spark_analyze_through_alter_table_reaches_tab_col_stats(client, dbname:
     assert (keys["spark.sql.statistics.numRows"], keys[P + "l.max"], keys[P + "b.max"]) == ("50", "9", "false")
 
 
-def test_garbage_properties_are_ignored_with_a_warning(client, dbname: str, server) -> None:  # noqa: ANN001
+def test_garbage_properties_are_ignored_with_a_warning(client, dbname: str, server) -> None:
     _setup(client, dbname)
     table = client.get_table(dbname, "t")
     table.parameters.update({
@@ -104,12 +104,12 @@ def test_garbage_properties_are_ignored_with_a_warning(client, dbname: str, serv
     assert warning and "WARNING" in warning[0] and dbname in warning[0]
 
 
-def test_tables_without_statistics_have_no_spark_keys(client, dbname: str) -> None:  # noqa: ANN001
+def test_tables_without_statistics_have_no_spark_keys(client, dbname: str) -> None:
     b.create_db_and_table(client, dbname, cols=COLS)
     assert _spark_keys(client.get_table(dbname, "t")) == {}
 
 
-def test_spark_statistics_we_cannot_hold_stay_for_spark_until_the_column_changes(client, dbname: str) -> None:  # noqa: ANN001
+def test_spark_statistics_we_cannot_hold_stay_for_spark_until_the_column_changes(client, dbname: str) -> None:
     _setup(client, dbname)
     table = client.get_table(dbname, "t")
     both = {P + "b.version": "2", P + "b.distinctCount": "2", P + "b.nullCount": "0", P + "b.avgLen": "1",
@@ -128,7 +128,7 @@ def test_spark_statistics_we_cannot_hold_stay_for_spark_until_the_column_changes
     assert not any(k.startswith(P + "b.") for k in _spark_keys(client.get_table(dbname, "t")))
 
 
-def test_kll_sketches_show_as_spark_histograms(client, dbname: str) -> None:  # noqa: ANN001
+def test_kll_sketches_show_as_spark_histograms(client, dbname: str) -> None:
     b.create_db_and_table(client, dbname, cols=COLS)
     sketch = histogram_for(StatsKind.LONG, np.arange(0, 500))
     client.update_table_column_statistics(b.table_stats(dbname, "t", [
@@ -142,7 +142,7 @@ def test_kll_sketches_show_as_spark_histograms(client, dbname: str) -> None:  # 
     assert P + "s.histogram" not in keys
 
 
-def test_carried_forward_properties_lose_to_newer_statistics(client, new_client, dbname: str) -> None:  # noqa: ANN001
+def test_carried_forward_properties_lose_to_newer_statistics(client, new_client, dbname: str) -> None:
     """Audit item 9's race: a client reads the table, another writes newer statistics, the first alters the
     table carrying the properties it read. The newer statistics stay; a deliberate change on a fresh read wins."""
     _setup(client, dbname)
@@ -163,7 +163,7 @@ def test_carried_forward_properties_lose_to_newer_statistics(client, new_client,
     assert got.tableStats[0].statsData.longStats.highValue == 120
 
 
-def test_dropping_spark_statistics_hides_them_until_analysed_again(client, dbname: str) -> None:  # noqa: ANN001
+def test_dropping_spark_statistics_hides_them_until_analysed_again(client, dbname: str) -> None:
     """Spark drops its statistics keys after an INSERT (alterTableStats(None)): Spark sees none until the next
     analysis; Hive's readers keep TAB_COL_STATS, with COLUMN_STATS_ACCURATE saying they are not accurate."""
     _setup(client, dbname)
@@ -181,7 +181,7 @@ def test_dropping_spark_statistics_hides_them_until_analysed_again(client, dbnam
     assert not any(k.startswith(P + "s.") for k in keys)  # not analysed since
 
 
-def test_bad_table_numbers_are_ignored_with_a_warning(client, dbname: str, server) -> None:  # noqa: ANN001
+def test_bad_table_numbers_are_ignored_with_a_warning(client, dbname: str, server) -> None:
     _setup(client, dbname)
     client.alter_table(dbname, "t", _with(client.get_table(dbname, "t"), {
         "spark.sql.statistics.numRows": "-5", "spark.sql.statistics.totalSize": "-1"}))
@@ -199,7 +199,7 @@ def test_bad_table_numbers_are_ignored_with_a_warning(client, dbname: str, serve
     assert "spark.sql.statistics.numRows" not in keys
 
 
-def test_spark_histograms_stay_while_their_statistics_stand(client, dbname: str) -> None:  # noqa: ANN001
+def test_spark_histograms_stay_while_their_statistics_stand(client, dbname: str) -> None:
     _setup(client, dbname)
     text = encode_histogram(SparkHistogram(2.5, (HistogramBin(1.0, 4.0, 3), HistogramBin(4.0, 9.0, 4))))
     client.alter_table(dbname, "t", _with(client.get_table(dbname, "t"), {
@@ -215,7 +215,7 @@ def test_spark_histograms_stay_while_their_statistics_stand(client, dbname: str)
     assert P + "l.histogram" not in _spark_keys(client.get_table(dbname, "t"))  # not of these statistics
 
 
-def test_partition_spark_numbers_go_to_hive_keys(client, dbname: str, server) -> None:  # noqa: ANN001
+def test_partition_spark_numbers_go_to_hive_keys(client, dbname: str, server) -> None:
     b.create_db_and_table(client, dbname, cols=COLS, partitioned=True)
     part = b.partition(dbname, "t", ["2024-01-01", "1"], COLS)
     part.parameters = {"numRows": "10", "totalSize": "100", "rawDataSize": "400"}

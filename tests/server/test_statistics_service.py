@@ -11,6 +11,7 @@ from metastore.catalog import Database, FieldSchema, StorageDescriptor, Table
 from metastore.config import Settings
 from metastore.service import Metastore, StatsWrite
 from metastore.stats.model import ColumnStatsEntry, LongStats
+from metastore.wire.stats import encode_served
 from server.harness import fresh_pg_database
 
 ENTRY = ColumnStatsEntry("l", "bigint", LongStats(num_nulls=1, num_dvs=2, low=1, high=5))
@@ -19,7 +20,7 @@ ENTRY = ColumnStatsEntry("l", "bigint", LongStats(num_nulls=1, num_dvs=2, low=1,
 @pytest.fixture
 def pg_metastore(pg_server, pg_schema_template):
     def open_(**settings: object) -> Metastore:
-        ms = Metastore.open(Settings(db=url, warehouse="/tmp/wh", **settings), workers=2)
+        ms = Metastore.open(Settings(db=url, warehouse="/tmp/wh", **settings), served_encoding=encode_served, workers=2)
         opened.append(ms)
         return ms
 

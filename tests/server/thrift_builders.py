@@ -181,7 +181,7 @@ def partition_stats(db: str, tbl: str, part_name: str, objs: Sequence[tt.ColumnS
     return tt.ColumnStatistics(statsDesc=desc, statsObj=list(objs))
 
 
-def create_db_and_table(client, db: str, tbl: str = "t", *, partitioned: bool = False, cols=ALL_KINDS_COLUMNS) -> None:  # noqa: ANN001
+def create_db_and_table(client, db: str, tbl: str = "t", *, partitioned: bool = False, cols=ALL_KINDS_COLUMNS) -> None:
     client.create_database(database(db))
     client.create_table(table(db, tbl, cols, PARTITION_KEYS if partitioned else ()))
 

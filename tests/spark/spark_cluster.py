@@ -64,7 +64,7 @@ class Cluster:
 
     def stop(self) -> None:
         for process in reversed(self.processes):
-            stop_process(process, grace=20.0)  # type: ignore[arg-type]
+            stop_process(process, grace=20.0)
 
 
 def _spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -108,7 +108,7 @@ class ConnectServer:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:]) if self.log.exists() else ""
 
     def stop(self) -> None:
-        stop_process(self.process, grace=20.0)  # type: ignore[arg-type]
+        stop_process(self.process, grace=20.0)
 
 
 def start_connect_server(workdir: Path, master: str, conf: dict[str, str] | None = None,
@@ -144,7 +144,7 @@ def start_connect_server(workdir: Path, master: str, conf: dict[str, str] | None
     return server
 
 
-def _wait(ready, timeout: float, what: str, owner) -> None:  # noqa: ANN001
+def _wait(ready, timeout: float, what: str, owner) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

@@ -101,9 +101,9 @@ def check(actual: ColumnStats, want: Expected, ndv_tolerance: float, where: str)
         if isinstance(actual, BinaryStats):
             return
     else:
-        assert (actual.low, actual.high) == (want.low, want.high), where  # type: ignore[attr-defined]
+        assert (actual.low, actual.high) == (want.low, want.high), where
     assert want.ndv is not None
-    ndv = actual.num_dvs  # type: ignore[attr-defined]
+    ndv = actual.num_dvs
     assert abs(ndv - want.ndv) <= max(1.0, ndv_tolerance * want.ndv), f"{where}: NDV {ndv}, true {want.ndv}"
 
 
@@ -169,7 +169,7 @@ def test_column_statistics_partial_spec_then_all(dataset: Dataset) -> None:
     for column, hive in HIVE_TYPES.items():
         check(merged[column], expected(whole.column(column), hive), 0.04, f"table {column}")
     # never the max of partition NDVs: the union has more distinct ids than any partition
-    assert merged["id"].num_dvs > max(s["id"].num_dvs for s in stats.values()) * 1.5  # type: ignore[attr-defined]
+    assert merged["id"].num_dvs > max(s["id"].num_dvs for s in stats.values()) * 1.5
 
 
 def test_for_columns_subset_and_describe(dataset: Dataset) -> None:
@@ -230,7 +230,7 @@ def test_incremental_reanalysis_reads_only_changed_files(dataset: Dataset) -> No
     base = dataset.data["ds=d1/src=pyarrow"]
     ids = base.column("id").drop_null().to_pylist() + [424242]
     assert stats["id"].num_nulls == base.column("id").null_count
-    assert stats["id"].high == max(ids)  # type: ignore[attr-defined]
+    assert stats["id"].high == max(ids)
     part = dataset.client.get_partition("sales", "orders", ["d1", "pyarrow"])
     assert part.parameters["numRows"] == str(ROWS + 1)
 

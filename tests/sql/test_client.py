@@ -134,20 +134,20 @@ def test_statistics_in_batches(client: MetastoreClient, tmp_path: Path) -> None:
     found = client.partition_statistics(db, "t", names[:3], ["id", "name"])
     assert sorted(found) == names[:3]
     first = {e.column: e.stats for e in found[names[0]]}
-    assert first["id"].low == 0 and first["id"].high == 99 and first["name"].max_col_len == 5  # type: ignore[attr-defined]
+    assert first["id"].low == 0 and first["id"].high == 99 and first["name"].max_col_len == 5
     # bitVectors come back from the embedded store; a server returns them only with --fetch-bitvector
     assert (first["id"].bit_vector is not None) == client.returns_sketches
     aggregated = client.aggregate_statistics(db, "t", names, ["id"])
     assert aggregated.parts_found == 230
     (agg,) = aggregated.entries
-    assert agg.stats.num_nulls == 230 and agg.stats.low == 0 and agg.stats.high == 229 + 99  # type: ignore[attr-defined]
-    assert abs(agg.stats.num_dvs - 329) <= 7, "the metastore merges the stored sketches"  # type: ignore[attr-defined]
+    assert agg.stats.num_nulls == 230 and agg.stats.low == 0 and agg.stats.high == 229 + 99
+    assert abs(agg.stats.num_dvs - 329) <= 7, "the metastore merges the stored sketches"
     # merge=True combines with what is stored (Hive's needMerge): null counts add up
     client.write_statistics(writes[:1], merge=True)
     merged = client.partition_statistics(db, "t", names[:1], ["id"])[names[0]][0]
     assert merged.stats.num_nulls == 2
     client.write_statistics([StatsWrite(db, "t", [agg])])
-    assert client.table_statistics(db, "t", ["id", "name"])[0].stats.high == 328  # type: ignore[attr-defined]
+    assert client.table_statistics(db, "t", ["id", "name"])[0].stats.high == 328
     client.delete_partition_statistics(db, "t", names[:1], ["id"])
     assert client.partition_statistics(db, "t", names[:1], ["id"]) == {}
     client.delete_table_statistics(db, "t")

@@ -145,7 +145,7 @@ def test_drop_use_and_show_statements() -> None:
     assert isinstance(t, DropTable) and t.if_exists and t.purge and str(t.table) == "db.t"
     u = parse_statement("use `odd db`")
     assert isinstance(u, UseDatabase) and u.name.value == "odd db"
-    assert parse_statement("SHOW DATABASES").pattern is None  # type: ignore[attr-defined]
+    assert parse_statement("SHOW DATABASES").pattern is None
     sd = parse_statement("show schemas like 'sa*'")
     assert isinstance(sd, ShowDatabases) and sd.pattern == "sa*"
     stt = parse_statement("SHOW TABLES FROM sales 'o*'")
@@ -155,10 +155,10 @@ def test_drop_use_and_show_statements() -> None:
     assert isinstance(sp, ShowPartitions) and sp.spec is not None and sp.spec.items[0].value.text == "2024-01-01"
     tp = parse_statement("SHOW TBLPROPERTIES t ('orc.compress')")
     assert isinstance(tp, ShowTblProperties) and tp.key == "orc.compress"
-    assert parse_statement("SHOW TBLPROPERTIES t").key is None  # type: ignore[attr-defined]
+    assert parse_statement("SHOW TBLPROPERTIES t").key is None
 
 
-def _name(value: str, column: int):  # noqa: ANN202 - Name with a position on line 1
+def _name(value: str, column: int):  # Name with a position on line 1
     from metastore.sql.statements import Name
 
     return Name(value, Position(1, column, column - 1))

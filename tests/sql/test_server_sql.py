@@ -77,8 +77,8 @@ def test_statements_through_the_server(remote: ThriftMetastoreClient, server: Se
     # the server's own aggregation of the stored partition sketches agrees with the shell's merge
     aggregated = remote.aggregate_statistics("remote_db", "sales", ["ds=a", "ds=b"], ["id", "name"])
     by_column = {e.column: e.stats for e in aggregated.entries}
-    assert by_column["id"].num_dvs == table_level["id"].num_dvs  # type: ignore[attr-defined]
-    assert by_column["name"].num_dvs == table_level["name"].num_dvs  # type: ignore[attr-defined]
+    assert by_column["id"].num_dvs == table_level["id"].num_dvs
+    assert by_column["name"].num_dvs == table_level["name"].num_dvs
 
     row = session.rows("DESCRIBE FORMATTED sales PARTITION (ds='b') qty")[0]
     want = expected(theirs.column("qty"), "int")

@@ -213,7 +213,7 @@ def test_interactive_session_through_a_pseudo_terminal(tmp_path: Path) -> None:
     assert "CREATE DATABASE inter;" in history and "USE inter;" in history
 
 
-def test_completion_of_keywords_and_names(session, tmp_path: Path) -> None:  # noqa: ANN001 - conftest fixture
+def test_completion_of_keywords_and_names(session, tmp_path: Path) -> None:
     from prompt_toolkit.document import Document
 
     from metastore.sql.completion import SqlCompleter

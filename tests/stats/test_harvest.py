@@ -91,7 +91,7 @@ def assert_matches(stats: ColumnStats, expected: dict[str, Any], *, ndv_toleranc
     """Every exact field equal; NDV within the relative tolerance (and never above the non-null count)."""
     for name, value in expected.items():
         if name == "ndv":
-            got = stats.num_dvs  # type: ignore[attr-defined]
+            got = stats.num_dvs
             assert abs(got - value) <= max(ndv_tolerance * value, 0), f"{where} ndv {got} vs {value}"
             continue
         got = getattr(stats, name)

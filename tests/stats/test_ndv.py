@@ -94,7 +94,7 @@ def test_merge_all() -> None:
     estimate = merge_all([a, b])
     assert estimate is not None and abs(estimate - 9000) / 9000 < 0.1
     merged = merge_sketches([a, b])
-    assert merged is not None and merged.sketch.p == 10  # type: ignore[union-attr]
+    assert merged is not None and merged.sketch.p == 10
     assert merge_all([a]) == NdvSketch.from_bytes(a).estimate()
     assert merge_all([]) is None
     assert merge_all([a, FMSketch(4).to_bytes()]) is None  # HLL and FM never merge

@@ -266,7 +266,7 @@ def raw_size_oracle(tmp_path_factory: pytest.TempPathFactory):
     def run(paths: list[Path]) -> list[tuple[int, int]]:
         out = subprocess.run([java, "-cp", classpath, "RawSizeOracle", *map(str, paths)], check=True,
                              capture_output=True, text=True).stdout.split("\n")
-        return [tuple(int(v) for v in line.split()) for line in out if line.strip()]  # type: ignore[misc]
+        return [tuple(int(v) for v in line.split()) for line in out if line.strip()]
 
     return run
 

@@ -94,6 +94,53 @@ def test_local_use_imports_no_fsspec(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------ options
 
 
+def test_make_dir_creates_once_and_refuses_a_file(tmp_path: Path) -> None:
+    assert storage.make_dir(f"{tmp_path}/new") is True
+    assert storage.make_dir(f"file:{tmp_path}/new") is False  # exists already
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(StorageError, match="is not a directory$"):
+        storage.make_dir(f"{tmp_path}/f")
+    with pytest.raises(StorageError, match="unable to create one"):
+        storage.make_dir(f"{tmp_path}/f/sub")
+
+
+def test_new_directories_inherit_the_nearest_ancestors_mode(tmp_path: Path) -> None:
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db").chmod(0o750)
+    storage.make_dir(f"file:{tmp_path}/db/t/p=1")
+    assert (tmp_path / "db" / "t").stat().st_mode & 0o777 == 0o750
+    assert (tmp_path / "db" / "t" / "p=1").stat().st_mode & 0o777 == 0o750
+
+
+def test_no_mode_is_taken_from_a_world_writable_folder(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    old = os.umask(0o022)
+    try:
+        storage.make_dir(f"{shared}/d")
+    finally:
+        os.umask(old)
+    assert (shared / "d").stat().st_mode & 0o777 == 0o755
+
+
+def test_move_dir_moves_a_tree_within_one_store(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f").write_text("x")
+    assert storage.move_dir(f"{tmp_path}/a", f"file:{tmp_path}/b/c")
+    assert (tmp_path / "b" / "c" / "f").read_text() == "x" and not (tmp_path / "a").exists()
+    assert storage.exists(f"{tmp_path}/b/c") and not storage.exists(f"{tmp_path}/a")
+    assert not storage.move_dir(f"{tmp_path}/missing", f"{tmp_path}/d"), "nothing to move"
+    (tmp_path / "e").mkdir()
+    with pytest.raises(StorageError, match="the target exists"):
+        storage.move_dir(f"{tmp_path}/b/c", f"{tmp_path}/e")
+    with pytest.raises(StorageError, match="different file systems"):
+        storage.move_dir(f"{tmp_path}/b/c", "s3a://bucket/c")
+    storage.delete(f"{tmp_path}/b")
+    assert not (tmp_path / "b").exists()
+    storage.delete(f"{tmp_path}/b")  # missing: nothing to do
+
+
 def test_options_parse_types_nesting_and_hadoop_names() -> None:
     options = StorageOptions.parse([
         "anon=false", "client_kwargs.region_name=eu-west-1", "max_concurrency=4", 'config_kwargs={"a": 1}',
@@ -210,3 +257,22 @@ def test_unreachable_store_is_one_line_naming_the_location(monkeypatch) -> None:
 def test_unknown_scheme_is_a_clear_error() -> None:
     with pytest.raises(StorageError, match="no filesystem serves nosuchfs:// locations"):
         storage.list_files("nosuchfs://x/y")
+
+
+def test_s3_directories_are_prefixes_made_moved_and_deleted_with_their_objects(s3_bucket: str) -> None:
+    # Object stores have no directories: making one costs nothing and creates nothing (no bucket either).
+    assert storage.make_dir(f"s3a://{s3_bucket}/t/p=1") is False
+    assert storage.make_dir("s3a://no-such-bucket-here/t") is False
+    assert not storage.exists(f"s3a://{s3_bucket}/t")
+    for key in ("t/p=1/a.orc", "t/p=1/sub/b.orc", "t/p=10/c.orc"):
+        _put(s3_bucket, key, b"x")
+    assert storage.exists(f"s3a://{s3_bucket}/t/p=1") and storage.exists(f"s3://{s3_bucket}/t/p=1/a.orc")
+    assert storage.move_dir(f"s3a://{s3_bucket}/t/p=1", f"s3a://{s3_bucket}/t/p=2")
+    assert [r.url for r in storage.list_files(f"s3://{s3_bucket}/t")] == [
+        f"s3://{s3_bucket}/t/p=10/c.orc", f"s3://{s3_bucket}/t/p=2/a.orc", f"s3://{s3_bucket}/t/p=2/sub/b.orc",
+    ]
+    assert not storage.move_dir(f"s3a://{s3_bucket}/t/p=1", f"s3a://{s3_bucket}/t/p=3"), "nothing left to move"
+    with pytest.raises(StorageError, match="the target exists"):
+        storage.move_dir(f"s3a://{s3_bucket}/t/p=2", f"s3a://{s3_bucket}/t/p=10")
+    storage.delete(f"s3a://{s3_bucket}/t/p=2")
+    assert [r.url for r in storage.list_files(f"s3://{s3_bucket}/t")] == [f"s3://{s3_bucket}/t/p=10/c.orc"]

@@ -222,7 +222,7 @@ def test_many_partitions_take_a_fixed_number_of_statements(store: Store) -> None
         uow.tables.create(sales_table())
     statements: list[str] = []
 
-    def count(conn, cursor, statement, *args) -> None:  # noqa: ANN001
+    def count(conn, cursor, statement, *args) -> None:
         statements.append(statement)
 
     sa.event.listen(store.engine, "before_cursor_execute", count)

@@ -16,6 +16,7 @@ from metastore.catalog import Database, FieldSchema, Partition, StorageDescripto
 from metastore.service import CatalogService, StatisticsService, StatsWrite
 from metastore.stats.model import ColumnStatsEntry, LongStats
 from metastore.store import Store, migrate
+from metastore.wire.stats import encode_served
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
 
@@ -48,14 +49,14 @@ def _scans(conn: sa.Connection, statements: list[tuple[str, object]]) -> list[se
     """(scan kind, index, table) of every scan in each statement's plan."""
     out = []
     for sql, params in statements:
-        plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + sql, params))  # type: ignore[arg-type]
+        plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + sql, params))
         out.append({(kind, index, rel) for kind, index, rel in _SCAN.findall(plan)})
     return out
 
 
 def test_hot_statements_keep_their_plan_right_after_a_bulk_add(pg_url: str) -> None:
     migrate.upgrade(pg_url)
-    store = Store(pg_url)
+    store = Store(pg_url, served_encoding=encode_served)  # as the server writes: rows keep their served bytes
     store.ensure_default_database("/tmp/plans")
     admin = sa.create_engine(pg_url, isolation_level="AUTOCOMMIT")
     try:
@@ -80,7 +81,7 @@ def test_hot_statements_keep_their_plan_right_after_a_bulk_add(pg_url: str) -> N
         assert len(reader.partitions_stats("plans", "big", wanted, COLUMNS)) == 100
         with store.autocommit() as uow:
             assert uow.column_stats.count_partitions_with_stats("hive", "plans", "big", wanted, COLUMNS, "hive") == 100
-            assert uow.column_stats.partitions_version("hive", "plans", "big", wanted)[1] == 100  # type: ignore[index]
+            assert uow.column_stats.partitions_version("hive", "plans", "big", wanted)[1] == 100
         statements = [(sql, params) for sql, params in seen if '"PARTITIONS"' in sql and not sql.startswith("EXECUTE")]
         assert len(statements) >= 5
         with admin.connect() as conn:

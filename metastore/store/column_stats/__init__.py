@@ -18,12 +18,13 @@ concurrent writers take row locks in one order (tables by name, partitions by PA
 
 from metastore.store.column_stats.deletes import forget_columns, forget_partition_columns
 from metastore.store.column_stats.lookup import PartitionTarget, TableTarget
-from metastore.store.column_stats.repository import StatsRepository
+from metastore.store.column_stats.repository import ServedEncoding, StatsRepository
 from metastore.store.column_stats.sums import ColumnSums
 
 __all__ = [
     "ColumnSums",
     "PartitionTarget",
+    "ServedEncoding",
     "StatsRepository",
     "TableTarget",
     "forget_columns",

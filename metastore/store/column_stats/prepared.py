@@ -27,7 +27,7 @@ _PARAMETER = re.compile(r"(?<![:\w]):(\w+)")
 
 def _cursor_events(conn: sa.Connection) -> Any:
     """The connection's event dispatcher when anyone listens to its (or its engine's) cursor events, else None."""
-    if conn._has_events or conn.engine._has_events:  # noqa: SLF001 - see the module docstring
+    if conn._has_events or conn.engine._has_events:  # see the module docstring
         return conn.dispatch
     return None
 

@@ -6,7 +6,7 @@ validation, merging, caching decisions and error semantics.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -17,17 +17,27 @@ from metastore.stats.model import ColumnStatsEntry
 from metastore.store.chunking import IN_LIST_LIMIT
 from metastore.store.column_stats import deletes, encoded, lookup, parameters, reads, sums, versions, writes
 from metastore.store.column_stats.lookup import PartitionTarget, TableTarget
-from metastore.store.column_stats.rows import entry_to_row
+from metastore.store.column_stats.rows import entry_to_row, row_to_entry
 from metastore.store.column_stats.sums import ColumnSums
 from metastore.store.stats_accurate import with_columns_accurate
 
+#: How a server sends one statistic (the edge's ColumnStatisticsObj bytes, metastore.wire.stats.encode_served),
+#: kept with each row in STATS_THRIFT so batched reads send the bytes as they are. The store speaks no Thrift:
+#: the edge that opens it hands this function in (Metastore.open), and rows written without one keep
+#: STATS_THRIFT NULL, which reads then build from the row's values instead.
+ServedEncoding = Callable[[ColumnStatsEntry], bytes]
+
 
 def _rows(
-    entries: Sequence[ColumnStatsEntry], owner: str | None, owner_id: int | None, engine: str, last_analyzed: int
+    entries: Sequence[ColumnStatsEntry], owner: str | None, owner_id: int | None, engine: str, last_analyzed: int,
+    encode: ServedEncoding | None,
 ) -> list[dict[str, Any]]:
     out = []
     for e in entries:
         row = entry_to_row(e, engine=engine, last_analyzed=last_analyzed)
+        # Encoded from the row as it will be read back, so the stored bytes always equal what a read of the row
+        # would build (defaults for absent counts included).
+        row["STATS_THRIFT"] = None if encode is None else encode(row_to_entry(row))
         if owner is not None:
             row[owner] = owner_id
         out.append(row)
@@ -38,10 +48,11 @@ class StatsRepository:
     """Table- and partition-level column statistics (TAB_COL_STATS, PART_COL_STATS) over one connection: in a
     unit of work's transaction, or in autocommit for reads (see Store.autocommit)."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "served_encoding")
 
-    def __init__(self, conn: sa.Connection) -> None:
+    def __init__(self, conn: sa.Connection, served_encoding: ServedEncoding | None = None) -> None:
         self.conn = conn
+        self.served_encoding = served_encoding
 
     # ------------------------------------------------------------------ tables and partitions
 
@@ -128,7 +139,7 @@ class StatsRepository:
     ) -> TableTarget:
         """Insert or replace the table's statistics of the entries (validated) and add their columns to its
         COLUMN_STATS_ACCURATE; the table as it is after the write."""
-        rows = _rows(entries, "TBL_ID", target.tbl_id, engine, last_analyzed)
+        rows = _rows(entries, "TBL_ID", target.tbl_id, engine, last_analyzed, self.served_encoding)
         writes.upsert_table_rows(self.conn, rows)
         accurate = parameters.mark_table_accurate(
             self.conn, target.tbl_id, target.stats_accurate, [r["COLUMN_NAME"] for r in rows]
@@ -145,7 +156,7 @@ class StatsRepository:
         accurate: dict[int, str] = {}
         for name, part_entries in entries.items():
             part = parts[name]
-            rows += _rows(part_entries, "PART_ID", part.part_id, engine, last_analyzed[name])
+            rows += _rows(part_entries, "PART_ID", part.part_id, engine, last_analyzed[name], self.served_encoding)
             # The partitions are locked: their parameters can be rewritten without compare-and-set.
             value = with_columns_accurate(part.stats_accurate, [e.column.lower() for e in part_entries])
             if value != part.stats_accurate:
@@ -161,7 +172,7 @@ class StatsRepository:
         is as `target` describes it and the write leaves its COLUMN_STATS_ACCURATE as it is. False, with
         nothing written, otherwise, or when an entry or a value is refused (the general write then says why)."""
         try:
-            rows = _rows(entries, None, None, engine, last_analyzed)
+            rows = _rows(entries, None, None, engine, last_analyzed, self.served_encoding)
         except MetastoreError:
             return False
         names = [r["COLUMN_NAME"] for r in rows]

@@ -3,6 +3,12 @@
 The layout is Hive 4's (StatObjectConverter): long, date (days) and timestamp (seconds) in LONG_*, double in
 DOUBLE_*, decimal as BigDecimal.toString() text in BIG_DECIMAL_*, string/binary lengths in AVG/MAX_COL_LEN,
 boolean counts in NUM_TRUES/NUM_FALSES. As Hive does, the kind is chosen on read from COLUMN_TYPE.
+
+What each kind stores comes from the kinds table (metastore.stats.kinds): its value type picks the LONG_/DOUBLE_/
+BIG_DECIMAL_ columns, its parts (NDV, histogram, lengths, true/false counts) the others. Reads build one reader
+per kind from it once per SELECT list, so the per-row work stays positional indexing and one constructor call.
+STATS_THRIFT, the served encoding kept with each row, is not made here: it is Thrift, which the store does not
+speak; the repository gets the encoding function from the edge (see StatsRepository).
 """
 
 from __future__ import annotations
@@ -10,25 +16,22 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from metastore.errors import InvalidInput
+from metastore.stats.kinds import KIND_SPECS, KindSpec, ValueType, spec_for
 from metastore.stats.model import (
-    BinaryStats,
     BooleanStats,
     ColumnStats,
     ColumnStatsEntry,
-    DateStats,
-    DecimalStats,
-    DoubleStats,
-    LongStats,
+    LengthStats,
+    RangeStats,
     StatsKind,
     StringStats,
-    TimestampStats,
     kind_for_type,
 )
-from metastore.wire.stats import encode_served
 
 _EMPTY_ROW: dict[str, Any] = {
     "LONG_LOW_VALUE": None,
@@ -46,7 +49,16 @@ _EMPTY_ROW: dict[str, Any] = {
     "HISTOGRAM": None,
 }
 
-_LONG_KINDS = (StatsKind.LONG, StatsKind.DATE, StatsKind.TIMESTAMP)
+@dataclass(frozen=True)
+class _ValueColumns:
+    """Where a value type's low/high live in a row, and how a value is written there and read back (None:
+    as it is)."""
+
+    label: str  # in messages: "double low value"
+    low: str
+    high: str
+    to_row: Callable[[Any, str, str], Any] | None
+    from_row: Callable[[Any], Any] | None
 
 
 def decimal_to_text(value: Decimal) -> str:
@@ -72,8 +84,23 @@ def _double(value: float | None, what: str, column: str) -> float | None:
     return value
 
 
+def _decimal_to_row(value: Decimal, _what: str, _column: str) -> str:
+    return decimal_to_text(value)
+
+
+#: The row columns of each kind of low/high value (KindSpec.values): Hive 4's StatObjectConverter layout.
+_VALUE_COLUMNS: dict[ValueType, _ValueColumns] = {
+    ValueType.INTEGER: _ValueColumns("long", "LONG_LOW_VALUE", "LONG_HIGH_VALUE", None, None),
+    ValueType.FLOAT: _ValueColumns("double", "DOUBLE_LOW_VALUE", "DOUBLE_HIGH_VALUE", _double, None),
+    ValueType.DECIMAL: _ValueColumns(
+        "decimal", "BIG_DECIMAL_LOW_VALUE", "BIG_DECIMAL_HIGH_VALUE", _decimal_to_row, text_to_decimal
+    ),
+}
+
+
 def entry_to_row(entry: ColumnStatsEntry, *, engine: str, last_analyzed: int) -> dict[str, Any]:
-    """The statistics-table row values for one entry (without the TBL_ID / PART_ID owner column)."""
+    """The statistics-table row values for one entry (without the TBL_ID / PART_ID owner column); STATS_THRIFT
+    is None (the repository fills in the served encoding when it has one)."""
     stats = entry.stats
     kind = kind_for_type(entry.column_type)
     if kind is not stats.kind:
@@ -81,45 +108,34 @@ def entry_to_row(entry: ColumnStatsEntry, *, engine: str, last_analyzed: int) ->
             f"column {entry.column!r} is {entry.column_type}, which carries "
             f"{kind.name.lower() + 'Stats' if kind else 'no statistics'}, got {stats.kind.name.lower()}Stats"
         )
+    spec = spec_for(kind)
+    flat = spec.flatten(stats)
     row: dict[str, Any] = {
         "COLUMN_NAME": entry.column.lower(),
         "COLUMN_TYPE": entry.column_type,
         **_EMPTY_ROW,
-        "NUM_NULLS": stats.num_nulls,
-        "BIT_VECTOR": stats.bit_vector,
+        "NUM_NULLS": flat.num_nulls,
+        "BIT_VECTOR": flat.bit_vector,
         "LAST_ANALYZED": last_analyzed,
         "ENGINE": engine,
+        "STATS_THRIFT": None,
     }
-    if isinstance(stats, BooleanStats):
-        row["NUM_TRUES"] = stats.num_trues
-        row["NUM_FALSES"] = stats.num_falses
-    elif isinstance(stats, LongStats | DateStats | TimestampStats):
-        row["LONG_LOW_VALUE"] = stats.low
-        row["LONG_HIGH_VALUE"] = stats.high
-        row["NUM_DISTINCTS"] = stats.num_dvs
-        row["HISTOGRAM"] = stats.histogram
-    elif isinstance(stats, DoubleStats):
-        row["DOUBLE_LOW_VALUE"] = _double(stats.low, "double low value", entry.column)
-        row["DOUBLE_HIGH_VALUE"] = _double(stats.high, "double high value", entry.column)
-        row["NUM_DISTINCTS"] = stats.num_dvs
-        row["HISTOGRAM"] = stats.histogram
-    elif isinstance(stats, DecimalStats):
-        row["BIG_DECIMAL_LOW_VALUE"] = None if stats.low is None else decimal_to_text(stats.low)
-        row["BIG_DECIMAL_HIGH_VALUE"] = None if stats.high is None else decimal_to_text(stats.high)
-        row["NUM_DISTINCTS"] = stats.num_dvs
-        row["HISTOGRAM"] = stats.histogram
-    elif isinstance(stats, StringStats):
-        row["AVG_COL_LEN"] = _double(stats.avg_col_len, "average length", entry.column)
-        row["MAX_COL_LEN"] = stats.max_col_len
-        row["NUM_DISTINCTS"] = stats.num_dvs
-    elif isinstance(stats, BinaryStats):
-        row["AVG_COL_LEN"] = _double(stats.avg_col_len, "average length", entry.column)
-        row["MAX_COL_LEN"] = stats.max_col_len
-    else:  # pragma: no cover - every kind is handled above
-        raise InvalidInput(f"unknown statistics kind {type(stats).__name__}")
-    # Encoded from the row as it will be read back, so the stored bytes always equal what a read of the row
-    # would build (defaults for absent counts included).
-    row["STATS_THRIFT"] = encode_served(row_to_entry(row))
+    if spec.values is not None:
+        columns = _VALUE_COLUMNS[spec.values]
+        for name, value, what in ((columns.low, flat.low, "low"), (columns.high, flat.high, "high")):
+            if value is not None and columns.to_row is not None:
+                value = columns.to_row(value, f"{columns.label} {what} value", entry.column)
+            row[name] = value
+    if spec.has_ndv:
+        row["NUM_DISTINCTS"] = flat.num_dvs
+    if spec.has_histogram:
+        row["HISTOGRAM"] = flat.histogram
+    if spec.has_lengths:
+        row["AVG_COL_LEN"] = _double(flat.avg_col_len, "average length", entry.column)
+        row["MAX_COL_LEN"] = flat.max_col_len
+    if spec.has_booleans:
+        row["NUM_TRUES"] = flat.num_trues
+        row["NUM_FALSES"] = flat.num_falses
     return row
 
 
@@ -140,111 +156,90 @@ _REQUIRED = (
     "NUM_FALSES",
 )
 
+# Builds a kind's stats from a row (by position) and its already-read bit vector.
+_KindReader = Callable[[Sequence[Any], bytes | None], ColumnStats]
+
 
 @functools.lru_cache(maxsize=4096)
 def _kind(column_type: str) -> StatsKind | None:
     return kind_for_type(column_type)
 
 
+def _kind_reader(spec: KindSpec, pos: Mapping[str, int]) -> _KindReader:
+    """A reader of one kind's statistics from rows whose fields `pos` locates, made from the kind's spec: the
+    per-row work is positional indexing and one constructor call."""
+    cls = spec.stats_class
+    i_nulls, i_ndv, i_hist = pos["NUM_NULLS"], pos["NUM_DISTINCTS"], pos.get("HISTOGRAM")
+    if spec.values is not None:
+        assert issubclass(cls, RangeStats)
+        range_cls = cls
+        columns = _VALUE_COLUMNS[spec.values]
+        i_low, i_high, parse = pos[columns.low], pos[columns.high], columns.from_row
+
+        def read_range(row: Sequence[Any], bit_vector: bytes | None) -> ColumnStats:
+            low, high = row[i_low], row[i_high]
+            if parse is not None:
+                low = None if low is None else parse(low)
+                high = None if high is None else parse(high)
+            histogram = None if i_hist is None or row[i_hist] is None else bytes(row[i_hist])  # psycopg2: memoryview
+            return range_cls(num_nulls=row[i_nulls], bit_vector=bit_vector, num_dvs=row[i_ndv] or 0,
+                             histogram=histogram, low=low, high=high)
+
+        return read_range
+    if spec.has_booleans:
+        assert issubclass(cls, BooleanStats)
+        boolean_cls = cls
+        i_true, i_false = pos["NUM_TRUES"], pos["NUM_FALSES"]
+
+        def read_booleans(row: Sequence[Any], bit_vector: bytes | None) -> ColumnStats:
+            return boolean_cls(num_nulls=row[i_nulls], bit_vector=bit_vector, num_trues=row[i_true] or 0,
+                               num_falses=row[i_false] or 0)
+
+        return read_booleans
+    assert spec.has_lengths
+    i_avg, i_max = pos["AVG_COL_LEN"], pos["MAX_COL_LEN"]
+    if spec.has_ndv:
+        assert issubclass(cls, StringStats)
+        string_cls = cls
+
+        def read_lengths_and_ndv(row: Sequence[Any], bit_vector: bytes | None) -> ColumnStats:
+            return string_cls(num_nulls=row[i_nulls], bit_vector=bit_vector, max_col_len=row[i_max] or 0,
+                              avg_col_len=float(row[i_avg] or 0.0), num_dvs=row[i_ndv] or 0)
+
+        return read_lengths_and_ndv
+    assert issubclass(cls, LengthStats)
+    length_cls = cls
+
+    def read_lengths(row: Sequence[Any], bit_vector: bytes | None) -> ColumnStats:
+        return length_cls(num_nulls=row[i_nulls], bit_vector=bit_vector, max_col_len=row[i_max] or 0,
+                          avg_col_len=float(row[i_avg] or 0.0))
+
+    return read_lengths
+
+
 @functools.lru_cache(maxsize=64)
 def row_reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStatsEntry]:
     """A converter of statistics rows given as sequences whose fields `columns` names (a SELECT list, which
     may hold other columns too and may leave out BIT_VECTOR and HISTOGRAM). The per-row work is positional
-    indexing only: this is the hot path of reading statistics for many partitions."""
+    indexing and one reader per kind, made once from the kinds table: this is the hot path of reading
+    statistics for many partitions."""
     pos = {c: i for i, c in enumerate(columns)}
     absent = [c for c in _REQUIRED if c not in pos]
     if absent:
         raise ValueError(f"statistics rows lack the column(s) {absent}")
-    i_name, i_type, i_nulls, i_ndv = (
-        pos["COLUMN_NAME"],
-        pos["COLUMN_TYPE"],
-        pos["NUM_NULLS"],
-        pos["NUM_DISTINCTS"],
-    )
-    i_llow, i_lhigh = pos["LONG_LOW_VALUE"], pos["LONG_HIGH_VALUE"]
-    i_dlow, i_dhigh = pos["DOUBLE_LOW_VALUE"], pos["DOUBLE_HIGH_VALUE"]
-    i_xlow, i_xhigh = pos["BIG_DECIMAL_LOW_VALUE"], pos["BIG_DECIMAL_HIGH_VALUE"]
-    i_avg, i_max, i_true, i_false = (
-        pos["AVG_COL_LEN"],
-        pos["MAX_COL_LEN"],
-        pos["NUM_TRUES"],
-        pos["NUM_FALSES"],
-    )
-    i_bv, i_hist = pos.get("BIT_VECTOR"), pos.get("HISTOGRAM")
-    k_long, k_double, k_decimal, k_date, k_timestamp = (
-        StatsKind.LONG,
-        StatsKind.DOUBLE,
-        StatsKind.DECIMAL,
-        StatsKind.DATE,
-        StatsKind.TIMESTAMP,
-    )
-    k_string, k_boolean, k_binary = StatsKind.STRING, StatsKind.BOOLEAN, StatsKind.BINARY
+    i_name, i_type, i_bv = pos["COLUMN_NAME"], pos["COLUMN_TYPE"], pos.get("BIT_VECTOR")
+    readers: dict[StatsKind | None, _KindReader] = {kind: _kind_reader(spec, pos) for kind, spec in KIND_SPECS.items()}
 
     def read(row: Sequence[Any]) -> ColumnStatsEntry:
         column_type = row[i_type]
-        kind = _kind(column_type)
-        bit_vector = None if i_bv is None or row[i_bv] is None else bytes(row[i_bv])  # psycopg2: memoryview
-        stats: ColumnStats
-        if kind is k_long or kind is k_date or kind is k_timestamp:
-            cls = LongStats if kind is k_long else DateStats if kind is k_date else TimestampStats
-            histogram = None if i_hist is None or row[i_hist] is None else bytes(row[i_hist])
-            stats = cls(
-                num_nulls=row[i_nulls],
-                bit_vector=bit_vector,
-                num_dvs=row[i_ndv] or 0,
-                histogram=histogram,
-                low=row[i_llow],
-                high=row[i_lhigh],
-            )
-        elif kind is k_string:
-            stats = StringStats(
-                num_nulls=row[i_nulls],
-                bit_vector=bit_vector,
-                max_col_len=row[i_max] or 0,
-                avg_col_len=float(row[i_avg] or 0.0),
-                num_dvs=row[i_ndv] or 0,
-            )
-        elif kind is k_double:
-            histogram = None if i_hist is None or row[i_hist] is None else bytes(row[i_hist])
-            stats = DoubleStats(
-                num_nulls=row[i_nulls],
-                bit_vector=bit_vector,
-                num_dvs=row[i_ndv] or 0,
-                histogram=histogram,
-                low=row[i_dlow],
-                high=row[i_dhigh],
-            )
-        elif kind is k_decimal:
-            histogram = None if i_hist is None or row[i_hist] is None else bytes(row[i_hist])
-            low, high = row[i_xlow], row[i_xhigh]
-            stats = DecimalStats(
-                num_nulls=row[i_nulls],
-                bit_vector=bit_vector,
-                num_dvs=row[i_ndv] or 0,
-                histogram=histogram,
-                low=None if low is None else text_to_decimal(low),
-                high=None if high is None else text_to_decimal(high),
-            )
-        elif kind is k_boolean:
-            stats = BooleanStats(
-                num_nulls=row[i_nulls],
-                bit_vector=bit_vector,
-                num_trues=row[i_true] or 0,
-                num_falses=row[i_false] or 0,
-            )
-        elif kind is k_binary:
-            stats = BinaryStats(
-                num_nulls=row[i_nulls],
-                bit_vector=bit_vector,
-                max_col_len=row[i_max] or 0,
-                avg_col_len=float(row[i_avg] or 0.0),
-            )
-        else:
+        reader = readers.get(_kind(column_type))
+        if reader is None:
             # entry_to_row refuses such rows; only a database edited by hand can hold one.
             raise InvalidInput(
                 f"statistics row of column {row[i_name]!r} has type {column_type!r}, which carries no statistics"
             )
-        return ColumnStatsEntry(row[i_name], column_type, stats)
+        bit_vector = None if i_bv is None or row[i_bv] is None else bytes(row[i_bv])  # psycopg2: memoryview
+        return ColumnStatsEntry(row[i_name], column_type, reader(row, bit_vector))
 
     return read
 
