@@ -484,6 +484,84 @@ def run_call_jvm(
     return _sample(latencies, errors, elapsed, before, after, client_cpu)
 
 
+class JvmSession:
+    """Long-lived JVM clients (HmsLoad's session mode): `clients` JVM processes with one connection each, opened
+    once and kept across timed runs of any call, as a Spark driver keeps its metastore connection. The JIT and
+    the handshakes (TLS, SASL) are paid once, so timed runs measure the steady state rather than the compiler."""
+
+    def __init__(self, classpath: str, host: str, port: int, shape: Shape, clients: int,
+                 jvm_options: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+        import subprocess
+
+        from interop.reference_hms import java_executable
+
+        self.procs: list[Any] = []
+        try:
+            for w in range(clients):
+                cmd = [java_executable(), "-Xmx512m", *(jvm_options or []), "-cp", classpath, "HmsLoad", host,
+                       str(port), "session", "1", str(w), "0", "0", str(shape.columns), str(shape.partitions), DB,
+                       TABLE]
+                self.procs.append(subprocess.Popen(
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    bufsize=1, env=None if env is None else {**os.environ, **env},
+                ))
+            for proc in self.procs:
+                self._expect(proc, "OPEN", "connect")
+        except BaseException:
+            self.close()
+            raise
+
+    def _expect(self, proc: Any, word: str, what: str) -> str:
+        line = proc.stdout.readline()
+        if not line.startswith(word):
+            proc.kill()
+            raise RuntimeError(f"JVM load generator ({what}): expected {word}, got {line!r}: {proc.stderr.read()}")
+        return line
+
+    def _tell(self, line: str) -> None:
+        for proc in self.procs:
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+
+    def run(self, call: str, warmup: float, seconds: float, server_pid: int | None) -> Sample:
+        """One timed run of `call` from every client at once (after `warmup` seconds of the same call)."""
+        self._tell(f"RUN {call} {warmup:g} {seconds:g}")
+        for proc in self.procs:
+            self._expect(proc, "READY", call)
+        before = cpu_seconds(server_pid)
+        cpu0 = sum(_proc_cpu(proc.pid) for proc in self.procs)
+        self._tell("GO")
+        for proc in self.procs:
+            self._expect(proc, "DONE", call)
+        after = cpu_seconds(server_pid)
+        client_cpu = sum(_proc_cpu(proc.pid) for proc in self.procs) - cpu0
+        self._tell("REPORT")
+        errors = 0
+        elapsed = 0.0
+        latencies: list[float] = []
+        for proc in self.procs:
+            _, n, e, elapsed_ns = self._expect(proc, "RESULT", call).split()
+            lat = [int(x) / 1e6 for x in self._expect(proc, "LAT", call).split()[1:]]
+            if len(lat) != int(n):
+                raise RuntimeError(f"a JVM load generator reported {n} calls but {len(lat)} latencies")
+            errors, elapsed = errors + int(e), max(elapsed, int(elapsed_ns) / 1e9)
+            latencies += lat
+        return _sample(latencies, errors, elapsed, before, after, client_cpu)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    proc.stdin.write("EXIT\n")
+                    proc.stdin.flush()
+                    proc.wait(timeout=30)
+                except Exception:  # noqa: BLE001 - a client that will not exit is killed below
+                    pass
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
 # ---------------------------------------------------------------- servers
 
 

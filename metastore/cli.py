@@ -110,7 +110,12 @@ def _add_security_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ldap-base-dn", metavar="DN", help="users bind as uid=<user>,DN")
     p.add_argument("--ldap-user-dn-pattern", metavar="PATTERN",
                    help="users bind as this DN with %%s replaced by the user name (instead of --ldap-base-dn)")
-    p.add_argument("--ldap-ca", metavar="FILE", help="PEM CA to verify an ldaps:// server with (default: system CAs)")
+    p.add_argument("--ldap-ca", metavar="FILE",
+                   help="PEM CA to verify the LDAP server's certificate with (ldaps:// or --ldap-starttls; "
+                   "default: the system's CAs)")
+    p.add_argument("--ldap-starttls", action="store_true", default=None,
+                   help="upgrade an ldap:// connection with StartTLS before each bind, so passwords never cross "
+                   "the network in the clear (a server that refuses StartTLS refuses every login)")
     p.add_argument("--auth-timeout", type=float, metavar="SECONDS",
                    help="time a new connection has to finish its SASL negotiation (default 10)")
     p.add_argument("--authorization-policy", metavar="FILE",
@@ -150,6 +155,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         ldap_base_dn=args.ldap_base_dn,
         ldap_user_dn_pattern=args.ldap_user_dn_pattern,
         ldap_ca=args.ldap_ca,
+        ldap_starttls=args.ldap_starttls,
         auth_timeout=args.auth_timeout,
         authorization_policy=args.authorization_policy,
         log_level=args.log_level,

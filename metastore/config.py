@@ -86,8 +86,10 @@ class Settings:
     # The user's DN: uid=<user>,<ldap_base_dn>, or ldap_user_dn_pattern with %s for the user.
     ldap_base_dn: str = ""
     ldap_user_dn_pattern: str = ""
-    # PEM CA that verifies an ldaps:// server (default: the system's CAs).
+    # PEM CA that verifies the LDAP server's certificate (ldaps:// or StartTLS; default: the system's CAs).
     ldap_ca: str = ""
+    # Upgrade an ldap:// connection with StartTLS before the bind (required: never falls back to the clear).
+    ldap_starttls: bool = False
     # Seconds a connection has to finish its SASL negotiation.
     auth_timeout: float = 10.0
     # Who may do what: a TOML policy of grants (read, write_stats, ddl, admin) on databases and tables.

@@ -16,6 +16,14 @@
 //
 // Every client decodes every reply in full into the generated Java objects, as Spark and Trino do.
 //
+// Session mode (bench_security.py), CALL = "session": the connections stay open across many timed runs, so the
+// JVM's JIT and the connections' handshakes are paid once, as in a long-lived Spark driver:
+//   java ... HmsLoad HOST PORT session CLIENTS FIRST 0 0 COLUMNS PARTITIONS DB TABLE
+//   <- OPEN                  every client connected (TLS and SASL handshakes done)
+//   -> RUN <call> <warm-up s> <seconds>
+//   <- READY / -> GO / <- DONE / -> REPORT / <- RESULT, LAT     as above, then the next RUN
+//   -> EXIT
+//
 // Secured ports (bench/bench_security.py), by system properties, with the classes Hive's client uses:
 //   -Dhms.truststore=FILE.jks -Dhms.truststore.password=PW     TLS (TSSLTransportFactory, as hive.metastore.use.SSL)
 //   -Dhms.sasl.service=metastore -Dhms.sasl.host=HOST          SASL GSSAPI (TSaslClientTransport, QOP auth, as
@@ -114,10 +122,18 @@ public final class HmsLoad {
         long endNs;
         final AtomicReference<Throwable> failure = new AtomicReference<>();
 
+        final boolean closeAfter;
+
         Worker(String host, int port, Op op, long warmupNs, long runNs, CountDownLatch warmed, CountDownLatch go)
                 throws TTransportException, javax.security.sasl.SaslException {
-            this.socket = open(host, port);
+            this(open(host, port), op, warmupNs, runNs, warmed, go, true);
+        }
+
+        Worker(TTransport socket, Op op, long warmupNs, long runNs, CountDownLatch warmed, CountDownLatch go,
+               boolean closeAfter) {
+            this.socket = socket;
             this.client = new ThriftHiveMetastore.Client(new TBinaryProtocol(socket));
+            this.closeAfter = closeAfter;
             this.op = op;
             this.warmupNs = warmupNs;
             this.runNs = runNs;
@@ -155,7 +171,7 @@ public final class HmsLoad {
                 failure.set(t);
                 warmed.countDown();
             } finally {
-                socket.close();
+                if (closeAfter) socket.close();
             }
         }
     }
@@ -168,6 +184,13 @@ public final class HmsLoad {
             TSSLTransportFactory.TSSLTransportParameters params = new TSSLTransportFactory.TSSLTransportParameters();
             params.setTrustStore(trustStore, System.getProperty("hms.truststore.password"));
             socket = TSSLTransportFactory.getClientSocket(host, port, 120_000, params);
+            // Java starts the handshake at the first read or write; do it now, so a connection opened and left idle
+            // (session mode) is not closed by the server's handshake time limit.
+            try {
+                ((javax.net.ssl.SSLSocket) socket.getSocket()).startHandshake();
+            } catch (java.io.IOException e) {
+                throw new TTransportException(e);
+            }
         } else {
             socket = new TSocket(host, port, 120_000);
             socket.open();
@@ -183,36 +206,9 @@ public final class HmsLoad {
         return sasl;
     }
 
-    public static void main(String[] args) throws Exception {
-        if (args.length != 11) {
-            System.err.println(
-                    "usage: HmsLoad HOST PORT CALL CLIENTS FIRST WARMUP_S SECONDS COLUMNS PARTITIONS DB TABLE");
-            System.exit(2);
-        }
-        String host = args[0];
-        int port = Integer.parseInt(args[1]);
-        String call = args[2];
-        int clients = Integer.parseInt(args[3]);
-        int first = Integer.parseInt(args[4]);
-        long warmupNs = (long) (Double.parseDouble(args[5]) * 1e9);
-        long runNs = (long) (Double.parseDouble(args[6]) * 1e9);
-        int columns = Integer.parseInt(args[7]);
-        int partitions = Integer.parseInt(args[8]);
-        String db = args[9];
-        String table = args[10];
-
-        // The same names as bench_hms.Shape.
-        List<String> cols = new ArrayList<>();
-        for (int i = 0; i < columns; i++) cols.add(String.format("c%02d", i));
-        List<String> parts = new ArrayList<>();
-        for (int i = 0; i < partitions; i++) parts.add(String.format("ds=p%04d", i));
-
-        CountDownLatch warmed = new CountDownLatch(clients);
-        CountDownLatch go = new CountDownLatch(1);
-        List<Worker> workers = new ArrayList<>();
-        for (int w = 0; w < clients; w++) {
-            workers.add(new Worker(host, port, opFor(call, db, table, cols, parts, first + w), warmupNs, runNs, warmed, go));
-        }
+    /** Start the workers, wait for their warm-up, then READY / GO / DONE / REPORT on stdin and stdout. */
+    static void timedRun(List<Worker> workers, CountDownLatch warmed, CountDownLatch go, BufferedReader in)
+            throws Exception {
         for (Worker w : workers) w.start();
         warmed.await();
         for (Worker w : workers) {
@@ -222,7 +218,6 @@ public final class HmsLoad {
                 System.exit(1);
             }
         }
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         System.out.println("READY");
         System.out.flush();
         if (!"GO".equals(in.readLine())) System.exit(1);
@@ -255,5 +250,70 @@ public final class HmsLoad {
         }
         System.out.println(sb);
         System.out.flush();
+    }
+
+    /** Session mode: connections opened once, then timed runs of any call on them until EXIT. */
+    static void session(String host, int port, int clients, int first, String db, String table, List<String> cols,
+                        List<String> parts) throws Exception {
+        List<TTransport> conns = new ArrayList<>();
+        for (int w = 0; w < clients; w++) conns.add(open(host, port));
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        System.out.println("OPEN");
+        System.out.flush();
+        for (String line = in.readLine(); line != null && !line.equals("EXIT"); line = in.readLine()) {
+            String[] cmd = line.split(" ");
+            if (cmd.length != 4 || !cmd[0].equals("RUN")) {
+                System.err.println("expected RUN <call> <warm-up s> <seconds> or EXIT, got " + line);
+                System.exit(2);
+            }
+            long warmupNs = (long) (Double.parseDouble(cmd[2]) * 1e9);
+            long runNs = (long) (Double.parseDouble(cmd[3]) * 1e9);
+            CountDownLatch warmed = new CountDownLatch(clients);
+            CountDownLatch go = new CountDownLatch(1);
+            List<Worker> workers = new ArrayList<>();
+            for (int w = 0; w < clients; w++) {
+                Op op = opFor(cmd[1], db, table, cols, parts, first + w);
+                workers.add(new Worker(conns.get(w), op, warmupNs, runNs, warmed, go, false));
+            }
+            timedRun(workers, warmed, go, in);
+        }
+        for (TTransport c : conns) c.close();
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 11) {
+            System.err.println(
+                    "usage: HmsLoad HOST PORT CALL CLIENTS FIRST WARMUP_S SECONDS COLUMNS PARTITIONS DB TABLE");
+            System.exit(2);
+        }
+        String host = args[0];
+        int port = Integer.parseInt(args[1]);
+        String call = args[2];
+        int clients = Integer.parseInt(args[3]);
+        int first = Integer.parseInt(args[4]);
+        long warmupNs = (long) (Double.parseDouble(args[5]) * 1e9);
+        long runNs = (long) (Double.parseDouble(args[6]) * 1e9);
+        int columns = Integer.parseInt(args[7]);
+        int partitions = Integer.parseInt(args[8]);
+        String db = args[9];
+        String table = args[10];
+
+        // The same names as bench_hms.Shape.
+        List<String> cols = new ArrayList<>();
+        for (int i = 0; i < columns; i++) cols.add(String.format("c%02d", i));
+        List<String> parts = new ArrayList<>();
+        for (int i = 0; i < partitions; i++) parts.add(String.format("ds=p%04d", i));
+
+        if (call.equals("session")) {
+            session(host, port, clients, first, db, table, cols, parts);
+            return;
+        }
+        CountDownLatch warmed = new CountDownLatch(clients);
+        CountDownLatch go = new CountDownLatch(1);
+        List<Worker> workers = new ArrayList<>();
+        for (int w = 0; w < clients; w++) {
+            workers.add(new Worker(host, port, opFor(call, db, table, cols, parts, first + w), warmupNs, runNs, warmed, go));
+        }
+        timedRun(workers, warmed, go, new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)));
     }
 }

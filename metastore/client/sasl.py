@@ -88,7 +88,17 @@ class _GssLayer:
         return bytes(self._ctx.wrap(data, self._encrypt).message)
 
     def unwrap(self, data: bytes) -> bytes:
-        return bytes(self._ctx.unwrap(data).message)
+        try:
+            result = self._ctx.unwrap(data)
+        except Exception as exc:  # noqa: BLE001 - gssapi's GSSError: a frame that fails its check ends the connection
+            raise TTransportException(TTransportException.UNKNOWN,
+                                      f"a SASL frame failed its security layer check: {_one_line(exc)}") from None
+        if self._encrypt and not result.encrypted:
+            # auth-conf was agreed: a frame that is only signed was not sent by a server keeping the agreement
+            # (or was altered on the way); its contents must not be believed.
+            raise TTransportException(TTransportException.UNKNOWN,
+                                      "a SASL frame arrived unencrypted on a connection negotiated with auth-conf")
+        return bytes(result.message)
 
 
 def negotiate(trans: Any, host: str, creds: SaslCredentials) -> _GssLayer | None:

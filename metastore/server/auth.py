@@ -3,7 +3,9 @@
 - `kerberos`: SASL GSSAPI with the service's keytab and principal (`metastore/_HOST@REALM`, _HOST replaced by the
   server's canonical host name, as Hadoop's SecurityUtil does);
 - `config`: SASL PLAIN checked against a password file of salted scrypt hashes (`metastore passwd` writes it);
-- `ldap`: SASL PLAIN checked by a simple bind to an LDAP server, as `uid=<user>,<base DN>` or a DN pattern.
+- `ldap`: SASL PLAIN checked by a simple bind to an LDAP server, as `uid=<user>,<base DN>` or a DN pattern, over
+  ldaps:// or ldap:// with StartTLS (the server's certificate and host name verified against --ldap-ca or the
+  system's CAs), or over plain ldap:// (the password in the clear: serve warns unless the server is on loopback).
 
 PLAIN carries the password itself, so it is only offered over TLS. Nothing here logs or returns a password.
 """
@@ -13,13 +15,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import os
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from metastore.server.sasl import GssapiServer, PasswordChecker, PlainServer, SecurityLayer, ServerMechanism
 
@@ -148,13 +153,32 @@ def write_password_entry(path: Path, user: str, password: str) -> bool:
 
 @dataclass(frozen=True)
 class LdapOptions:
-    """Where to bind: the URL (ldap:// or ldaps://) and the user's DN from a base DN or a pattern with %s."""
+    """Where to bind: the URL (ldap:// or ldaps://) and the user's DN from a base DN or a pattern with %s;
+    `starttls` upgrades an ldap:// connection before the bind."""
 
     url: str
     base_dn: str = ""
     user_dn_pattern: str = ""
     timeout: float = 10.0
     ca_file: str = ""
+    starttls: bool = False
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.url.lower().startswith("ldaps://") or self.starttls
+
+    @property
+    def sends_passwords_in_clear(self) -> bool:
+        """True when bind passwords would cross a network unencrypted (plain ldap:// to a host beyond loopback)."""
+        if self.uses_tls:
+            return False
+        host = urlsplit(self.url).hostname or ""
+        if host.lower() == "localhost":
+            return False
+        try:
+            return not ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return True  # a host name: it may resolve to anything
 
 
 class LdapBind:
@@ -167,6 +191,16 @@ class LdapBind:
             raise AuthConfigError("LDAP authentication needs --ldap-base-dn or --ldap-user-dn-pattern")
         if options.user_dn_pattern and options.user_dn_pattern.count("%s") != 1:
             raise AuthConfigError(f"--ldap-user-dn-pattern {options.user_dn_pattern!r} must contain %s once")
+        if options.starttls and options.url.lower().startswith("ldaps://"):
+            raise AuthConfigError(f"--ldap-starttls is for ldap:// URLs; {options.url} already speaks TLS")
+        if options.ca_file:
+            if not os.path.isfile(options.ca_file):
+                raise AuthConfigError(f"--ldap-ca {options.ca_file} does not exist or is not a file")
+            try:
+                ssl.create_default_context(cafile=options.ca_file)
+            except (ssl.SSLError, OSError) as exc:
+                raise AuthConfigError(f"cannot load --ldap-ca {options.ca_file}: "
+                                      f"{getattr(exc, 'strerror', None) or exc}") from None
         try:
             import ldap3  # noqa: F401 - optional dependency (the ldap extra)
         except ImportError:
@@ -189,15 +223,22 @@ class LdapBind:
         if not password:
             # An empty password would be an unauthenticated bind, which LDAP servers accept for anyone.
             return "empty password"
-        tls = None
-        if self.options.ca_file:
-            import ssl
-
-            tls = ldap3.Tls(ca_certs_file=self.options.ca_file, validate=ssl.CERT_REQUIRED)
+        # Always a verifying Tls: ldap3's default for ldaps:// (Tls() with CERT_NONE) would accept any certificate.
+        # No version: ldap3 then builds ssl.create_default_context, i.e. TLS 1.2+, the system's CAs when no
+        # --ldap-ca is given, and it checks the host name itself after the handshake.
+        tls = ldap3.Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=self.options.ca_file or None)
         server = ldap3.Server(self.options.url, connect_timeout=self.options.timeout, tls=tls, get_info=ldap3.NONE)
         conn = ldap3.Connection(server, user=self.user_dn(user), password=password, auto_bind=False,
                                 receive_timeout=max(1, int(self.options.timeout)), raise_exceptions=False, read_only=True)
         try:
+            if self.options.starttls:
+                conn.open(read_server_info=False)
+                # start_tls raises on a refused upgrade or an untrusted certificate; a False return (an error
+                # result) must not fall through to a bind in the clear either.
+                if not conn.start_tls(read_server_info=False):
+                    result = conn.result or {}
+                    return (f"LDAP server {self.options.url} refused StartTLS: "
+                            f"{result.get('description', 'no reason given')}")
             if conn.bind():
                 return None
             result = conn.result or {}

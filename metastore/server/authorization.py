@@ -93,6 +93,12 @@ def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+# Answers and per-principal grant lists a Policy keeps; each store is emptied when it reaches its bound (cheaper
+# than LRU bookkeeping on every call, and refilled at the cost of one fnmatch pass per principal).
+MAX_CACHED_ANSWERS = 200_000
+MAX_CACHED_PRINCIPALS = 10_000
+
+
 class Policy:
     """Grants and groups of one policy file, with the answers already given kept per principal."""
 
@@ -176,6 +182,9 @@ class Policy:
                 if any(self._names_match(p, principal) for p in grant.principals) or grant.groups & member_of
             ]
             with self._lock:
+                # Bounded like _cache: without authentication principals are whatever set_ugi claims.
+                if len(self._grants_of) >= MAX_CACHED_PRINCIPALS:
+                    self._grants_of.clear()
                 self._grants_of[principal] = found
         return found
 
@@ -189,7 +198,7 @@ class Policy:
             return answer
         answer = any(self._grant_allows(g, permission, db, table) for g in self._applicable(principal))
         with self._lock:
-            if len(self._cache) > 200_000:  # bounded: a client inventing names must not grow it for ever
+            if len(self._cache) >= MAX_CACHED_ANSWERS:  # bounded: a client inventing names must not grow it
                 self._cache.clear()
             self._cache[key] = answer
         return answer

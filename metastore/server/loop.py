@@ -3,7 +3,10 @@
 Python's GIL would cap a single process at one core; N worker processes (default: one per core) each accept
 from the same socket, and each serves its connections on threads (clients hold connections open for long,
 and database round trips release the GIL). The parent only supervises: it restarts a worker that dies and
-forwards SIGTERM/SIGINT for a clean shutdown, and SIGHUP (reload the TLS certificate) to every worker.
+forwards SIGTERM/SIGINT for a clean shutdown, and SIGHUP (reload the TLS certificate) to every worker. SIGHUP
+never stops the server: with TLS off there is nothing to reload, and it is logged and ignored (the authorization
+policy and password file are re-read by themselves when they change). A worker whose parent is gone (killed with
+SIGKILL, so it could not forward a stop) stops too rather than serve on unsupervised.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from metastore.server.tls import TlsContext, TlsOptions
 from metastore.server.transport import open_connection
 
 log = logging.getLogger("metastore.server")
+
+NOTHING_TO_RELOAD = ("SIGHUP: TLS is off, nothing to reload; ignored (the authorization policy and the password "
+                     "file are re-read when they change)")
 
 class Processor(Protocol):
     """Serves one call per `process` on a protocol pair (metastore.server.processor.MetastoreProcessor)."""
@@ -77,8 +83,11 @@ def bind_socket(host: str, port: int) -> socket.socket:
 class Worker:
     """One worker process: accepts connections and serves each on its own thread until told to stop."""
 
-    def __init__(self, listener: socket.socket, make_processor: ProcessorFactory, options: ServeOptions) -> None:
+    def __init__(self, listener: socket.socket, make_processor: ProcessorFactory, options: ServeOptions,
+                 parent_pid: int | None = None) -> None:
         self._listener = listener
+        # The supervising process of a forked worker (None: this process is the server itself).
+        self._parent_pid = parent_pid
         self._make_processor = make_processor
         self._options = options
         self._stopping = threading.Event()
@@ -95,11 +104,11 @@ class Worker:
 
     def install_signal_handlers(self) -> None:
         """SIGTERM/SIGINT stop this worker (a request that arrives while it starts up is kept); SIGHUP reloads
-        the TLS certificate when TLS is on."""
+        the TLS certificate when TLS is on, and is logged and ignored otherwise (its default action would kill
+        the process)."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
-        if self._options.tls is not None:
-            signal.signal(signal.SIGHUP, self._on_reload_signal)
+        signal.signal(signal.SIGHUP, self._on_reload_signal)
 
     def run(self) -> None:
         self.install_signal_handlers()
@@ -119,9 +128,14 @@ class Worker:
                 self._reload_requested = False
                 if self._tls is not None:
                     self._tls.reload()
+                else:
+                    log.info(NOTHING_TO_RELOAD)
             try:
                 conn, peer = self._listener.accept()
             except TimeoutError:
+                if self._parent_pid is not None and os.getppid() != self._parent_pid:
+                    log.error("the server process %d is gone; worker %d stops", self._parent_pid, os.getpid())
+                    break
                 continue
             except OSError as exc:
                 if self._stop_requested:
@@ -241,14 +255,23 @@ class Worker:
             sasl=sasl is not None,
             sasl_wrapper=sasl.wrapper if sasl is not None else None,
         )
+        if sasl is not None and isinstance(conn, ssl.SSLSocket):
+            # The negotiation read small pieces straight from TLS: bytes a client sent right behind it may sit
+            # decrypted inside the SSL object, where the descriptor will not signal them. Hand them over once.
+            try:
+                early = conn.recv(conn.pending()) if conn.pending() else b""
+            except OSError:
+                early = b""
+            if early:
+                trans.prepend_received(early)
         log.debug("connection from %s", peer)
         try:
             while not self._stopping.is_set():
                 # Wait for the first byte of the next call outside the busy count, so shutdown does not
                 # wait for idle clients.
-                if not (
-                    _has_buffered_input(trans) or _tls_pending(conn) or _wait_readable(conn, self._stopping)
-                ):
+                # TLS keeps no decrypted bytes back (SocketTransport reads whole records), so the transport's
+                # buffers and the descriptor tell everything; SSLSocket.pending() would release the GIL per call.
+                if not (_has_buffered_input(trans) or _wait_readable(conn, self._stopping)):
                     break
                 with self._lock:
                     self._busy += 1
@@ -290,8 +313,8 @@ def _tune_garbage_collector() -> None:
 
 
 def _has_buffered_input(trans: object) -> bool:
-    """True when the transport (or the SASL frame under it) already holds bytes of the next call (a client
-    that pipelined calls)."""
+    """True when the transport (or the socket reader or SASL frame under it) already holds bytes of the next call
+    (a client that pipelined calls)."""
     buf = getattr(trans, "cstringio_buf", None)
     if buf is not None and buf.tell() < len(buf.getbuffer()):
         return True
@@ -319,11 +342,6 @@ def _handshake_within(sock: ssl.SSLSocket, seconds: float) -> None:
         if remaining <= 0 or not poller.poll(remaining * 1000):
             raise TimeoutError("handshake timed out")
         poller.unregister(sock)
-
-
-def _tls_pending(conn: socket.socket) -> bool:
-    """True when TLS already decrypted bytes the socket's descriptor will not signal again."""
-    return isinstance(conn, ssl.SSLSocket) and conn.pending() > 0
 
 
 def _wait_readable(conn: socket.socket, stopping: threading.Event) -> bool:
@@ -357,6 +375,7 @@ def serve_forever(
 
     children: dict[int, int] = {}
     stopping = False
+    parent_pid = os.getpid()
 
     def spawn(slot: int) -> None:
         # Signals stay blocked across fork until the child has its own handlers: one arriving in between would
@@ -371,7 +390,7 @@ def serve_forever(
         if pid == 0:
             code = 0
             try:
-                worker = Worker(listener, make_processor, options)
+                worker = Worker(listener, make_processor, options, parent_pid=parent_pid)
                 worker.install_signal_handlers()
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
                 worker.run()
@@ -394,6 +413,9 @@ def serve_forever(
                 pass
 
     def on_reload(signum: int, _frame: object) -> None:
+        if options.tls is None:
+            log.info(NOTHING_TO_RELOAD)  # said once here, not once per worker
+            return
         # Each worker holds its own SSLContext: every one of them must reload.
         for pid in list(children):
             try:
@@ -403,8 +425,7 @@ def serve_forever(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if options.tls is not None:
-        signal.signal(signal.SIGHUP, on_reload)
+    signal.signal(signal.SIGHUP, on_reload)
     for first in range(options.workers):
         spawn(first)
     on_ready()

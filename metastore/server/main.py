@@ -80,7 +80,8 @@ def auth_options(settings: Settings, tls: TlsOptions | None) -> AuthOptions | No
     return AuthOptions(
         mode=mode, timeout=settings.auth_timeout,
         ldap=LdapOptions(url=settings.ldap_url, base_dn=settings.ldap_base_dn,
-                         user_dn_pattern=settings.ldap_user_dn_pattern, ca_file=settings.ldap_ca),
+                         user_dn_pattern=settings.ldap_user_dn_pattern, ca_file=settings.ldap_ca,
+                         starttls=settings.ldap_starttls),
     )
 
 
@@ -134,6 +135,11 @@ def serve(settings: Settings) -> int:
     auth = auth_options(settings, tls)
     if auth is not None:
         Authenticator(auth)  # the keytab, password file or LDAP settings: refused now, in one line
+        if auth.ldap is not None and auth.ldap.sends_passwords_in_clear:
+            log.warning(
+                "LDAP server %s is reached over ldap:// without --ldap-starttls: every user's password crosses "
+                "the network to it in the clear (use ldaps:// or --ldap-starttls)", auth.ldap.url,
+            )
     if settings.authorization_policy:
         from metastore.server.authorization import PolicyFile
 
@@ -189,7 +195,7 @@ def serve(settings: Settings) -> int:
             elif auth.mode == "config":
                 security += f", password file {auth.password_file}"
             elif auth.ldap is not None:
-                security += f", LDAP {auth.ldap.url}"
+                security += f", LDAP {auth.ldap.url}{' with StartTLS' if auth.ldap.starttls else ''}"
             security += ")"
         if settings.authorization_policy:
             security += f", authorization policy {settings.authorization_policy}"

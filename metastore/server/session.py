@@ -10,14 +10,13 @@ from metastore.wire.generations import ClientGeneration
 @dataclass
 class ConnectionSession:
     """Per connection, used by one thread only. `principal` is the authenticated one (SASL); without
-    authentication it is set_ugi's claim, which nothing verifies (`authenticated` stays False)."""
+    authentication it is set_ugi's claim, which nothing verifies (`authenticated` stays False). Groups come only
+    from the policy file: set_ugi's group names are never believed."""
 
     peer: str
     principal: str = ""
     authenticated: bool = False
     mechanism: str = ""
-    # Groups the client claimed in set_ugi (only used without authentication; with it, the policy's groups).
-    claimed_groups: tuple[str, ...] = ()
     # Which Hive IDL the client has shown it speaks: decides the catalog fields of its answers.
     generation: ClientGeneration = field(default_factory=ClientGeneration)
 

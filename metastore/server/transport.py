@@ -24,22 +24,48 @@ _READ_CHUNK = 64 * 1024
 
 
 class SocketTransport(TTransportBase):
-    """A plain blocking socket as a Thrift transport (the server side of TSocket), counting bytes received."""
+    """A plain blocking socket (or a TLS socket) as a Thrift transport (the server side of TSocket).
+
+    Reads ask the socket for at least 64 KiB and keep what the caller did not want, so a small read (a SASL frame
+    header, the rest of a call) costs no system call of its own, and a TLS socket never holds decrypted bytes
+    back (a TLS record carries at most 16 KiB): the bytes of a call already received are always either here
+    (`pending`) or signalled by the socket's descriptor, which is what the serving loop waits on. `received`
+    counts the bytes handed to the caller."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
         self.received = 0
+        self._surplus = b""
+        self._surplus_pos = 0
 
     def isOpen(self) -> bool:  # noqa: N802 - Thrift's naming
         return self._sock.fileno() >= 0
 
+    def pending(self) -> int:
+        """Bytes received from the socket and not yet read."""
+        return len(self._surplus) - self._surplus_pos
+
+    def unread(self, data: bytes) -> None:
+        """Bytes received outside this transport that come before everything it has not yet returned."""
+        self._surplus = data + self._surplus[self._surplus_pos:]
+        self._surplus_pos = 0
+
     def read(self, sz: int) -> bytes:
+        if self._surplus_pos < len(self._surplus):
+            end = min(len(self._surplus), self._surplus_pos + sz)
+            data = self._surplus[self._surplus_pos:end]
+            self._surplus_pos = end
+            self.received += len(data)
+            return data
         try:
-            data = self._sock.recv(sz)
+            data = self._sock.recv(max(sz, _READ_CHUNK))
         except (ConnectionResetError, TimeoutError) as exc:
             raise TTransportException(TTransportException.END_OF_FILE, f"connection lost: {exc}") from exc
         if not data:
             raise TTransportException(TTransportException.END_OF_FILE, "client closed the connection")
+        if len(data) > sz:
+            self._surplus, self._surplus_pos = data, sz
+            data = data[:sz]
         self.received += len(data)
         return data
 
@@ -82,8 +108,9 @@ class SaslFrameTransport(SocketTransport):
         self._pos = 0
 
     def pending(self) -> int:
-        """Bytes of a received frame not yet read (the socket will not signal them again)."""
-        return len(self._frame) - self._pos
+        """Bytes of a received frame not yet read, and of later frames already received (the socket will not
+        signal either again)."""
+        return len(self._frame) - self._pos + super().pending()
 
     def _recv_exact(self, size: int) -> bytes:
         parts: list[bytes] = []
@@ -105,7 +132,7 @@ class SaslFrameTransport(SocketTransport):
             try:
                 payload = self._wrapper.unwrap(payload)
             except Exception as exc:  # noqa: BLE001 - a frame that fails its integrity check ends the connection
-                raise TTransportException(TTransportException.CORRUPTED_DATA,
+                raise TTransportException(TTransportException.UNKNOWN,
                                           f"SASL frame failed its security layer check: {exc}") from None
         self._frame = payload
         self._pos = 0
@@ -137,6 +164,10 @@ class _BufferedWrites:
     """Writes collected until flush, so a reply goes out in one send."""
 
     _trans: SocketTransport
+
+    def prepend_received(self, data: bytes) -> None:
+        """Bytes of the connection read before this transport existed (after a SASL negotiation over TLS)."""
+        self._trans.unread(data)
 
     def _reset_writes(self) -> None:
         self._wbuf: list[bytes] = []

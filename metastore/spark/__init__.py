@@ -19,6 +19,9 @@ Only DataFrame APIs are used (``spark.range``, a broadcast join, ``mapInArrow``,
 on a local session, a standalone or YARN/Kubernetes cluster, and over Spark Connect (``sc://``). Retried tasks
 cannot double count: every result is keyed by (partition, file, piece) and a key seen twice is merged once.
 
+:func:`read_table` gives Spark a table's rows reading only the files its split-filtering indexes keep, and index
+builds (CREATE / UPDATE INDEX with the Spark engine) scan files on executors (:mod:`metastore.spark.indexes`).
+
 pyspark is the optional extra ``spark``; nothing outside this package imports it.
 """
 
@@ -28,14 +31,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from metastore.spark.analyze import analyze_table
+    from metastore.spark.read import read_table
 
-__all__ = ["analyze_table"]
+__all__ = ["analyze_table", "read_table"]
 
 
 def __getattr__(name: str) -> Any:
-    # analyze_table is loaded on first use: `import metastore.spark` stays cheap and pyspark-free
+    # loaded on first use: `import metastore.spark` stays cheap and pyspark-free
     if name == "analyze_table":
         from metastore.spark.analyze import analyze_table
 
         return analyze_table
+    if name == "read_table":
+        from metastore.spark.read import read_table
+
+        return read_table
     raise AttributeError(name)

@@ -33,6 +33,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--tls-ca", metavar="FILE",
                    help="PEM CA to verify a thrifts:// server's certificate with (default: the system's CAs)")
+    p.add_argument("--tls-cert", metavar="FILE",
+                   help="PEM client certificate for a thrifts:// server that requires one (serve --tls-client-ca)")
+    p.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert (unencrypted)")
     p.add_argument("--auth", choices=["kerberos", "plain"],
                    help="authenticate to the server: kerberos (SASL GSSAPI with the ticket cache: kinit first) or "
                    "plain (SASL PLAIN over thrifts://: --user, and the password from METASTORE_PASSWORD or a prompt)")
@@ -119,7 +122,9 @@ def run_sql(args: argparse.Namespace) -> int:
     try:
         storage_options = StorageOptions.parse(args.storage_options)
         if args.connect:
-            client = ThriftMetastoreClient(args.connect, tls_ca=args.tls_ca, sasl=_sasl_credentials(args))
+            _check_tls_arguments(args)
+            client = ThriftMetastoreClient(args.connect, tls_ca=args.tls_ca, tls_cert=args.tls_cert,
+                                           tls_key=args.tls_key, sasl=_sasl_credentials(args))
         else:
             from metastore.config import Settings  # platformdirs: only where a default path is needed
 
@@ -159,6 +164,19 @@ def run_sql(args: argparse.Namespace) -> int:
         if executor is not None:
             executor.close()
         client.close()
+
+
+def _check_tls_arguments(args: argparse.Namespace) -> None:
+    """--tls-* go with thrifts:// URIs, and a client certificate with its key: anything else is a mistake that
+    would otherwise be ignored (and end in a handshake failure far from its cause)."""
+    from metastore.errors import InvalidInput
+
+    given = [flag for flag, value in (("--tls-ca", args.tls_ca), ("--tls-cert", args.tls_cert),
+                                      ("--tls-key", args.tls_key)) if value]
+    if given and not any(u.strip().lower().startswith("thrifts://") for u in args.connect.split(",")):
+        raise InvalidInput(f"{', '.join(given)} need a thrifts:// URI in --connect (TLS)")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise InvalidInput("--tls-cert and --tls-key go together: the client certificate and its private key")
 
 
 def _sasl_credentials(args: argparse.Namespace) -> SaslCredentials | None:

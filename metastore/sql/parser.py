@@ -950,3 +950,14 @@ def iter_script(text: str) -> Iterator[ParsedStatement]:
 def parse_script(text: str) -> list[ParsedStatement]:
     """Every statement of a script; SqlSyntaxError at the first one that does not parse."""
     return list(iter_script(text))
+
+
+def parse_predicate(text: str) -> pred.Expr:
+    """A WHERE condition in the shell's syntax (`id = 5 AND s IN ('a', 'b')`) as the split filter's predicate
+    tree; SqlSyntaxError with the position otherwise."""
+    parser = _Parser(tokenize(text))
+    if parser.tok.kind is TokenKind.EOF:
+        raise parser.error("empty predicate")
+    expr = parser.predicate()
+    parser.finish()
+    return expr

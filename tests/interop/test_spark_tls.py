@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def test_spark_hive_client_over_tls(tmp_path: Path) -> None:
     )
     server = start_server(
         tmp_path / "serve", f"sqlite:///{tmp_path / 'm.db'}", workers=2,
-        extra_args=["--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key)],
+        extra_args=["--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key), "--log-level", "DEBUG"],
     )
     try:
         assert "thrifts://" in server.ready_line
@@ -71,4 +72,10 @@ def test_spark_hive_client_over_tls(tmp_path: Path) -> None:
         assert server.stop() == 0
     # Every connection Spark made completed its handshake: nothing was refused.
     assert "TLS handshake with" not in server.output, server.output
+    # On the server's side: Spark's calls arrived here, over TLS (the port speaks nothing else), from the
+    # database's creation through ANALYZE's statistics (an alter_table of the table's parameters) to the drops.
+    served = set(re.findall(r"metastore\.server\.calls: (\w+) took", server.output))
+    expected = {"create_database", "create_table", "get_table", "drop_table", "drop_database"}
+    assert expected <= served, sorted(served)
+    assert any(name.startswith("alter_table") for name in served), sorted(served)
     assert TRUSTSTORE_PASSWORD not in server.output

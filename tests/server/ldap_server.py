@@ -31,7 +31,7 @@ def _free_port() -> int:
 class LdapServer:
     workdir: Path
     port: int
-    tls: bool = False
+    tls: bool = False  # ldaps://
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -48,9 +48,11 @@ class LdapServer:
                 self.process.wait(timeout=10)
 
 
-def start_slapd(workdir: Path, users: dict[str, str], tls: tuple[Path, Path] | None = None) -> LdapServer:
+def start_slapd(workdir: Path, users: dict[str, str], tls: tuple[Path, Path] | None = None,
+                starttls: bool = False) -> LdapServer:
     """Start slapd on a free 127.0.0.1 port with `users` (uid -> password) under ou=people,dc=metastore,dc=test;
-    with `tls` (certificate, key: PEM) it speaks ldaps:// only."""
+    with `tls` (certificate, key: PEM) it speaks ldaps:// only, or with `starttls` too ldap:// where it refuses
+    simple binds until the connection is upgraded with StartTLS."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "db").mkdir(exist_ok=True)
     conf = workdir / "slapd.conf"
@@ -63,6 +65,7 @@ modulepath /usr/lib/ldap
 moduleload back_mdb
 pidfile {workdir / 'slapd.pid'}
 {f"TLSCertificateFile {tls[0]}{chr(10)}TLSCertificateKeyFile {tls[1]}" if tls else ""}
+{"security simple_bind=128" if starttls else ""}
 database mdb
 maxsize 10485760
 suffix "{SUFFIX}"
@@ -88,7 +91,9 @@ access to * by * read
     subprocess.run(["/usr/sbin/slapadd", "-f", str(conf), "-l", str(ldif)], check=True, capture_output=True,
                    timeout=60)
     port = _free_port()
-    server = LdapServer(workdir=workdir, port=port, tls=tls is not None)
+    if starttls and tls is None:
+        raise ValueError("StartTLS needs a certificate and key")
+    server = LdapServer(workdir=workdir, port=port, tls=tls is not None and not starttls)
     # -d 0: stay in the foreground (the test owns the process), log nothing.
     server.process = subprocess.Popen(
         [shutil.which("slapd") or "/usr/sbin/slapd", "-f", str(conf), "-h", f"{server.url}/", "-d", "0"],

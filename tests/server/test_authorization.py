@@ -26,6 +26,7 @@ from metastore.api.hive_metastore import ThriftHiveMetastore
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.client.sasl import SaslClientTransport, SaslCredentials
 from metastore.client.sasl import negotiate as sasl_negotiate
+from metastore.server import authorization
 from metastore.server.authorization import METHOD_RULES, Permission, Policy, PolicyError, Target
 from metastore.server.handler import Handler
 from metastore.server.processor import _METHODS
@@ -48,6 +49,12 @@ readers = ["reader"]
 [[grants]]
 groups = ["readers"]
 databases = ["m*"]
+permissions = ["read"]
+
+[[grants]]
+principals = ["reader"]
+databases = ["shared"]
+tables = ["open_*"]
 permissions = ["read"]
 
 [[grants]]
@@ -439,6 +446,31 @@ def test_listings_show_only_what_the_principal_may_read(clients: Connections, tm
     assert outsider.partition_name_to_vals("ds=1") == ["1"]
 
 
+def test_filtered_and_typed_table_listings_show_only_readable_tables(clients: Connections, tmp_path: Path) -> None:
+    # In `shared` the reader may read the tables named open_*, no other: the listing calls that take a filter or
+    # a table type drop the rest, and a principal without grants there sees nothing.
+    admin = clients["admin"]
+    _reset(admin, tmp_path)
+    admin.create_database(b.database("shared", f"file:{tmp_path / 'shared'}"))
+    for name in ("open_a", "open_b", "hidden_c"):
+        admin.create_table(b.table("shared", name, COLS, flag="on"))
+    view = b.table("shared", "open_view", COLS, flag="on")
+    view.tableType = "VIRTUAL_VIEW"
+    admin.create_table(view)
+    flagged = 'hive_filter_field_params__flag = "on"'
+    assert admin.get_table_names_by_filter("shared", flagged, -1) == ["hidden_c", "open_a", "open_b", "open_view"]
+    assert sorted(admin.get_tables_by_type("shared", "*", "MANAGED_TABLE")) == ["hidden_c", "open_a", "open_b"]
+    reader, outsider = clients["reader"], clients["outsider"]
+    assert reader.get_table_names_by_filter("shared", flagged, -1) == ["open_a", "open_b", "open_view"]
+    assert sorted(reader.get_tables_by_type("shared", "*", "MANAGED_TABLE")) == ["open_a", "open_b"]
+    assert reader.get_tables_by_type("shared", "*", "VIRTUAL_VIEW") == ["open_view"]
+    assert sorted(reader.get_tables_by_type("shared", "*hid*|open_a", "")) == ["open_a"]
+    assert outsider.get_table_names_by_filter("shared", flagged, -1) == []
+    assert outsider.get_tables_by_type("shared", "*", "MANAGED_TABLE") == []
+    # The same reader in database m (read on every table there) is not narrowed.
+    assert reader.get_tables_by_type(DB, "*", "MANAGED_TABLE") == [TBL]
+
+
 def test_an_alter_that_changes_only_statistics_is_a_statistics_write(clients: Connections, tmp_path: Path) -> None:
     admin = clients["admin"]
     _reset(admin, tmp_path)
@@ -557,6 +589,17 @@ permissions = ["read"]
     assert not policy.allows("svc/other@EXAMPLE.COM", Permission.DDL, Target("tmp_x", "t"))
     assert policy.allows("anyone", Permission.READ, Target("public", "x"))
     assert not policy.allows(alice, Permission.ADMIN, Target(None))
+
+
+def test_policy_memory_stays_bounded_whatever_names_clients_claim() -> None:
+    # Without authentication a principal is whatever set_ugi says: a client inventing names must not make the
+    # server keep an entry per name for ever.
+    policy = Policy.parse(POLICY, "p.toml")
+    for i in range(authorization.MAX_CACHED_PRINCIPALS * 2 + 5):
+        assert not policy.allows(f"invented-{i}", Permission.READ, Target("m", "t"))
+        assert len(policy._grants_of) <= authorization.MAX_CACHED_PRINCIPALS
+        assert len(policy._cache) <= authorization.MAX_CACHED_ANSWERS
+    assert policy.allows("reader", Permission.READ, Target("m", "t"))  # answers stay right after emptying
 
 
 @pytest.mark.parametrize(("text", "message"), [

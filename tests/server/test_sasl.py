@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import struct
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,9 +23,13 @@ from thrift.transport import TSocket
 from metastore.catalog import Database
 from metastore.client import ConnectionFailed, SaslCredentials, ThriftMetastoreClient
 from metastore.client.sasl import negotiate as client_negotiate
+from metastore.server.auth import kerberos_credentials
+from metastore.server.sasl import GssapiServer, SecurityLayer
+from metastore.server.sasl import negotiate as server_negotiate
 from server.harness import ServerFailed, ServerProcess, metastore_exe, start_server
 from server.kdc import Kdc, kdc_available, start_kdc
 from server.test_tls import Pki, make_pki
+from server.wire import call_bytes
 
 pytestmark = pytest.mark.skipif(not kdc_available(), reason="needs Debian's krb5-kdc, krb5-admin-server, krb5-user")
 
@@ -116,6 +122,75 @@ def test_kerberos_integrity_and_privacy_wrap_every_frame(tmp_path: Path, realm: 
             with pytest.raises(Exception, match="p" * 50):
                 client.get_database(name)
             assert "default" in client.list_databases()
+    finally:
+        assert server.stop() == 0
+
+
+def test_the_client_refuses_unencrypted_frames_under_auth_conf(tmp_path: Path, realm: Realm, as_user) -> None:
+    # A server that agrees to auth-conf (the server side of our negotiation, with the real service keytab) and
+    # then answers with frames that are only signed: the client must not believe them.
+    as_user(realm.alice_env)
+    creds = kerberos_credentials(f"{SERVICE}@{realm.kdc.realm}", str(realm.service_keytab))
+    listener = socket.create_server(("127.0.0.1", 0))
+    served: list[str] = []
+
+    def serve() -> None:
+        listener.settimeout(30)
+        for _ in range(2):  # the client retries a call once on a fresh connection
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                result = server_negotiate(
+                    conn, {"GSSAPI": lambda: GssapiServer(creds, frozenset({SecurityLayer.CONFIDENTIALITY}))}, 10)
+                served.append(result.principal)
+                (size,) = struct.unpack("!i", conn.recv(4, socket.MSG_WAITALL))
+                conn.recv(size, socket.MSG_WAITALL)
+                signed = bytes(result.wrapper._ctx.wrap(b"\x80\x01\x00\x02" + b"\x00" * 40, False).message)
+                conn.sendall(struct.pack("!i", len(signed)) + signed)
+                time.sleep(0.2)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        client = ThriftMetastoreClient(f"thrift://localhost:{listener.getsockname()[1]}", sasl=_kerberos("auth-conf"),
+                                       timeout=10)
+        with pytest.raises(ConnectionFailed, match="arrived unencrypted on a connection negotiated with auth-conf"):
+            client.list_databases()
+        thread.join(timeout=30)
+        assert served == ["alice@METASTORE.TEST"] * 2
+    finally:
+        listener.close()
+
+
+def test_the_server_closes_connections_whose_frames_break_the_agreed_layer(tmp_path: Path, realm: Realm,
+                                                                          as_user) -> None:
+    server = _kerberos_server(tmp_path, realm, "--sasl-qop", "auth-int,auth-conf", workers=1)
+    try:
+        as_user(realm.alice_env)
+        good = ThriftMetastoreClient(f"thrift://localhost:{server.port}", sasl=_kerberos("auth-conf"))
+        assert "default" in good.list_databases()
+        frame = b"\x80\x01\x00\x01" + b"\x00" * 40
+        for qop, bad in (("auth-conf", lambda layer: layer._ctx.wrap(frame, False).message),  # signed only
+                         ("auth-int", lambda layer: bytes(layer.wrap(frame))[:-1] + b"\x00")):  # altered
+            sock = TSocket.TSocket("127.0.0.1", server.port)
+            sock.setTimeout(10_000)
+            sock.open()
+            layer = client_negotiate(sock, "localhost", _kerberos(qop))
+            assert layer is not None
+            payload = bytes(bad(layer))
+            sock.write(struct.pack("!i", len(payload)) + payload)
+            sock.flush()
+            assert _closed_within(sock.handle, 5)
+            sock.close()
+        assert "default" in good.list_databases()
+        good.close()
+        time.sleep(0.2)
+        refusals = [ln for ln in server.output.splitlines() if "SASL frame failed its security layer check" in ln]
+        assert len(refusals) == 2, server.output
+        assert "arrived unencrypted on a connection negotiated with auth-conf" in refusals[0]
+        assert "Traceback" not in server.output and "unexpected error" not in server.output
     finally:
         assert server.stop() == 0
 
@@ -261,6 +336,42 @@ def test_plain_with_a_password_file_over_tls(tmp_path: Path, pki: Pki) -> None:
         assert not any(secret in log for secret in (*PASSWORDS.values(), "not-carols-pw"))
     finally:
         assert server.stop() == 0
+
+
+def test_calls_sent_right_behind_the_negotiation_and_pipelined_are_answered(tmp_path: Path, pki: Pki) -> None:
+    # One TLS write holds the whole PLAIN negotiation and two SASL data frames (two calls) behind it: the server
+    # reads the negotiation in small pieces, so the calls end up decrypted inside the TLS layer, where the socket
+    # will not signal them again; both must be answered without the client sending anything more.
+    pw = _password_file(tmp_path / "passwords", {"carol": PASSWORDS["carol"]})
+    server = _plain_server(tmp_path, pki, pw)
+    try:
+        ctx = ssl.create_default_context(cafile=str(pki.ca))
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            calls = [call_bytes(lambda c: c.send_get_all_databases()), call_bytes(lambda c: c.send_getName())]
+            negotiation = (struct.pack("!BI", 1, 5) + b"PLAIN"
+                           + struct.pack("!BI", 5, len(PASSWORDS["carol"]) + 7) + b"\0carol\0"
+                           + PASSWORDS["carol"].encode())
+            tls.sendall(negotiation + b"".join(struct.pack("!i", len(c)) + c for c in calls))
+            status, length = struct.unpack("!BI", _read_exactly(tls, 5))
+            assert status == 5 and length == 0  # COMPLETE
+            replies = []
+            for _ in calls:
+                (size,) = struct.unpack("!i", _read_exactly(tls, 4))
+                replies.append(_read_exactly(tls, size))
+        assert b"get_all_databases" in replies[0] and b"default" in replies[0]
+        assert b"getName" in replies[1] and b"metastore" in replies[1]
+    finally:
+        assert server.stop() == 0
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, "the server closed the connection"
+        data += chunk
+    return data
 
 
 def test_plain_needs_tls_on_both_sides(tmp_path: Path, pki: Pki) -> None:

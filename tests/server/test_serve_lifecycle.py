@@ -213,3 +213,55 @@ def test_signal_storm_on_the_whole_process_group_stops_the_server(tmp_path):
             assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
     finally:
         server.stop()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return "zombie" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sighup_without_tls_is_logged_and_ignored(tmp_path, workers):
+    # Admins send HUP after editing the policy or password file; with TLS off there is nothing to reload, and
+    # the default action (terminate) would kill the server, or with workers only the parent, orphaning them.
+    server = start_server(tmp_path, f"sqlite:///{tmp_path}/m.db", workers=workers)
+    try:
+        before = server.worker_pids()
+        client = connect(server.port)
+        client.get_all_databases()
+        for _ in range(2):
+            server.signal(signal.SIGHUP)
+            time.sleep(0.8)  # the accept loop turns the request into the log line within 0.5 s
+        assert server.process.poll() is None
+        assert server.worker_pids() == before
+        assert "default" in client.get_all_databases()  # the connection made before the signals is still served
+        with server.client() as fresh:
+            assert "default" in fresh.get_all_databases()
+        client._iprot.trans.close()
+        ignored = [ln for ln in server.output.splitlines() if "SIGHUP: TLS is off, nothing to reload" in ln]
+        assert len(ignored) == 2, server.output  # once per signal, not once per worker
+    finally:
+        assert server.stop() == 0
+
+
+def test_workers_stop_when_the_server_process_is_killed(tmp_path):
+    # SIGKILL leaves the parent no chance to forward a stop: the workers notice it is gone and stop themselves.
+    server = start_server(tmp_path, f"sqlite:///{tmp_path}/m.db", workers=2)
+    try:
+        workers = server.worker_pids()
+        assert len(workers) == 2
+        parent = server.process.pid
+        os.kill(parent, signal.SIGKILL)
+        server.process.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while not all(_gone(pid) for pid in workers):
+            assert time.monotonic() < deadline, server.output
+            time.sleep(0.2)
+        # (No connect check here: once every process of this server is gone, any other program on this shared
+        # machine may already listen on the port.)
+        time.sleep(0.3)
+        assert server.output.count(f"the server process {parent} is gone") == 2, server.output
+    finally:
+        server.stop()

@@ -22,6 +22,8 @@ from thrift.transport.TTransport import TTransportException
 from metastore.api.hive_metastore import ThriftHiveMetastore
 from metastore.catalog import Database
 from metastore.client import ConnectionFailed, ThriftMetastoreClient, connect
+from metastore.server.auth import write_password_entry
+from metastore.server.main import is_loopback
 from server.harness import ServerProcess, metastore_exe, start_server
 from server.harness import connect as plain_connect
 
@@ -165,6 +167,19 @@ def test_client_certificate_required(tmp_path: Path, pki: Pki) -> None:
         with ThriftMetastoreClient(uri, tls_ca=str(pki.ca), tls_cert=str(pki.client_cert),
                                    tls_key=str(pki.client_key)) as client:
             assert "default" in client.list_databases()
+        # The shell presents a client certificate too.
+        shell = [metastore_exe(), "sql", "--connect", uri, "--tls-ca", str(pki.ca), "--output", "csv"]
+        out = subprocess.run([*shell, "--tls-cert", str(pki.client_cert), "--tls-key", str(pki.client_key),
+                              "-e", "SHOW DATABASES"], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and "default" in out.stdout.split(), out.stderr
+        out = subprocess.run([*shell, "-e", "SHOW DATABASES"], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 1 and "default" not in out.stdout
+        for args, message in ((["--tls-cert", str(pki.client_cert)], "--tls-cert and --tls-key go together"),
+                              (["--connect", f"thrift://127.0.0.1:{server.port}"], "need a thrifts:// URI")):
+            out = subprocess.run([*shell, *args, "-e", "SHOW DATABASES"], capture_output=True, text=True,
+                                 timeout=120)
+            lines = out.stderr.strip().splitlines()
+            assert out.returncode == 1 and len(lines) == 1 and message in lines[0], out.stderr
     finally:
         assert server.stop() == 0
 
@@ -222,6 +237,34 @@ def test_plaintext_garbage_and_stalled_handshakes_close_only_that_connection(tmp
         assert len(refusals) >= 4, server.output
         assert any("timed out" in ln for ln in refusals)
         assert "Traceback" not in server.output
+    finally:
+        assert server.stop() == 0
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1:DeprecationWarning")
+def test_clients_older_than_tls_1_2_are_refused(tmp_path: Path, pki: Pki) -> None:
+    server = _tls_server(tmp_path, pki, workers=1)
+
+    def handshake(version: ssl.TLSVersion) -> str | None:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(cafile=str(pki.ca))
+        # OpenSSL 3 will not even offer TLS 1.0/1.1 at its default security level: level 0 lets this client try.
+        ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+        ctx.minimum_version = ctx.maximum_version = version
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            return tls.version()
+
+    try:
+        for old in (ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1):
+            with pytest.raises((ssl.SSLError, ConnectionResetError)):
+                handshake(old)
+        assert handshake(ssl.TLSVersion.TLSv1_2) == "TLSv1.2"  # the oldest version served
+        time.sleep(0.3)
+        refused = [ln for ln in server.output.splitlines() if "TLS handshake with" in ln]
+        assert len(refused) == 2 and all("UNSUPPORTED_PROTOCOL" in ln for ln in refused), server.output
+        with ThriftMetastoreClient(f"thrifts://127.0.0.1:{server.port}", tls_ca=str(pki.ca)) as client:
+            assert "default" in client.list_databases()
     finally:
         assert server.stop() == 0
 
@@ -294,17 +337,55 @@ def test_environment_turns_tls_on(tmp_path: Path, pki: Pki) -> None:
         assert server.stop() == 0
 
 
-def test_listening_beyond_loopback_without_tls_warns(tmp_path: Path) -> None:
+AUTH_WARNING = "without authentication or an authorization policy: anyone who can reach the port"
+
+
+def _warnings(server: ServerProcess, text: str) -> list[str]:
+    return [ln for ln in server.output.splitlines() if "WARNING" in ln and text in ln]
+
+
+def test_listening_beyond_loopback_warns_without_authentication_policy_or_tls(tmp_path: Path, pki: Pki) -> None:
     server = start_server(tmp_path, f"sqlite:///{tmp_path / 'm.db'}", workers=1,
                           extra_args=["--host", "0.0.0.0"])
     try:
         time.sleep(0.2)
-        warnings = [ln for ln in server.output.splitlines() if "WARNING" in ln and "without TLS" in ln]
-        assert len(warnings) == 1, server.output
+        assert len(_warnings(server, AUTH_WARNING)) == 1, server.output
+        assert len(_warnings(server, "without TLS")) == 1, server.output
+    finally:
+        assert server.stop() == 0
+    # A policy alone silences the first warning (a warning of its own says set_ugi is believed); TLS is still off.
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[grants]]\nprincipals = ["u"]\ndatabases = ["*"]\npermissions = ["read"]\n')
+    server = start_server(tmp_path / "policy", f"sqlite:///{tmp_path / 'p.db'}", workers=1,
+                          extra_args=["--host", "0.0.0.0", "--authorization-policy", str(policy)])
+    try:
+        time.sleep(0.2)
+        assert not _warnings(server, AUTH_WARNING), server.output
+        assert len(_warnings(server, "without TLS")) == 1, server.output
+    finally:
+        assert server.stop() == 0
+    # Authentication over TLS: nothing to warn about.
+    passwords = tmp_path / "passwords"
+    write_password_entry(passwords, "u", "pw-of-u")
+    server = _tls_server(tmp_path / "auth", pki, "--host", "0.0.0.0", "--authentication", "config",
+                         "--password-file", str(passwords), workers=1)
+    try:
+        time.sleep(0.2)
+        assert "WARNING" not in server.output, server.output
     finally:
         assert server.stop() == 0
     server = start_server(tmp_path / "lo", f"sqlite:///{tmp_path / 'lo.db'}", workers=1)
     try:
-        assert "without TLS" not in server.output
+        time.sleep(0.2)
+        assert "WARNING" not in server.output, server.output
     finally:
         assert server.stop() == 0
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.8.9.10", True), ("::1", True), ("localhost", True), ("LOCALHOST", True),
+    ("0.0.0.0", False), ("::", False), ("10.1.2.3", False), ("192.0.2.1", False), ("metastore.example.com", False),
+    ("localhost.example.com", False),
+])
+def test_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback

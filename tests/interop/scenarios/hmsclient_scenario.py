@@ -11,20 +11,34 @@ from typing import Any
 
 from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as T
-from scenario_common import PARTITION_NAMES, TABLE_COLUMNS, Names, Recorder, Scenario, emit, parse_args
+from scenario_common import (
+    PARTITION_NAMES,
+    TABLE_COLUMNS,
+    Names,
+    Recorder,
+    Scenario,
+    emit,
+    open_socket,
+    parse_args,
+)
 from thrift.protocol import TBinaryProtocol
-from thrift.transport import TSocket, TTransport
+from thrift.transport import TTransport
 
 
 def main() -> None:
     args = parse_args()
     names = Names(args.prefix)
-    client = hmsclient.HMSClient(host=args.host, port=args.port)
+    if args.tls_ca:
+        # hmsclient opens a plain TSocket itself; a TLS transport goes in through its iprot argument.
+        client = hmsclient.HMSClient(iprot=TBinaryProtocol.TBinaryProtocol(
+            TTransport.TBufferedTransport(open_socket(args))))
+    else:
+        client = hmsclient.HMSClient(host=args.host, port=args.port)
     client.open()
 
     def reconnect() -> None:
         client.close()
-        transport = TTransport.TBufferedTransport(TSocket.TSocket(args.host, args.port))
+        transport = TTransport.TBufferedTransport(open_socket(args))
         proto = TBinaryProtocol.TBinaryProtocol(transport)
         client._iprot = client._oprot = proto
         transport.open()

@@ -23,10 +23,11 @@ from scenario_common import (
     Scenario,
     emit,
     normalise,
+    open_socket,
     parse_args,
 )
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
-from thrift.transport import TSocket, TTransport
+from thrift.transport import TTransport
 
 
 def plain(value: Any) -> Any:
@@ -69,7 +70,7 @@ def main() -> None:
     def connect() -> None:
         if "transport" in state:
             state["transport"].close()
-        transport = TTransport.TBufferedTransport(TSocket.TSocket(args.host, args.port))
+        transport = TTransport.TBufferedTransport(open_socket(args))
         transport.open()
         state["transport"] = transport
         client = ThriftHiveMetastore.Client(TBinaryProtocol(transport))

@@ -705,7 +705,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--prefix", default="interop", help="prefix of the database names this run creates")
+    parser.add_argument("--tls-ca", help="speak TLS (the client library's TSSLSocket), verifying the server's "
+                        "certificate against this PEM CA")
     return parser.parse_args(argv)
+
+
+def open_socket(args: argparse.Namespace) -> Any:
+    """The client's Thrift socket to the server: TSocket, or with --tls-ca the TSSLSocket of the client's own
+    thrift package, as a user of that library turns TLS on (CA file, certificate and host name checked)."""
+    if args.tls_ca:
+        import ssl
+
+        from thrift.transport import TSSLSocket
+
+        return TSSLSocket.TSSLSocket(args.host, args.port, ca_certs=args.tls_ca, cert_reqs=ssl.CERT_REQUIRED)
+    from thrift.transport import TSocket
+
+    return TSocket.TSocket(args.host, args.port)
 
 
 def emit(doc: dict[str, Any]) -> None:
