@@ -12,12 +12,14 @@ statistics model, sketches and persistence as the shell's ANALYZE (:mod:`metasto
   ``split_bytes`` split into pieces by stripe ranges (:func:`~metastore.stats.harvest.scan.stripes_of_piece`);
 - **executors** run the per-file harvest (:func:`~metastore.stats.harvest.scan.analyze_file_piece`: footers
   first, a stream-selective scan only for what footers lack) through ``mapInArrow`` and return each piece pickled;
-- the driver joins pieces, merges files in listing order as results arrive (one running sketch per column and
-  partition: memory does not grow with the number of files) and writes through the metastore client.
+- each task's results reach the driver as the task finishes (a classic session's Arrow stream read batch by
+  batch; ``toLocalIterator`` over Spark Connect); the driver joins pieces, merges files in listing order (one
+  running sketch per column and partition: memory does not grow with the number of files) and writes through
+  the metastore client.
 
-Only DataFrame APIs are used (``spark.range``, a broadcast join, ``mapInArrow``, ``collect``), so the same code runs
-on a local session, a standalone or YARN/Kubernetes cluster, and over Spark Connect (``sc://``). Retried tasks
-cannot double count: every result is keyed by (partition, file, piece) and a key seen twice is merged once.
+Only DataFrame APIs are used (``spark.range``, a broadcast join, ``mapInArrow``), so the same code runs on a local
+session, a standalone or YARN/Kubernetes cluster, and over Spark Connect (``sc://``). Retried tasks cannot double
+count: every result is keyed by (partition, file, piece) and a key seen twice is merged once.
 
 :func:`read_table` gives Spark a table's rows reading only the files its split-filtering indexes keep, and index
 builds (CREATE / UPDATE INDEX with the Spark engine) scan files on executors (:mod:`metastore.spark.indexes`).

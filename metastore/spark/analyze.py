@@ -6,6 +6,7 @@ the whole statement for Python callers and `metastore spark-analyze`.
 
 from __future__ import annotations
 
+import logging
 import math
 import pickle
 import time
@@ -45,7 +46,7 @@ from metastore.stats.orc_convert import hive_kind
 from metastore.stats.partial_store import FilePartials
 from metastore.storage import StorageOptions
 
-__all__ = ["DEFAULT_SPLIT_BYTES", "DEFAULT_TASK_BYTES", "analyze_table", "harvest_targets"]
+__all__ = ["DEFAULT_SPLIT_BYTES", "DEFAULT_TASK_BYTES", "analyze_table", "harvest_targets", "plan_tasks"]
 
 #: Files are grouped into tasks of about this many bytes (Spark's spark.sql.files.maxPartitionBytes).
 DEFAULT_TASK_BYTES = 128 << 20
@@ -53,10 +54,18 @@ DEFAULT_TASK_BYTES = 128 << 20
 DEFAULT_SPLIT_BYTES = 256 << 20
 #: Smallest task worth scheduling when tasks are made smaller to keep every core busy (openCostInBytes).
 _MIN_TASK_BYTES = 4 << 20
-#: Results held on the driver at once: tasks run in waves whose results are estimated to fit in this.
-_WAVE_RESULT_BYTES = 256 << 20
-#: Estimated size of one column's result of one unit (a dense p=14 HyperLogLog is 12 KiB).
-_RESULT_BYTES_PER_COLUMN = 16 << 10
+#: Tasks per core a small table is cut into (a large one gets tasks of task_bytes, hence many more).
+_TASKS_PER_CORE = 4
+#: Units (files or pieces) in one task at most: a task's results reach the driver together, so this bounds them
+#: (128 MB of 4 MB files, as Spark's openCostInBytes of 4 MB allows).
+_MAX_UNITS_PER_TASK = 32
+#: Pickled task plans in one Spark job at most (a job broadcasts its plans); a larger table runs several jobs.
+_JOB_PLAN_BYTES = 32 << 20
+#: Fresh per-file results are sent to the cache (the metastore: one call) in batches of this many files or bytes.
+_CACHE_BATCH_FILES = 64
+_CACHE_BATCH_BYTES = 4 << 20
+
+_log = logging.getLogger(__name__)
 
 
 def analyze_table(
@@ -67,7 +76,7 @@ def analyze_table(
     histograms: bool = False,
     metastore: str = "thrift://127.0.0.1:9083",
     *,
-    cache: str | None = "default",
+    cache: str | None = "auto",
     progress: bool = False,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     task_bytes: int = DEFAULT_TASK_BYTES,
@@ -79,12 +88,14 @@ def analyze_table(
 
     ``table`` is ``db.name`` (or ``name`` in ``default``); ``columns`` None means every column, ``[]`` basic
     statistics only; ``partition`` is a (possibly partial) spec such as ``{"ds": "2024-01-01"}``; ``histograms``
-    adds KLL histograms. ``cache`` keeps per-file results on the driver for incremental re-runs ("default": the
-    user's cache directory, a path, "metastore": the metastore's database, shared with every shell and driver,
-    or None). Returns the summary (rows per partition, the summary line, failed
-    partitions with the file that failed them). ``storage_options`` reach object stores (``{"endpoint_url":
-    ...}``, as ``--storage-option``). Raises MetastoreError subclasses for bad input, an unreachable metastore or
-    object store.
+    adds KLL histograms. ``cache`` is where per-file results are kept for incremental re-runs: "auto" (the
+    default) is "metastore" with a ``thrift://`` metastore and "default" otherwise, as for `metastore
+    spark-analyze` and the shell; "metastore" is the metastore's database, shared with every shell and driver;
+    "default" the driver's cache in the user's cache directory; a path a cache file; None keeps nothing. Returns
+    the summary (rows per partition, the summary line, failed partitions with the file that failed them).
+    ``storage_options`` reach object stores (``{"endpoint_url": ...}``, as ``--storage-option``). Raises
+    MetastoreError subclasses for bad input, an unreachable metastore or object store. ``spark`` may also be a
+    function returning the session: it is called only when some file has to be read.
     """
     started = time.monotonic()
     storage = (storage_options if isinstance(storage_options, StorageOptions)
@@ -108,7 +119,7 @@ def analyze_table(
         if not targets:
             return summarize(tbl, wanted, True, [], time.monotonic() - started, engine="Spark")
         bar = FileProgress(progress, _stderr(), sum(len(t.files) for t in targets), f"analyze {qualified(tbl)}")
-        opened = _open_cache(cache, client, tbl)
+        opened = _open_cache(cache_choice(cache, metastore), client, tbl)
         try:
             outcomes = harvest_targets(
                 spark, targets, tbl, wanted, histograms=histograms, cache=opened, progress=bar,
@@ -122,7 +133,7 @@ def analyze_table(
             bar.close()
             if opened is not None:
                 opened.close()
-        persist_outcomes(client, tbl, wanted, outcomes, partitions_total)
+        persist_outcomes(client, tbl, wanted, outcomes, partitions_total, histograms=histograms)
         return summarize(tbl, wanted, True, outcomes, time.monotonic() - started, engine="Spark")
     finally:
         client.close()
@@ -132,6 +143,14 @@ def _stderr() -> Any:
     import sys
 
     return sys.stderr
+
+
+def cache_choice(option: str | None, metastore: str) -> str | None:
+    """What ``cache="auto"`` means for ``metastore``: a server keeps per-file results for every host and driver
+    ("metastore"); an embedded database's user keeps them in the local cache ("default")."""
+    if option != "auto":
+        return option
+    return "metastore" if metastore.strip().lower().startswith(("thrift://", "thrifts://")) else "default"
 
 
 def _open_cache(option: str | None, client: Any, table: Table) -> Any:
@@ -153,15 +172,18 @@ def _open_cache(option: str | None, client: Any, table: Table) -> Any:
 
 @dataclass
 class _FileSlot:
-    """A file of a target still to be merged: pieces received so far and the columns the cache had."""
+    """A file of a target not merged yet: pieces received so far, the columns the cache had, the finished result
+    while an earlier file of the target is still out."""
 
     pieces: dict[int, FilePiece] = field(default_factory=dict)
+    tasks: set[int] = field(default_factory=set)  # tasks its pieces came from (for the log)
     have: dict[str, ColumnPartial] = field(default_factory=dict)
     done: FileAnalysis | None = None
 
 
 class _TargetMerge:
-    """One target's files merged in listing order as they complete (what analyze_files' merge gives)."""
+    """One target's files merged in listing order as they complete (what analyze_files' merge gives: Hive's
+    sparse HyperLogLog bytes depend on the order sketches are merged in)."""
 
     def __init__(self, target: AnalyzeTarget, names: list[str]) -> None:
         self.target = target
@@ -178,9 +200,10 @@ class _TargetMerge:
             return None
         return self.slots.setdefault(index, _FileSlot())
 
-    def complete(self, index: int, analysis: FileAnalysis) -> None:
-        slot = self.slots[index]
-        slot.done = analysis
+    def complete(self, index: int, analysis: FileAnalysis) -> int:
+        """Record a file's result and merge every file now next in order; returns how many were merged."""
+        self.slot(index).done = analysis  # type: ignore[union-attr]
+        merged = 0
         while self.next in self.slots and self.slots[self.next].done is not None:
             ready = self.slots.pop(self.next).done
             assert ready is not None
@@ -188,10 +211,119 @@ class _TargetMerge:
                 self.accumulators[name].add(ready.columns[name])
             self.files.append(replace(ready, columns={}))
             self.next += 1
+            merged += 1
+        return merged
 
     @property
     def finished(self) -> bool:
         return self.next == len(self.target.files)
+
+
+class _ResultMerge:
+    """Every target's results merged on the driver as executors return them (one row per file or piece).
+
+    The driver holds only what cannot be merged yet: pieces of a split file whose other pieces are still out, and
+    files that finished before an earlier file of their partition. ``held`` counts them and ``peak_held`` is its
+    maximum over the run. A (target, file, piece) seen before (a retried or speculative task's copy) is dropped,
+    so nothing counts twice; ``duplicates`` counts the drops."""
+
+    def __init__(self, targets: Sequence[AnalyzeTarget], names: list[str], cache: Any = None,
+                 progress: FileProgress | None = None) -> None:
+        self.merges = [_TargetMerge(t, names) for t in targets]
+        self.cache = cache
+        self.progress = progress
+        self.versions: dict[str, str] = {}  # object versions of the files in flight, for the cache
+        self.pending: list[FilePartials] = []  # fresh per-file results not yet sent to the cache
+        self.pending_bytes = 0
+        self.files_done = 0
+        self.held = 0
+        self.peak_held = 0
+        self.duplicates = 0
+
+    def _hold(self, delta: int) -> None:
+        self.held += delta
+        self.peak_held = max(self.peak_held, self.held)
+
+    def reuse(self, target: int, file: int, analysis: FileAnalysis) -> None:
+        """A file whose every column came from the cache."""
+        self._complete(target, file, analysis)
+
+    def partly_cached(self, target: int, file: int, have: dict[str, ColumnPartial]) -> None:
+        """Columns of a file the cache had (the others are computed)."""
+        slot = self.merges[target].slot(file)
+        assert slot is not None
+        slot.have = have
+
+    def _complete(self, target: int, file: int, analysis: FileAnalysis) -> None:
+        merge = self.merges[target]
+        self._hold(1)
+        merged = merge.complete(file, analysis)
+        self._hold(-merged)
+        self.files_done += 1
+
+    def add(self, target: int, file: int, piece: int, pieces: int, task: int, result: bytes | None,
+            error: str | None) -> None:
+        """One result row: a pickled FilePiece, or the error that fails its target."""
+        merge = self.merges[target]
+        if merge.error is not None:
+            return
+        if error is not None:
+            merge.error = error
+            # the target's held results are dropped: nothing of it is written
+            self._hold(-sum(len(s.pieces) + (s.done is not None) for s in merge.slots.values()))
+            merge.slots.clear()
+            return
+        slot = merge.slot(file)
+        if slot is None or piece in slot.pieces or slot.done is not None:
+            self.duplicates += 1
+            return
+        assert result is not None
+        slot.pieces[piece] = pickle.loads(result)
+        slot.tasks.add(task)
+        self._hold(1)
+        if len(slot.pieces) < pieces:
+            return
+        outcome = join_file_pieces(list(slot.pieces.values()))
+        self._hold(-len(slot.pieces))
+        slot.pieces.clear()
+        if pieces > 1:
+            _log.debug("%s: %d pieces from tasks %s", outcome.analysis.path, pieces, sorted(slot.tasks))
+        analysis = outcome.analysis
+        if slot.have:
+            analysis = replace(analysis, columns={**slot.have, **analysis.columns})
+        version = self.versions.pop(analysis.path, "")
+        if self.cache is not None:
+            self.pending.append(stored_partials(outcome, version, merge.target.name))
+            self.pending_bytes += sum(map(len, outcome.entries.values()))
+        self._complete(target, file, analysis)
+        if len(self.pending) >= _CACHE_BATCH_FILES or self.pending_bytes >= _CACHE_BATCH_BYTES:
+            self.flush()
+        elif self.progress is not None:
+            self.progress.advance_to(self.files_done)
+
+    def flush(self) -> None:
+        """Send fresh per-file results to the cache and move the progress bar."""
+        if self.cache is not None and self.pending:
+            self.cache.store(self.pending)
+        self.pending = []
+        self.pending_bytes = 0
+        if self.progress is not None:
+            self.progress.advance_to(self.files_done)
+
+    def outcomes(self, hive_types: Mapping[str, str], options: ScanOptions, seconds: float) -> list[TargetOutcome]:
+        out: list[TargetOutcome] = []
+        for merge in self.merges:
+            if merge.error is not None:
+                out.append(failed_outcome(merge.target, merge.error))
+                continue
+            if not merge.finished:  # pragma: no cover - every unit answers or fails its target
+                raise RuntimeError(f"Spark returned no result for some files of {merge.target.name or 'the table'}")
+            merged = {
+                name: acc.result() if acc.count else absent_partial(hive_kind(hive_types[name]), 0, options)
+                for name, acc in merge.accumulators.items()
+            }
+            out.append(outcome_of(merge.target, result_of(tuple(merge.files), merged, options, seconds)))
+        return out
 
 
 def harvest_targets(
@@ -210,7 +342,8 @@ def harvest_targets(
 ) -> list[TargetOutcome]:
     """Each target's outcome computed on Spark: column statistics of ``columns`` (none: basic statistics from the
     footers), equal to what the local runner gives. A target with an unreadable file fails alone, naming it.
-    Executors read object stores with ``storage_options``."""
+    Executors read object stores with ``storage_options``. ``spark`` is a session, or a function returning one
+    (called only when some file is not in the cache: a re-run with nothing changed starts no Spark)."""
     started = time.perf_counter()
     if split_bytes < 1 or task_bytes < 1:
         raise InvalidInput("split_bytes and task_bytes must be positive")
@@ -218,95 +351,58 @@ def harvest_targets(
     names = [c.name for c in columns]
     specs = tuple(column_specs(names, hive_types, [c.name for c in table.sd.cols]))
     options = ScanOptions(want_ndv=True, want_histograms=histograms, scan=True)
-    merges = [_TargetMerge(t, names) for t in targets]
+    merge = _ResultMerge(targets, names, cache, progress)
     units: list[Unit] = []
-    files_done = 0
-    versions: dict[str, str] = {}  # object versions of the files in flight, for the cache
-    outcomes_pending: list[FilePartials] = []
     for ti, target in enumerate(targets):
-        merge = merges[ti]
         # one lookup per target: a PartialStore in the metastore answers it in one call
         stored = cache.lookup(target.files, target.name) if cache is not None and target.files else {}
         for fi, ref in enumerate(target.files):
-            path, size, mtime_ns = ref.url, ref.size, ref.mtime_ns
             reused = cached_partials(stored.get(ref.url), ref, list(specs), options)
-            slot = merge.slot(fi)
-            assert slot is not None
             if reused is not None and len(reused[1]) == len(specs):
                 info, partials = reused
-                merge.complete(fi, FileAnalysis(path, size, mtime_ns, info["rows"], info["raw"], partials, "cache"))
-                files_done += 1
+                merge.reuse(ti, fi, FileAnalysis(ref.url, ref.size, ref.mtime_ns, info["rows"], info["raw"],
+                                                 partials, "cache"))
                 continue
-            if reused is not None:
-                slot.have = reused[1]
+            have = reused[1] if reused is not None else {}
+            if have:
+                merge.partly_cached(ti, fi, have)
             if ref.version:
-                versions[path] = ref.version
-            todo = tuple(i for i, s in enumerate(specs) if s.name not in slot.have)
+                merge.versions[ref.url] = ref.version
+            todo = tuple(i for i, s in enumerate(specs) if s.name not in have)
             # only a scan is worth splitting: basic statistics read each footer once
-            pieces = math.ceil(size / split_bytes) if specs and size > split_bytes else 1
-            units.extend(Unit(ti, fi, path, size, mtime_ns, k, pieces, todo, ref.version) for k in range(pieces))
-    if progress is not None:
-        progress.advance_to(files_done)
+            pieces = math.ceil(ref.size / split_bytes) if specs and ref.size > split_bytes else 1
+            units.extend(Unit(ti, fi, ref.url, ref.size, ref.mtime_ns, k, pieces, todo, ref.version)
+                         for k in range(pieces))
+    merge.flush()
 
     if units:
-        cores = parallelism or _default_parallelism(spark)
-        total = sum(u.size // u.pieces for u in units)
-        per_task = min(task_bytes, max(_MIN_TASK_BYTES, total // max(cores, 1)))
-        tasks = _group(units, per_task, specs, options, storage_options or StorageOptions())
-        per_wave = max(2 * cores, _WAVE_RESULT_BYTES // max(1, _RESULT_BYTES_PER_COLUMN * max(1, len(specs))
-                                                          * max(1, len(units) // len(tasks))))
-        for start in range(0, len(tasks), per_wave):
-            wave = tasks[start : start + per_wave]
-            for row in _run_wave(spark, wave):
-                merge = merges[row["target"]]
-                if merge.error is not None:
-                    continue
-                if row["error"] is not None:
-                    merge.error = row["error"]
-                    continue
-                slot = merge.slot(row["file"])
-                if slot is None or row["piece"] in slot.pieces or slot.done is not None:
-                    continue  # a result seen before (a retried or speculative task): merged once
-                slot.pieces[row["piece"]] = pickle.loads(row["result"])
-                if len(slot.pieces) < row["pieces"]:
-                    continue
-                outcome = join_file_pieces(list(slot.pieces.values()))
-                slot.pieces.clear()
-                analysis = outcome.analysis
-                if slot.have:
-                    analysis = replace(analysis, columns={**slot.have, **analysis.columns})
-                outcomes_pending.append(stored_partials(outcome, versions.pop(analysis.path, ""), merge.target.name))
-                merge.complete(row["file"], analysis)
-                files_done += 1
-            if cache is not None and outcomes_pending:
-                cache.store(outcomes_pending)
-            outcomes_pending = []
-            if progress is not None:
-                progress.advance_to(files_done)
-
-    seconds = time.perf_counter() - started
-    out: list[TargetOutcome] = []
-    for merge in merges:
-        if merge.error is not None:
-            out.append(failed_outcome(merge.target, merge.error))
-            continue
-        if not merge.finished:  # pragma: no cover - every unit answers or fails its target
-            raise RuntimeError(f"Spark returned no result for some files of {merge.target.name or 'the table'}")
-        merged = {
-            name: acc.result() if acc.count else absent_partial(hive_kind(hive_types[name]), 0, options)
-            for name, acc in merge.accumulators.items()
-        }
-        result = result_of(tuple(merge.files), merged, options, seconds)
-        out.append(outcome_of(merge.target, result))
-    return out
+        session = spark() if callable(spark) else spark
+        cores = parallelism or _default_parallelism(session)
+        tasks = plan_tasks(units, cores, task_bytes, specs, options, storage_options or StorageOptions())
+        jobs = _jobs(tasks)
+        _log.info("%d unit(s) of %d file(s) in %d task(s), %d job(s), for %d core(s); %d file(s) split into pieces",
+                  len(units), len({(u.target, u.file) for u in units}), len(tasks), len(jobs), cores,
+                  len({(u.target, u.file) for u in units if u.pieces > 1}))
+        for job in jobs:
+            for row in _run_job(session, job):
+                merge.add(*row)
+        merge.flush()
+    _log.info("at most %d result(s) held on the driver at once; %d repeated result(s) dropped", merge.peak_held,
+              merge.duplicates)
+    return merge.outcomes(hive_types, options, time.perf_counter() - started)
 
 
-def _group(units: list[Unit], per_task: int, specs: tuple[ColumnSpec, ...], options: ScanOptions,
-           storage: StorageOptions) -> list[TaskPlan]:
-    """Consecutive units in tasks of about ``per_task`` bytes (a piece of a large file is a task of its own)."""
-    tasks = _group_units(units, per_task, specs, options)
+def plan_tasks(units: Sequence[Unit], cores: int, task_bytes: int, specs: tuple[ColumnSpec, ...],
+               options: ScanOptions, storage: StorageOptions | None = None) -> list[TaskPlan]:
+    """Units in tasks of ``task_bytes`` at most, consecutive units together, at most 32 units a task (which bounds
+    one task's results on the driver), each piece of a split file a task of its own. A table too small to give
+    every core several full tasks gets smaller ones (``bytes / (4 × cores)``, not under 4 MiB), so that cores
+    finishing early take more work instead of idling behind the last task."""
+    total = sum(u.size // u.pieces for u in units)
+    per_task = min(task_bytes, max(_MIN_TASK_BYTES, math.ceil(total / (_TASKS_PER_CORE * max(cores, 1)))))
     failing = failing_tasks()
-    return [replace(t, storage=storage, fail_first_attempt=t.task in failing) for t in tasks]
+    return [replace(t, storage=storage or StorageOptions(), fail_first_attempt=t.task in failing)
+            for t in _group_units(list(units), per_task, specs, options)]
 
 
 def _group_units(units: list[Unit], per_task: int, specs: tuple[ColumnSpec, ...], options: ScanOptions
@@ -314,19 +410,37 @@ def _group_units(units: list[Unit], per_task: int, specs: tuple[ColumnSpec, ...]
     tasks: list[TaskPlan] = []
     current: list[Unit] = []
     size = 0
+
+    def close() -> None:
+        nonlocal current, size
+        if current:
+            tasks.append(TaskPlan(len(tasks), specs, options, tuple(current)))
+        current, size = [], 0
+
     for unit in units:
         share = unit.size // unit.pieces
-        if current and (size + share > per_task or unit.pieces > 1):
-            tasks.append(TaskPlan(len(tasks), specs, options, tuple(current)))
-            current, size = [], 0
+        if unit.pieces > 1 or size + share > per_task or len(current) >= _MAX_UNITS_PER_TASK:
+            close()
         current.append(unit)
         size += share
         if unit.pieces > 1:
-            tasks.append(TaskPlan(len(tasks), specs, options, tuple(current)))
-            current, size = [], 0
-    if current:
-        tasks.append(TaskPlan(len(tasks), specs, options, tuple(current)))
+            close()
+    close()
     return tasks
+
+
+def _jobs(tasks: list[TaskPlan]) -> list[list[tuple[int, bytes]]]:
+    """Tasks (id, pickled plan) in Spark jobs of at most _JOB_PLAN_BYTES of plans (each job broadcasts its own)."""
+    jobs: list[list[tuple[int, bytes]]] = [[]]
+    size = 0
+    for task in tasks:
+        payload = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
+        if jobs[-1] and size + len(payload) > _JOB_PLAN_BYTES:
+            jobs.append([])
+            size = 0
+        jobs[-1].append((task.task, payload))
+        size += len(payload)
+    return [job for job in jobs if job]
 
 
 def _default_parallelism(spark: Any) -> int:
@@ -337,22 +451,58 @@ def _default_parallelism(spark: Any) -> int:
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
         from pyspark.sql import functions as F  # noqa: N812
 
-        return int(spark.range(0, 1 << 20).select(F.spark_partition_id().alias("p")).distinct().count())
+        last = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0]
+        return int(last) + 1
 
 
-def _run_wave(spark: Any, tasks: list[TaskPlan]) -> Iterator[dict[str, Any]]:
-    """Run tasks on executors, exactly one Spark task each, and yield their result rows in task order."""
+#: The fields of a result row, in the order _ResultMerge.add takes them.
+_RESULT_FIELDS = ("target", "file", "piece", "pieces", "task", "result", "error")
+
+
+def _run_job(spark: Any, job: list[tuple[int, bytes]]) -> Iterator[tuple[Any, ...]]:
+    """Run a job's tasks on executors, exactly one Spark task each, and yield their result rows as they reach
+    the driver (in completion order, not after the whole job)."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    n = len(tasks)
+    n = len(job)
+    first = job[0][0]
     # range(n) in n partitions puts exactly one task id in each; the broadcast side carries the plans, so each
     # executor receives them once and every task finds its own
     ids = spark.range(0, n, 1, n)
-    plans = spark.createDataFrame(
-        [(t.task - tasks[0].task, pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL)) for t in tasks],
-        "task long, payload binary",
-    )
+    plans = spark.createDataFrame([(task - first, payload) for task, payload in job], "task long, payload binary")
     joined = ids.join(F.broadcast(plans), ids["id"] == plans["task"]).select("payload")
     results = joined.mapInArrow(harvest_tasks, RESULT_SCHEMA)
-    for row in results.collect():
-        yield row.asDict()
+    if getattr(results, "_jdf", None) is None:
+        # Spark Connect: the client iterates Arrow batches as the server streams them
+        for row in results.toLocalIterator():
+            yield tuple(row[name] for name in _RESULT_FIELDS)
+        return
+    for batch in _classic_arrow_batches(results):
+        yield from zip(*(batch.column(name).to_pylist() for name in _RESULT_FIELDS), strict=True)
+
+
+def _classic_arrow_batches(df: Any) -> Iterator[Any]:
+    """A classic DataFrame's Arrow batches as its tasks finish. The JVM's ``collectAsArrowToPython`` (what
+    ``toArrow`` uses) writes each task's batches to the socket as the task's result arrives; PySpark's own reader
+    keeps them all to restore partition order, which keyed results do not need, so this reads them one by one.
+    (``toLocalIterator`` would run the tasks one job at a time, ``collect`` holds every row at once.)"""
+    import pyarrow as pa
+    from pyspark.errors.exceptions.captured import unwrap_spark_exception
+    from pyspark.serializers import UTF8Deserializer, read_int
+    from pyspark.util import _create_local_socket
+
+    port, secret, server = df._jdf.collectAsArrowToPython()
+    sockfile, sock = _create_local_socket((port, secret))
+    failure: str | None = None
+    try:
+        yield from pa.ipc.open_stream(sockfile)
+        # then the batches' partition order (not needed), or -1 and the error that stopped the job
+        if read_int(sockfile) == -1:
+            failure = UTF8Deserializer().loads(sockfile)
+    finally:
+        sockfile.close()
+        sock.close()
+    with unwrap_spark_exception():
+        server.getResult()  # raises the job's failure as PySpark's own collect does
+    if failure is not None:
+        raise RuntimeError(failure)

@@ -106,23 +106,22 @@ def run_spark_analyze(args: argparse.Namespace) -> int:
         print(f"metastore spark-analyze: error: {_one_line(str(exc))}", file=sys.stderr)
         return 1
     from metastore.spark.analyze import analyze_table
-    from metastore.spark.session import stop_spark_session
 
-    try:
-        spark = _session(args.master, dict(args.conf))
-    except MetastoreError as exc:
-        print(f"metastore spark-analyze: error: {_one_line(str(exc))}", file=sys.stderr)
+    if not args.master and not _under_spark_submit():
+        print(f"metastore spark-analyze: error: {_NO_MASTER}", file=sys.stderr)
         return 1
-    except Exception as exc:  # noqa: BLE001 - Spark's start-up errors (no Java, bad master) as one line
-        print(f"metastore spark-analyze: error: cannot start Spark on {args.master}: {_one_line(str(exc))}",
-              file=sys.stderr)
-        return 1
+    # Spark starts when a file has to be read: bad input, an unreachable object store or a re-run with nothing
+    # changed answer without a JVM
+    spark = _LazySession(args.master, dict(args.conf))
     try:
         summary = analyze_table(
             spark, args.table, columns, partition, args.histograms, args.metastore,
             cache=_cache_option(args), progress=args.progress,
             storage_options=storage,
         )
+    except _SparkStartError as exc:
+        print(f"metastore spark-analyze: error: {exc}", file=sys.stderr)
+        return 1
     except MetastoreError as exc:
         print(f"metastore spark-analyze: error: {_one_line(str(exc))}", file=sys.stderr)
         return 1
@@ -130,7 +129,7 @@ def run_spark_analyze(args: argparse.Namespace) -> int:
         print(f"metastore spark-analyze: error: Spark failed: {_one_line(str(exc))}", file=sys.stderr)
         return 1
     finally:
-        stop_spark_session(spark)
+        spark.stop()
     from metastore.sql.output import Result, format_result
 
     text = format_result(Result(summary.columns, summary.rows), args.output)
@@ -143,29 +142,57 @@ def run_spark_analyze(args: argparse.Namespace) -> int:
 def _cache_option(args: argparse.Namespace) -> str | None:
     if args.no_stats_cache:
         return None
-    if args.stats_cache:
-        return str(args.stats_cache)
     # a server keeps per-file results for every host; an embedded database's user keeps them locally
-    return "metastore" if args.metastore.strip().lower().startswith(("thrift://", "thrifts://")) else "default"
+    return str(args.stats_cache) if args.stats_cache else "auto"
 
 
-def _session(master: str | None, conf: dict[str, str]) -> Any:
-    """The session on ``master``, or the one spark-submit configured (its master comes from spark-submit)."""
-    from metastore.spark.session import spark_session
+_NO_MASTER = ("no Spark master: give --master (local[4], spark://host:7077, sc://host:15002) or set "
+              "METASTORE_SPARK_MASTER, or run under spark-submit")
 
-    if master:
-        return spark_session(master, "metastore spark-analyze", conf)
-    if "SPARK_ENV_LOADED" in os.environ or os.environ.get("PYSPARK_GATEWAY_PORT"):
+
+def _under_spark_submit() -> bool:
+    return "SPARK_ENV_LOADED" in os.environ or bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+
+
+class _SparkStartError(Exception):
+    """Spark could not start (no Java, a bad or unreachable master): the message is the one line to print."""
+
+
+class _LazySession:
+    """The session on ``master`` (or the one spark-submit configured), started on the first call."""
+
+    def __init__(self, master: str | None, conf: dict[str, str]) -> None:
+        self.master = master
+        self.conf = conf
+        self.session: Any = None
+
+    def __call__(self) -> Any:
+        if self.session is None:
+            try:
+                self.session = self._start()
+            except Exception as exc:  # noqa: BLE001 - Spark's start-up errors (no Java, bad master) as one line
+                raise _SparkStartError(f"cannot start Spark on {self.master or 'spark-submit'}: "
+                                       f"{_one_line(str(exc))}") from None
+        return self.session
+
+    def _start(self) -> Any:
+        if self.master:
+            from metastore.spark.session import spark_session
+
+            return spark_session(self.master, "metastore spark-analyze", self.conf)
         from pyspark.sql import SparkSession
 
         builder = SparkSession.builder.appName("metastore spark-analyze")
-        for key, value in conf.items():
+        for key, value in self.conf.items():
             builder = builder.config(key, value)
         return builder.getOrCreate()
-    from metastore.errors import InvalidInput
 
-    raise InvalidInput("no Spark master: give --master (local[4], spark://host:7077, sc://host:15002) or set "
-                       "METASTORE_SPARK_MASTER, or run under spark-submit")
+    def stop(self) -> None:
+        if self.session is not None:
+            from metastore.spark.session import stop_spark_session
+
+            stop_spark_session(self.session)
+            self.session = None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """What runs on executors: a task's units of work (a file, or a piece of a large file) harvested one by one.
 
 Tasks reach executors as rows (task id, pickled :class:`TaskPlan`) and leave as one Arrow row per unit:
-(target, file, piece, pieces, the pickled :class:`~metastore.stats.harvest.scan.FilePiece`, error). A file that
+(target, file, piece, pieces, task, the pickled :class:`~metastore.stats.harvest.scan.FilePiece`, error). A file that
 cannot be read gives an error row naming it (its partition then fails alone); anything else fails the task, which
 Spark retries.
 """
@@ -20,7 +20,7 @@ from metastore.storage import StorageOptions
 __all__ = ["FAIL_FIRST_ATTEMPT_ENV", "RESULT_SCHEMA", "TaskPlan", "Unit", "failing_tasks", "harvest_tasks"]
 
 #: The schema of the rows executors return (a DDL string, as mapInArrow takes it).
-RESULT_SCHEMA = "target int, file long, piece int, pieces int, result binary, error string"
+RESULT_SCHEMA = "target int, file long, piece int, pieces int, task int, result binary, error string"
 
 #: Testing hook, read on the driver: comma-separated task ids whose first attempt fails after its first unit (proves
 #: that Spark's retries do not double count). Unset in normal use.
@@ -62,7 +62,7 @@ def harvest_tasks(batches: Iterator[Any]) -> Iterator[Any]:
 
     schema = pa.schema([
         ("target", pa.int32()), ("file", pa.int64()), ("piece", pa.int32()), ("pieces", pa.int32()),
-        ("result", pa.binary()), ("error", pa.string()),
+        ("task", pa.int32()), ("result", pa.binary()), ("error", pa.string()),
     ])
     for batch in batches:
         for payload in batch.column("payload").to_pylist():
@@ -83,7 +83,7 @@ def harvest_tasks(batches: Iterator[Any]) -> Iterator[Any]:
                 # one row per unit: results stream out instead of piling up in the task
                 yield pa.RecordBatch.from_pylist(
                     [{"target": unit.target, "file": unit.file, "piece": unit.piece, "pieces": unit.pieces,
-                      "result": result, "error": error}],
+                      "task": plan.task, "result": result, "error": error}],
                     schema=schema,
                 )
 

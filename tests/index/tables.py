@@ -39,6 +39,9 @@ COLUMNS = {
     "f": "double",
     "r": "float",
     "dt": "date",
+    "si": "smallint",
+    "vc": "varchar(4)",
+    "wd": "decimal(30,4)",  # wider than 18 digits: keys in the bytes domain
 }
 SCHEMA = "struct<" + ",".join(f"{k}:{v}" for k, v in COLUMNS.items()) + ">"
 EPOCH = dt.date(1970, 1, 1)
@@ -50,6 +53,9 @@ decimals = st.integers(-500, 500).map(lambda v: Decimal(v).scaleb(-2))
 doubles = st.sampled_from([0.0, -0.0, 1.5, -1.5, 2.0, float("nan"), float("inf"), -float("inf"), 1e-3, 100.25])
 floats = st.sampled_from([0.0, 0.5, -0.5, 1.25, 3.0, float("nan")])
 dates = st.integers(-5, 5).map(lambda d: EPOCH + dt.timedelta(days=d))
+smallints = ints | st.sampled_from([-32768, -300, 255, 300, 32767])
+wide = (st.integers(-500, 500) | st.sampled_from([10**25, -(10**25), 10**26 - 1, -(10**26) + 1, 123456789012345678901])
+        ).map(lambda v: Decimal(v).scaleb(-4))
 
 
 def nullable(strategy: st.SearchStrategy, p_null: bool = True) -> st.SearchStrategy:
@@ -60,6 +66,7 @@ row_values = st.fixed_dictionaries(
     {
         "i": nullable(ints), "ti": nullable(ints), "s": nullable(strings), "c": nullable(chars),
         "d": nullable(decimals), "f": nullable(doubles), "r": nullable(floats), "dt": nullable(dates),
+        "si": nullable(smallints), "vc": nullable(strings), "wd": nullable(wide),
     }
 )
 #: a table: files of stripes of rows
@@ -115,11 +122,16 @@ def write_table(directory: Path, table: list[list[list[dict[str, Any]]]]) -> Wri
 
 def _literal_for(column: str) -> st.SearchStrategy:
     kind = COLUMNS[column]
-    if kind in ("bigint", "int", "tinyint"):
+    if kind in ("bigint", "int", "tinyint", "smallint"):
         return (st.integers(-300, 300).map(lambda v: Value(ValueKind.INTEGER, str(v)))
-                | st.sampled_from(["2.5", "-0.5", "1000", "-1e3", "7.0"]).map(lambda t: Value(ValueKind.DECIMAL, t)))
-    if kind == "string":
-        return strings.map(lambda v: Value(ValueKind.STRING, v))
+                | st.sampled_from(["2.5", "-0.5", "1000", "-1e3", "7.0", "32767", "-32769", "40000"]).map(
+                    lambda t: Value(ValueKind.DECIMAL, t)))
+    if kind == "string" or kind.startswith("varchar"):
+        return (strings | st.sampled_from(["abcde", "zzzzz"])).map(lambda v: Value(ValueKind.STRING, v))
+    if kind == "decimal(30,4)":
+        return (wide.map(lambda v: Value(ValueKind.DECIMAL, str(v)))
+                | st.sampled_from(["1.00005", "-2.5", "3", "1e25", "-99999999999999999999999999.9999"]).map(
+                    lambda t: Value(ValueKind.DECIMAL, t)))
     if kind.startswith("char"):
         return st.sampled_from(["a", "a ", "ab", "abc", "", "b  "]).map(lambda v: Value(ValueKind.STRING, v))
     if kind.startswith("decimal"):
@@ -168,11 +180,11 @@ def _norm(column: str, value: Any) -> Any:
         return None
     if kind.startswith("char"):
         return value.rstrip(" ").encode()
-    if kind == "string":
+    if kind == "string" or kind.startswith("varchar"):
         return value.encode()
     if kind in ("double", "float"):
         return float(value)
-    if kind.startswith("decimal") or kind in ("bigint", "int", "tinyint"):
+    if kind.startswith("decimal") or kind in ("bigint", "int", "tinyint", "smallint"):
         return Decimal(value)
     return value
 
@@ -184,11 +196,11 @@ def _lit(column: str, value: Value) -> Any:
     text = value.text or ""
     if kind in ("double", "float"):
         return float(text)
-    if kind.startswith("decimal") or kind in ("bigint", "int", "tinyint"):
+    if kind.startswith("decimal") or kind in ("bigint", "int", "tinyint", "smallint"):
         return Decimal(text)
     if kind.startswith("char"):
         return text.rstrip(" ").encode()
-    if kind == "string":
+    if kind == "string" or kind.startswith("varchar"):
         return text.encode()
     return dt.date.fromisoformat(text)
 

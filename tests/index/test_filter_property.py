@@ -26,7 +26,7 @@ from metastore.index.select import TableReader, TableScan, file_splits
 from metastore.orcio import OrcReader, OrcWriter
 
 TYPES = {name: column_type(t, name) for name, t in COLUMNS.items()}
-INDEXED = ["seq", "i", "ti", "s", "c", "d", "f", "r", "dt"]
+INDEXED = ["seq", "i", "ti", "s", "c", "d", "f", "r", "dt", "si", "vc", "wd"]
 DATA_COLUMNS = list(COLUMNS)
 
 
@@ -75,7 +75,7 @@ def test_filtered_select_equals_full_scan(data, specs, expr, split_size) -> None
         assert not result.warnings, result.warnings
         kept = [splits[i] for i in result.kept]
         bound = bind(expr, TYPES)
-        output = ["seq", "s", "f"]
+        output = ["seq", "s", "f", "si", "vc", "wd"]
         expected = _rows(table, expr, output)
         assert _read(table, bound, splits, output) == expected
         assert _read(table, bound, kept, output) == expected
@@ -150,3 +150,63 @@ def test_bloom_extra_stripes_within_false_positive_rate(tmp_path: Path, kind: In
         assert rate <= 0.03  # configured 0.01; three times that leaves room for chance over 7,960 tests
     else:
         assert rate > 0.9
+
+
+def _finite(expr) -> bool:
+    """Whether every literal can be written in the shell's SQL (NaN and infinities have no literal there)."""
+    from metastore.index.predicate import walk
+
+    for node in walk(expr):
+        for value in [getattr(node, "value", None), getattr(node, "low", None), getattr(node, "high", None),
+                      *getattr(node, "values", ())]:
+            if (
+                isinstance(value, Value) and value.kind is ValueKind.DOUBLE and value.text is not None
+                and value.text.strip().lower() in ("nan", "inf", "-inf", "infinity", "-infinity")
+            ):
+                return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def shell(tmp_path_factory: pytest.TempPathFactory):
+    from sql.session import SqlSession
+
+    from metastore.client.embedded import EmbeddedMetastoreClient
+
+    root = tmp_path_factory.mktemp("shell-property")
+    client = EmbeddedMetastoreClient(f"sqlite:///{root / 'ms.db'}", str(root / "warehouse"))
+    yield SqlSession(client), root
+    client.close()
+
+
+_tables_made = [0]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(data=tables, specs=index_specs, expr=predicates(INDEXED).filter(_finite))
+def test_shell_select_with_indexes_equals_sql_semantics(shell, data, specs, expr) -> None:
+    """The same property through the shell: the predicate written as SQL text, parsed, CREATE INDEX statements,
+    SELECT reading the kept splits; the rows are exactly those SQL's semantics select."""
+    from metastore.index.predicate import to_sql
+
+    session, root = shell
+    _tables_made[0] += 1
+    name = f"t{_tables_made[0]}"
+    table = write_table(root / name / "p=1", data)
+    columns = ", ".join(f"{c} {t}" for c, t in COLUMNS.items())
+    session.run(f"CREATE EXTERNAL TABLE {name} ({columns}) PARTITIONED BY (p int) STORED AS ORC "
+                f"LOCATION '{root / name}'; MSCK REPAIR TABLE {name}")
+    made = set()
+    for n, (column, kind, level) in enumerate(specs):
+        if (column, kind) in made:
+            continue  # one index of a kind per column
+        made.add((column, kind))
+        session.run(f"CREATE INDEX {name}_ix{n} USING {kind.value} ON {name} ({column}) "
+                    f"WITH ('level' = '{level.value}')")
+    sql = to_sql(expr)
+    got = Counter(r[0] for r in session.one(f"SELECT seq FROM {name} WHERE {sql}").rows)
+    expected = Counter(r["seq"] for r in table.rows if truth(expr, r) is True)
+    assert got == expected, sql
+    assert session.one(f"SELECT count(*) FROM {name} WHERE {sql}").rows == [[sum(expected.values())]]
+    session.run(f"DROP TABLE {name}")

@@ -3,6 +3,7 @@ on Spark (SET metastore.analyze.engine / auto with the threshold) writing what t
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,9 @@ from metastore.client.embedded import EmbeddedMetastoreClient
 METASTORE = str(Path(sys.executable).with_name("metastore"))
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([METASTORE, *args], capture_output=True, text=True, timeout=600)
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([METASTORE, *args], capture_output=True, text=True, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def test_help_loads_no_spark(tmp_path: Path) -> None:
@@ -35,6 +37,25 @@ def test_unreachable_metastore_is_one_line_and_exit_1() -> None:
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("metastore spark-analyze: error: cannot connect to the metastore at "
                                     "thrift://127.0.0.1:9")
+
+
+def test_unreachable_object_store_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    """The driver lists the table's files before Spark starts: an object store that does not answer is one line
+    naming the location and the endpoint, at once (no JVM is started for a run that cannot read anything)."""
+    db = f"sqlite:///{tmp_path / 'm.db'}"
+    client = EmbeddedMetastoreClient(db, str(tmp_path / "wh"))
+    client.close()
+    assert run("sql", "--db", db, "-e", "CREATE TABLE t (k string, n bigint) PARTITIONED BY (ds string) STORED AS ORC "
+               "LOCATION 's3a://nowhere-bucket/t'; ALTER TABLE t ADD PARTITION (ds='a');").returncode == 0
+    no_aws_files = {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+    result = run("spark-analyze", "t", "--metastore", db, "--master", "local[1]", "--no-stats-cache",
+                 "--storage-option", "fs.s3a.endpoint=http://127.0.0.1:9", "--storage-option", "key=k",
+                 "--storage-option", "secret=s", "--storage-option", "client_kwargs.region_name=us-east-1",
+                 env=no_aws_files)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("metastore spark-analyze: error: cannot list s3a://nowhere-bucket/t/ds=a: ")
+    assert "127.0.0.1:9" in result.stderr and "secret=s" not in result.stderr
 
 
 def test_missing_master_and_bad_options_are_one_line(tmp_path: Path) -> None:
