@@ -79,7 +79,7 @@ from range(0, {rows})
 """
 
 
-def _spark():
+def _spark(warehouse: str):
     from pyspark.sql import SparkSession
 
     session = (
@@ -90,7 +90,7 @@ def _spark():
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.driver.memory", "3g")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="bench-analyze-cli-wh-"))
+        .config("spark.sql.warehouse.dir", warehouse)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -703,7 +703,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [tuple(int(x) for x in s.split(":")) for s in args.sizes.split(",")]
     stores = ["metastore", "local"] if args.local_cache else ["metastore"]
     args.data.mkdir(parents=True, exist_ok=True)
-    spark = _spark()
+    warehouse = tempfile.mkdtemp(prefix="bench-analyze-cli-wh-")
+    spark = _spark(warehouse)
     results = []
     started = dt.datetime.now()
     try:
@@ -711,6 +712,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(run_size(spark, args.data, rows, partitions, args.runs, stores))
     finally:
         spark.stop()
+        shutil.rmtree(warehouse, ignore_errors=True)
     body = report(results, stores)
     print()
     print(body)

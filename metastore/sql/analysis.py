@@ -282,7 +282,9 @@ def _table_level(
     """Table-level statistics of a partitioned table, merged through the partitions' sketches (``merged``: that
     merge, already done by a run over every partition's files), and whether they were merged here from every
     partition (else the metastore aggregated the stored partition statistics)."""
-    if len(outcomes) == partitions_total and all(o.result is not None for o in outcomes):
+    if len(outcomes) == partitions_total and (
+        merged is not None or all(o.result is not None and o.result.partials for o in outcomes)
+    ):
         if merged is None:
             from metastore.stats.harvest import merge_results
 

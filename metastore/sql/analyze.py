@@ -122,10 +122,11 @@ class _LocalCacheOnDemand:
 
 def _analyze_local(
     ex: Session, targets: list[AnalyzeTarget], table: Table, columns: list[FieldSchema], mode: AnalyzeMode,
-    cache: Any, progress: FileProgress,
+    cache: Any, progress: FileProgress, kept: frozenset[str | None] = frozenset(),
 ) -> tuple[list[TargetOutcome], Any]:
     """Every target analysed in this process, with the harvest's run over all their files (FOR COLUMNS; None
-    otherwise) for its phase accounting. A failing target fails alone."""
+    otherwise) for its phase accounting. A failing target fails alone. Targets in ``kept`` are unchanged: their
+    statistics are not merged (they are not written), only the run's table-level merge takes their files."""
     imports_started = time.perf_counter()
     from metastore.stats.harvest import HarvestError, analyze_files, basic_stats, split_result
     from metastore.stats.harvest.partial import parsed_sketches
@@ -150,7 +151,8 @@ def _analyze_local(
                 run = harvest([f for t in targets for f in t.files], [t.name for t in targets for _ in t.files],
                               progress.callback)
                 split_started = time.perf_counter()
-                parts = split_result(run, [len(t.files) for t in targets])
+                # unchanged targets are not written: only the table level needs their files (the run's merge)
+                parts = split_result(run, [len(t.files) for t in targets], [t.name not in kept for t in targets])
         except HarvestError:
             pass
         else:
@@ -248,7 +250,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
             except Exception as exc:  # noqa: BLE001 - Spark's errors (py4j, Connect) become one shell error line
                 raise SqlError(f"Spark failed: {' '.join(str(exc).split())[:500]}", st.position) from None
         else:
-            outcomes, run = _analyze_local(ex, work, table, columns, st.mode, cache, progress)
+            outcomes, run = _analyze_local(ex, work, table, columns, st.mode, cache, progress, kept)
         if cache is not None:
             # stored results of files deleted from storage since are forgotten (a failed target keeps its own)
             for outcome in outcomes:

@@ -91,6 +91,13 @@ def test_one_run_split_into_groups_equals_a_run_per_group(tmp_path: Path) -> Non
     assert all(stats.num_nulls == 0 for stats in empty.columns.values())
     with pytest.raises(InvalidInput, match="cannot split a result of 3 file"):
         split_result(run, [2, 2])
+    # a group whose statistics are not wanted keeps its files' facts only
+    facts_only = split_result(run, [2, 0, 1], [True, True, False])
+    assert [r.columns for r in facts_only[:2]] == [first.columns, empty.columns]
+    assert (facts_only[2].columns, facts_only[2].partials) == ({}, {})
+    assert (facts_only[2].num_rows, facts_only[2].num_files, facts_only[2].files_read) == (3000, 1, last.files_read)
+    with pytest.raises(InvalidInput, match="2 statistics flags for 3 groups"):
+        split_result(run, [2, 0, 1], [True, False])
     # in a parsed_sketches scope (the shell's run) each sketch is parsed once; results are the same, and the
     # parsed sketches are dropped with the scope
     with parsed_sketches():

@@ -110,18 +110,25 @@ def results_by_partition(result: AnalyzeResult, partition_of: Callable[[str], st
     return out
 
 
-def split_result(result: AnalyzeResult, counts: Sequence[int]) -> list[AnalyzeResult]:
+def split_result(result: AnalyzeResult, counts: Sequence[int],
+                 statistics: Sequence[bool] | None = None) -> list[AnalyzeResult]:
     """Split one run over consecutive groups of files (``counts[i]`` files each, in the order the run was given
     them, e.g. each partition's files) into one result per group, without reading anything; a group of no files
-    has all-null statistics of 0 rows."""
+    has all-null statistics of 0 rows. A group whose ``statistics[i]`` is False gets its files' facts (rows,
+    sizes, what was read) but no merged statistics (``columns`` and ``partials`` empty), sparing its merges."""
     if sum(counts) != len(result.files) or any(c < 0 for c in counts):
         raise InvalidInput(f"cannot split a result of {len(result.files)} file(s) into groups of {list(counts)}")
+    if statistics is not None and len(statistics) != len(counts):
+        raise InvalidInput(f"{len(statistics)} statistics flags for {len(counts)} groups")
     options = ScanOptions(want_ndv=result.want_ndv, want_histograms=result.want_histograms, scan=True)
     out = []
     start = 0
-    for count in counts:
+    for index, count in enumerate(counts):
         files = result.files[start : start + count]
         start += count
+        if statistics is not None and not statistics[index]:
+            out.append(result_of(files, {}, options, sum(f.seconds for f in files)))
+            continue
         merged = {
             name: merge_partials([f.columns[name] for f in files]) if files else absent_partial(p.kind, 0, options)
             for name, p in result.partials.items()
