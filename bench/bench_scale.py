@@ -1,0 +1,622 @@
+"""Statistics at many partitions (issue 15 §3): our server against the reference Hive Metastore 2.3.10, both on
+PostgreSQL, with Hive 2.3.10's generated JVM client (bench/jvm/HmsLoad.java), one client thread per call.
+
+A table of N partitions × C bigint columns (default 30), every partition with statistics for every column. Calls:
+get_aggr_stats_for over all N, over 10,000 and over 100 partitions; get_partitions_statistics_req over 10,000 and
+over 100; get_partitions_by_filter and get_partition_names on the whole table; the client-decoding floor of
+get_partitions_statistics_req (the same JVM client decoding the same reply bytes served from memory); and
+update_partition_column_statistics / set_aggr_stats_for (1,000 partitions a batch) each with a reader
+(get_aggr_stats_for over 100 partitions) running at the same time. Rounds alternate which server goes first.
+
+Filling. Ours is filled through its Thrift API (add_partitions and set_aggr_stats_for, 1,000 partitions a call),
+and that time is reported. The reference is filled through Thrift for its first partition only; the other N-1
+partitions are copied from it by SQL in Hive's own schema (PARTITIONS, PARTITION_KEY_VALS, PARTITION_PARAMS, SDS,
+SERDES, PART_COL_STATS, and SEQUENCE_TABLE moved past the new ids), with the same values ours gets. Filling the
+reference through Thrift takes it about 18 minutes for 20,000 × 20; the SQL copy is only the fixture. The
+reference's database also gets Hive's schema-script index PCS_STATS_IDX on PART_COL_STATS (DB_NAME, TABLE_NAME,
+COLUMN_NAME, PARTITION_NAME), which `schematool` creates and DataNucleus' autoCreateAll does not.
+
+Before any timing, the answers of both servers are compared (get_aggr_stats_for over all/10,000/100,
+get_partitions_statistics_req over 100 and 10,000): the reference as a differential at these sizes.
+
+Stale estimates (ours, --stale): the table is created with 100 partitions, PostgreSQL's ANALYZE runs, autovacuum
+is switched off for the bulk add (so no ANALYZE happens behind the measurement's back), the remaining partitions
+are added; get_aggr_stats_for over 100 partitions (2 client threads) is timed, then ANALYZE, then timed again.
+Autovacuum is switched back on (RESET) before the other calls run.
+
+    python bench/bench_scale.py --partitions 100 --seconds 2          # check the script
+    python bench/bench_scale.py --partitions 10000                    # both servers
+    python bench/bench_scale.py --partitions 100000 --only ours
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(REPO / "tests"))
+
+import bench_hms  # noqa: E402
+from bench_hms import DB, TABLE, Sample, Shape, _sample, column_statistics, connect, cpu_seconds, summarize  # noqa: E402
+
+BATCH = 1_000  # partitions a write call (fill and timed writes)
+FILTER = 'ds >= "p"'  # every partition of the table (the JVM client sends the same)
+
+
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+# ---------------------------------------------------------------- RSS of a process tree
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory (MiB) of a process and all its descendants."""
+    table = bench_hms._proc_table()
+    tree = {pid}
+    changed = True
+    while changed:
+        changed = False
+        for p, (ppid, _, _) in table.items():
+            if ppid in tree and p not in tree:
+                tree.add(p)
+                changed = True
+    total = 0
+    for p in tree:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+class RssWatch:
+    """Samples a process tree's RSS every 0.25 s in a thread; `mark(label)` records the current value."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0.0
+        self.marks: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.25):
+            self.peak = max(self.peak, tree_rss_mb(self.pid))
+
+    def mark(self, label: str) -> float:
+        v = tree_rss_mb(self.pid)
+        self.peak = max(self.peak, v)
+        self.marks[label] = v
+        return v
+
+    def reset_peak(self) -> None:
+        self.peak = tree_rss_mb(self.pid)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+# ---------------------------------------------------------------- filling
+
+
+def partition_name(i: int) -> str:
+    return f"ds=p{i:04d}"  # as bench_hms.Shape and HmsLoad.java
+
+
+def create_table(client: Any, T: Any, shape: Shape) -> Any:
+    client.create_database(T.Database(name=DB, description="benchmark", parameters={}))
+    cols = [T.FieldSchema(name=c, type="bigint") for c in shape.column_names]
+    client.create_table(
+        T.Table(
+            tableName=TABLE, dbName=DB, owner="bench", sd=storage(T, cols, None),
+            partitionKeys=[T.FieldSchema(name="ds", type="string")], parameters={}, tableType="MANAGED_TABLE",
+            createTime=0, lastAccessTime=0, retention=0,
+        )
+    )
+    client.update_table_column_statistics(column_statistics(T, shape.column_names, None))
+    return client.get_table(DB, TABLE)
+
+
+def storage(T: Any, cols: list[Any], location: str | None) -> Any:
+    return T.StorageDescriptor(
+        cols=cols, location=location, inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat", compressed=False, numBuckets=-1,
+        serdeInfo=T.SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde", parameters={}),
+        bucketCols=[], sortCols=[], parameters={},
+    )
+
+
+def add_partitions(client: Any, T: Any, table: Any, shape: Shape, start: int, stop: int) -> None:
+    """Partitions [start, stop) with statistics for every column (partition i: salt i), BATCH a call."""
+    cols = [T.FieldSchema(name=c, type="bigint") for c in shape.column_names]
+    for lo in range(start, stop, BATCH):
+        hi = min(stop, lo + BATCH)
+        names = [partition_name(i) for i in range(lo, hi)]
+        client.add_partitions([
+            T.Partition(values=[n.split("=", 1)[1]], dbName=DB, tableName=TABLE,
+                        sd=storage(T, cols, f"{table.sd.location}/{n}"), parameters={})
+            for n in names
+        ])
+        batch = [column_statistics(T, shape.column_names, n, salt=lo + j) for j, n in enumerate(names)]
+        client.set_aggr_stats_for(T.SetPartitionsStatsRequest(colStats=batch, needMerge=False))
+
+
+def pg_execute(url: str, statements: list[str], params: dict | None = None) -> list[Any]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    out = []
+    try:
+        with engine.connect() as conn:
+            for s in statements:
+                r = conn.execute(sa.text(s), params or {})
+                out.append(r.fetchall() if r.returns_rows else None)
+    finally:
+        engine.dispose()
+    return out
+
+
+def set_autovacuum(url: str, enabled: bool) -> None:
+    """Autovacuum (and so auto-analyze) on or off (RESET) for every table of the database."""
+    tables = pg_execute(url, ["SELECT tablename FROM pg_tables WHERE schemaname = 'public'"])[0]
+    action = "RESET (autovacuum_enabled)" if enabled else "SET (autovacuum_enabled = false)"
+    pg_execute(url, [f'ALTER TABLE "{t}" {action}' for (t,) in tables])
+
+
+def analyze_state(url: str) -> str:
+    rows = pg_execute(url, [
+        "SELECT relname, n_live_tup, n_mod_since_analyze, last_analyze IS NOT NULL, last_autoanalyze IS NOT NULL"
+        " FROM pg_stat_user_tables WHERE relname IN ('PARTITIONS', 'PART_COL_STATS') ORDER BY relname"
+    ])[0]
+    return "; ".join(
+        f"{r[0]}: {r[1]} live rows, {r[2]} modified since analyze, analyzed {'yes' if r[3] else 'no'},"
+        f" auto-analyzed {'yes' if r[4] else 'no'}" for r in rows
+    )
+
+
+def fill_reference_sql(url: str, shape: Shape) -> None:
+    """Copy partition 0 (made through Thrift, with its statistics) to partitions 1..N-1 in Hive's schema."""
+    n = shape.partitions
+    if n <= 1:
+        return
+    seq = "org.apache.hadoop.hive.metastore.model."
+    part_id, sd_id, serde_id, tbl_id = pg_execute(url, [
+        'SELECT p."PART_ID", p."SD_ID", s."SERDE_ID", p."TBL_ID" FROM "PARTITIONS" p JOIN "SDS" s'
+        ' ON s."SD_ID" = p."SD_ID" WHERE p."PART_NAME" = \'ds=p0000\''
+    ])[0][0]
+
+    def base(model: str, table: str, idcol: str) -> int:
+        nxt, mx = pg_execute(url, [
+            f'SELECT (SELECT "NEXT_VAL" FROM "SEQUENCE_TABLE" WHERE "SEQUENCE_NAME" = :s),'
+            f' (SELECT max("{idcol}") FROM "{table}")'
+        ], {"s": seq + model})[0][0]
+        # Far past any block of ids the server may hold in memory.
+        return max(nxt or 0, mx or 0) + 100_000
+
+    pb = base("MPartition", "PARTITIONS", "PART_ID")
+    sb = base("MStorageDescriptor", "SDS", "SD_ID")
+    rb = base("MSerDeInfo", "SERDES", "SERDE_ID")
+    cb = base("MPartitionColumnStatistics", "PART_COL_STATS", "CS_ID")
+    ncols = shape.columns
+    name = "(CASE WHEN i < 10000 THEN lpad(i::text, 4, '0') ELSE i::text END)"
+    gs = f"generate_series(1, {n - 1}) AS g(i)"
+    pcs_cols = [
+        "AVG_COL_LEN", "COLUMN_NAME", "COLUMN_TYPE", "DB_NAME", "BIG_DECIMAL_HIGH_VALUE", "BIG_DECIMAL_LOW_VALUE",
+        "DOUBLE_HIGH_VALUE", "DOUBLE_LOW_VALUE", "LAST_ANALYZED", "MAX_COL_LEN", "NUM_DISTINCTS", "NUM_FALSES",
+        "NUM_NULLS", "NUM_TRUES", "TABLE_NAME",
+    ]
+    copied = ", ".join(f't."{c}"' for c in pcs_cols)
+    pg_execute(url, [
+        "BEGIN",
+        f'INSERT INTO "SERDES" ("SERDE_ID", "NAME", "SLIB") SELECT {rb} + i, "NAME", "SLIB" FROM "SERDES", {gs}'
+        f' WHERE "SERDE_ID" = {serde_id}',
+        f'INSERT INTO "SDS" ("SD_ID", "CD_ID", "INPUT_FORMAT", "IS_COMPRESSED", "IS_STOREDASSUBDIRECTORIES",'
+        f' "LOCATION", "NUM_BUCKETS", "OUTPUT_FORMAT", "SERDE_ID") SELECT {sb} + i, "CD_ID", "INPUT_FORMAT",'
+        f' "IS_COMPRESSED", "IS_STOREDASSUBDIRECTORIES", regexp_replace("LOCATION", \'ds=p0000$\', \'ds=p\' || {name}),'
+        f' "NUM_BUCKETS", "OUTPUT_FORMAT", {rb} + i FROM "SDS", {gs} WHERE "SD_ID" = {sd_id}',
+        f'INSERT INTO "PARTITIONS" ("PART_ID", "CREATE_TIME", "LAST_ACCESS_TIME", "PART_NAME", "SD_ID", "TBL_ID")'
+        f' SELECT {pb} + i, "CREATE_TIME", "LAST_ACCESS_TIME", \'ds=p\' || {name}, {sb} + i, "TBL_ID"'
+        f' FROM "PARTITIONS", {gs} WHERE "PART_ID" = {part_id}',
+        f'INSERT INTO "PARTITION_KEY_VALS" ("PART_ID", "PART_KEY_VAL", "INTEGER_IDX")'
+        f' SELECT {pb} + i, \'p\' || {name}, 0 FROM {gs}',
+        f'INSERT INTO "PARTITION_PARAMS" ("PART_ID", "PARAM_KEY", "PARAM_VALUE") SELECT {pb} + i, "PARAM_KEY",'
+        f' "PARAM_VALUE" FROM "PARTITION_PARAMS", {gs} WHERE "PART_ID" = {part_id}',
+        # Partition i's statistics: partition 0's with low - i and high + i (bench_hms.long_stats with salt i).
+        f'INSERT INTO "PART_COL_STATS" ("CS_ID", "PART_ID", "PARTITION_NAME", "LONG_LOW_VALUE", "LONG_HIGH_VALUE",'
+        f' {", ".join(chr(34) + c + chr(34) for c in pcs_cols)})'
+        f' SELECT {cb} + i * {ncols} + t.k, {pb} + i, \'ds=p\' || {name}, t."LONG_LOW_VALUE" - i,'
+        f' t."LONG_HIGH_VALUE" + i, {copied}'
+        f' FROM (SELECT *, row_number() OVER (ORDER BY "CS_ID") AS k FROM "PART_COL_STATS"'
+        f' WHERE "PART_ID" = {part_id}) t, {gs}',
+        f'UPDATE "SEQUENCE_TABLE" SET "NEXT_VAL" = {pb + n + 100_000} WHERE "SEQUENCE_NAME" = \'{seq}MPartition\'',
+        f'UPDATE "SEQUENCE_TABLE" SET "NEXT_VAL" = {sb + n + 100_000}'
+        f' WHERE "SEQUENCE_NAME" = \'{seq}MStorageDescriptor\'',
+        f'UPDATE "SEQUENCE_TABLE" SET "NEXT_VAL" = {rb + n + 100_000} WHERE "SEQUENCE_NAME" = \'{seq}MSerDeInfo\'',
+        f'UPDATE "SEQUENCE_TABLE" SET "NEXT_VAL" = {cb + (n + 1) * ncols + 100_000}'
+        f' WHERE "SEQUENCE_NAME" = \'{seq}MPartitionColumnStatistics\'',
+        "COMMIT",
+        'CREATE INDEX IF NOT EXISTS "PCS_STATS_IDX" ON "PART_COL_STATS"'
+        ' ("DB_NAME", "TABLE_NAME", "COLUMN_NAME", "PARTITION_NAME")',
+        "ANALYZE",
+    ])
+    del tbl_id
+
+
+# ---------------------------------------------------------------- the differential
+
+
+def normalized_aggr(reply: Any) -> tuple[int, list[tuple]]:
+    return reply.partsFound, sorted(
+        (o.colName, o.colType, repr(o.statsData)) for o in reply.colStats
+    )
+
+
+def normalized_partstats(reply: Any) -> dict[str, list[tuple]]:
+    return {
+        part: sorted((o.colName, o.colType, repr(o.statsData)) for o in objs)
+        for part, objs in reply.partStats.items()
+    }
+
+
+def differential(addresses: dict[str, tuple[str, int]], shape: Shape) -> list[str]:
+    """Compare both servers' answers; returns one line per comparison."""
+    from metastore.api.hive_metastore import ttypes as T
+
+    clients = {s: connect(*addresses[s], timeout_s=600) for s in ("ours", "reference")}
+    lines = []
+    try:
+        cols = shape.column_names
+        for call, sizes in (
+            ("get_aggr_stats_for", sorted({shape.partitions, min(10_000, shape.partitions), min(100, shape.partitions)})),
+            ("get_partitions_statistics_req", sorted({min(10_000, shape.partitions), min(100, shape.partitions)})),
+        ):
+            for k in sizes:
+                req = T.PartitionsStatsRequest(dbName=DB, tblName=TABLE, colNames=cols,
+                                               partNames=[partition_name(i) for i in range(k)])
+                got = {}
+                for s, (c, _) in clients.items():
+                    reply = getattr(c, call)(req)
+                    got[s] = normalized_aggr(reply) if call == "get_aggr_stats_for" else normalized_partstats(reply)
+                equal = got["ours"] == got["reference"]
+                cells = (len(got["ours"][1]) if call == "get_aggr_stats_for"
+                         else sum(len(v) for v in got["ours"].values()))
+                detail = ""
+                if not equal:
+                    if call == "get_aggr_stats_for":
+                        o, r = got["ours"], got["reference"]
+                        diffs = [(a, b) for a, b in zip(o[1], r[1], strict=False) if a != b]
+                        detail = f" (partsFound {o[0]} vs {r[0]}; first difference {diffs[:1]})"
+                    else:
+                        o, r = got["ours"], got["reference"]
+                        bad = [p for p in set(o) | set(r) if o.get(p) != r.get(p)]
+                        detail = f" ({len(bad)} partitions differ, e.g. {sorted(bad)[:1]})"
+                lines.append(f"{call} over {k} partitions ({cells} statistics): "
+                             f"{'equal' if equal else 'DIFFERENT'}{detail}")
+                print("  differential: " + lines[-1], flush=True)
+    finally:
+        for _, t in clients.values():
+            t.close()
+    return lines
+
+
+# ---------------------------------------------------------------- JVM sessions
+
+
+class Session(bench_hms.JvmSession):
+    """A JVM client process (HmsLoad session mode) whose RUN takes its own partition count; `start`/`finish`
+    split a timed run so two sessions (a writer and a reader) run at the same time."""
+
+    def start(self, call: str, warmup: float, seconds: float, partitions: int) -> None:
+        self._tell(f"RUN {call} {warmup:g} {seconds:g} {partitions}")
+        self._call = call
+
+    def ready(self) -> None:
+        for proc in self.procs:
+            self._expect(proc, "READY", self._call)
+
+    def go(self) -> None:
+        self._tell("GO")
+
+    def done(self) -> None:
+        for proc in self.procs:
+            self._expect(proc, "DONE", self._call)
+
+    def report(self) -> tuple[list[float], int, float]:
+        self._tell("REPORT")
+        errors, elapsed, latencies = 0, 0.0, []
+        for proc in self.procs:
+            _, n, e, elapsed_ns = self._expect(proc, "RESULT", self._call).split()
+            lat = [int(x) / 1e6 for x in self._expect(proc, "LAT", self._call).split()[1:]]
+            if len(lat) != int(n):
+                raise RuntimeError(f"a JVM load generator reported {n} calls but {len(lat)} latencies")
+            errors, elapsed = errors + int(e), max(elapsed, int(elapsed_ns) / 1e9)
+            latencies += lat
+        return latencies, errors, elapsed
+
+
+def timed_group(runs: list[tuple[Session, str, int]], warmup: float, seconds: float,
+                server_pid: int | None) -> list[Sample]:
+    """Run every (session, call, partitions) at the same time; one Sample each (CPU: the whole window)."""
+    for sess, call, k in runs:
+        sess.start(call, warmup, seconds, k)
+    for sess, _, _ in runs:
+        sess.ready()
+    before = cpu_seconds(server_pid)
+    for sess, _, _ in runs:
+        sess.go()
+    for sess, _, _ in runs:
+        sess.done()
+    after = cpu_seconds(server_pid)
+    out = []
+    for sess, _, _ in runs:
+        lat, err, elapsed = sess.report()
+        out.append(_sample(lat, err, elapsed, before, after, 0.0))
+    return out
+
+
+@dataclass
+class Row:
+    label: str
+    call: str
+    partitions: int
+    reader: bool = False  # with a concurrent reader (writes)
+
+
+def plan(shape: Shape) -> list[Row]:
+    n = shape.partitions
+    rows = [Row(f"get_aggr_stats_for, all {n:,} partitions", "get_aggr_stats_for", n)]
+    if n > 10_000:
+        rows.append(Row("get_aggr_stats_for, 10,000 partitions", "get_aggr_stats_for", 10_000))
+    if n > 100:
+        rows.append(Row("get_aggr_stats_for, 100 partitions", "get_aggr_stats_for", 100))
+    k = min(n, 10_000)
+    rows.append(Row(f"get_partitions_statistics_req, {k:,} partitions", "get_partitions_statistics_req", k))
+    rows.append(Row(f"  client-decoding floor of the above (same JVM client, reply bytes from memory)",
+                    "floor:get_partitions_statistics_req", k))
+    if n > 100:
+        rows.append(Row("get_partitions_statistics_req, 100 partitions", "get_partitions_statistics_req", 100))
+    rows.append(Row(f"get_partition_names, whole table ({n:,})", "get_partition_names", n))
+    rows.append(Row(f"get_partitions_by_filter, whole table ({n:,})", "get_partitions_by_filter", n))
+    b = min(n, BATCH)
+    rows.append(Row("update_partition_column_statistics (1 partition × all columns), reader running",
+                    "update_partition_column_statistics", b, True))
+    rows.append(Row(f"set_aggr_stats_for ({b:,} partitions × all columns), reader running",
+                    "set_aggr_stats_for", b, True))
+    return rows
+
+
+def fmt_ms(x: float) -> str:
+    if x != x:
+        return "–"
+    return f"{x:,.2f}" if x < 10 else f"{x:,.1f}" if x < 100 else f"{x:,.0f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    parser.add_argument("--partitions", type=int, default=100, help="partitions of the table (default 100)")
+    parser.add_argument("--columns", type=int, default=30, help="bigint columns (default 30)")
+    parser.add_argument("--seconds", type=float, default=6.0,
+                        help="timed seconds per call per server per round (default 6; a call started before the "
+                             "end finishes)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per call, alternating the first server (2)")
+    parser.add_argument("--warmup", type=float, default=3.0,
+                        help="seconds of the same call before each timed read run (JIT, caches; default 3)")
+    parser.add_argument("--only", choices=["ours", "reference"], help="run one server only")
+    parser.add_argument("--no-stale", dest="stale", action="store_false",
+                        help="skip the stale-estimates measurement (ours; needs --partitions > 1,000)")
+    parser.add_argument("--no-differential", dest="differential", action="store_false",
+                        help="skip comparing both servers' answers")
+    parser.add_argument("--pg-admin", default=os.environ.get(
+        "METASTORE_BENCH_PG", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"),
+        help="PostgreSQL admin URL used to create (and drop) a fresh database per server")
+    parser.add_argument("--reference-heap", default="2g", help="the reference JVM's -Xmx (default 2g)")
+    args = parser.parse_args(argv)
+    if min(args.partitions, args.columns, args.rounds) < 1 or args.seconds <= 0 or args.warmup < 0:
+        parser.error("--partitions, --columns, --rounds and --seconds must be positive")
+    if args.columns > 100 or args.partitions > 200_000 or args.seconds > 60:
+        parser.error("bounded: --columns ≤ 100, --partitions ≤ 200,000, --seconds ≤ 60")
+    shape = Shape(args.columns, args.partitions)
+    which = [args.only] if args.only else ["ours", "reference"]
+
+    from interop.our_server import start_our_server
+    from interop.postgres_db import create_scratch_database, drop_scratch_database
+    from interop.reference_hms import PostgresTarget, start_reference_hms
+    from metastore.api.hive_metastore import ttypes as T
+
+    print(f"bench_scale: {shape.partitions:,} partitions × {shape.columns} columns, servers {which}; "
+          f"load {loadavg()}", flush=True)
+    cleanups: list[Callable[[], None]] = []
+    results: dict[str, dict[str, Any]] = {s: {} for s in which}
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        try:
+            addresses: dict[str, tuple[str, int]] = {}
+            pids: dict[str, int] = {}
+            urls: dict[str, str] = {}
+            for server in which:
+                db = create_scratch_database(args.pg_admin, "benchscale" + server[:3])
+                cleanups.append(lambda db=db: drop_scratch_database(db))
+                urls[server] = db.url
+                if server == "reference":
+                    print(f"starting the reference HMS 2.3.10 on {db.name} ...", flush=True)
+                    ref = start_reference_hms(Path(tmp) / "reference", heap=args.reference_heap,
+                                              postgres=PostgresTarget(db.host, db.port, db.name, db.user, db.password))
+                    cleanups.append(ref.stop)
+                    addresses[server], pids[server] = ref.address, ref.process.pid
+                else:
+                    print(f"starting metastore serve on {db.name} ...", flush=True)
+                    ours = start_our_server(Path(tmp) / "ours", db.url)
+                    cleanups.append(ours.stop)
+                    addresses[server], pids[server] = ours.address, ours.process.pid
+            classpath = bench_hms.compile_jvm_client(Path(tmp))
+            rss = RssWatch(pids["ours"]) if "ours" in pids else None
+            if rss:
+                cleanups.append(rss.stop)
+                print(f"ours: RSS after start {rss.mark('start'):.0f} MiB", flush=True)
+
+            # ---- fill
+            stale_wanted = "ours" in which and args.stale and shape.partitions > 1_000
+            for server in which:
+                client, transport = connect(*addresses[server], timeout_s=900)
+                try:
+                    t0 = time.perf_counter()
+                    table = create_table(client, T, shape)
+                    if server == "reference":
+                        add_partitions(client, T, table, shape, 0, 1)
+                        fill_reference_sql(urls[server], shape)
+                        took = time.perf_counter() - t0
+                        results[server]["fill"] = f"{took:.1f} s (partition 0 through Thrift, the rest by SQL)"
+                    elif stale_wanted:
+                        add_partitions(client, T, table, shape, 0, 100)
+                        pg_execute(urls[server], ["ANALYZE"])
+                        set_autovacuum(urls[server], False)
+                        t1 = time.perf_counter()
+                        add_partitions(client, T, table, shape, 100, shape.partitions)
+                        took = time.perf_counter() - t1
+                        results[server]["fill"] = (f"{took:.1f} s for {shape.partitions - 100:,} partitions "
+                                                   f"through Thrift (add_partitions + set_aggr_stats_for, "
+                                                   f"{BATCH:,} a call)")
+                    else:
+                        add_partitions(client, T, table, shape, 0, shape.partitions)
+                        took = time.perf_counter() - t0
+                        results[server]["fill"] = (f"{took:.1f} s through Thrift (add_partitions + "
+                                                   f"set_aggr_stats_for, {BATCH:,} a call)")
+                finally:
+                    transport.close()
+                print(f"{server}: filled in {results[server]['fill']}; load {loadavg()}", flush=True)
+            if rss:
+                print(f"ours: RSS after fill {rss.mark('filled'):.0f} MiB (peak so far {rss.peak:.0f})", flush=True)
+
+            # ---- stale estimates (ours)
+            if stale_wanted:
+                sess = Session(classpath, *addresses["ours"], shape, 2)
+                try:
+                    state = analyze_state(urls["ours"])
+                    s_before = summarize(timed_group([(sess, "get_aggr_stats_for", 100)], args.warmup,
+                                                     args.seconds, pids["ours"]))
+                    load_before = loadavg()
+                    pg_execute(urls["ours"], ["ANALYZE"])
+                    s_after = summarize(timed_group([(sess, "get_aggr_stats_for", 100)], args.warmup,
+                                                    args.seconds, pids["ours"]))
+                    results["ours"]["stale"] = (s_before, s_after, state, load_before, loadavg())
+                    print(f"stale: get_aggr_stats_for over 100, 2 threads: p50 {s_before.p50_ms:.2f} ms before "
+                          f"ANALYZE ({state}; load {load_before}), {s_after.p50_ms:.2f} ms after (load {loadavg()})",
+                          flush=True)
+                finally:
+                    sess.close()
+                    set_autovacuum(urls["ours"], True)
+            else:
+                for server in which:
+                    if server == "ours":
+                        pg_execute(urls[server], ["ANALYZE"])
+
+            # ---- differential
+            if args.differential and len(which) == 2:
+                results["differential"] = differential(addresses, shape)
+
+            # ---- timed calls
+            readers = {s: Session(classpath, *addresses[s], shape, 1) for s in which}
+            writers = {s: Session(classpath, *addresses[s], shape, 1) for s in which}
+            cleanups += [x.close for x in readers.values()] + [x.close for x in writers.values()]
+            if rss:
+                rss.reset_peak()
+                rss.mark("before calls")
+            for row in plan(shape):
+                samples: dict[str, list[Sample]] = {s: [] for s in which}
+                reader_samples: dict[str, list[Sample]] = {s: [] for s in which}
+                loads = [loadavg()]
+                # Writes run one round: a reference set_aggr_stats_for of 1,000 partitions takes minutes.
+                for rnd in range(1 if row.reader else args.rounds):
+                    for server in which if rnd % 2 == 0 else which[::-1]:
+                        if row.reader:
+                            w, r = timed_group(
+                                [(writers[server], row.call, row.partitions),
+                                 (readers[server], "get_aggr_stats_for", min(100, shape.partitions))],
+                                0.0, args.seconds, pids.get(server))
+                            samples[server].append(w)
+                            reader_samples[server].append(r)
+                        else:
+                            (smp,) = timed_group([(readers[server], row.call, row.partitions)], args.warmup,
+                                                 args.seconds, pids.get(server))
+                            samples[server].append(smp)
+                    loads.append(loadavg())
+                for server in which:
+                    res = summarize(samples[server])
+                    rd = summarize(reader_samples[server]) if row.reader else None
+                    results[server][row.label] = (res, rd, loads)
+                    print(f"  {server:9s} {row.label}: p50 {fmt_ms(res.p50_ms)} ms  p99 {fmt_ms(res.p99_ms)} ms  "
+                          f"n={res.ops}" + (f"  errors {res.errors}" if res.errors else "")
+                          + (f"  | reader get_aggr_stats_for(100) p50 {fmt_ms(rd.p50_ms)} ms n={rd.ops}"
+                             if rd else "") + f"  load {loads[-1]}", flush=True)
+            if rss:
+                rss.mark("end")
+                results["ours"]["rss"] = dict(rss.marks, peak=rss.peak)
+
+            # ---- report
+            print(f"\n{shape.partitions:,} partitions × {shape.columns} bigint columns, PostgreSQL, one JVM client "
+                  f"thread per call (Hive 2.3.10's generated client); {args.rounds} rounds × {args.seconds:g} s; "
+                  f"{os.cpu_count()} cores; load at the end {loadavg()}")
+            for server in which:
+                print(f"fill, {server}: {results[server]['fill']}")
+            header = ["call"] + [f"{s} p50 ms" for s in which]
+            if len(which) == 2:
+                header.append("reference/ours")
+            print("| " + " | ".join(header) + " | load |")
+            print("|" + "---|" * (len(header) + 1))
+            floors: dict[str, float] = {}
+            for row in plan(shape):
+                cells = [row.label]
+                for s in which:
+                    res, rd, loads = results[s][row.label]
+                    cells.append(fmt_ms(res.p50_ms) + (f" (reader {fmt_ms(rd.p50_ms)})" if rd else "")
+                                 + (f" ({res.errors} errors)" if res.errors else ""))
+                    if row.call.startswith("floor:"):
+                        floors[s] = res.p50_ms
+                if len(which) == 2:
+                    o, r = results["ours"][row.label][0].p50_ms, results["reference"][row.label][0].p50_ms
+                    cells.append(f"{r / o:.2f}×" if o else "–")
+                print("| " + " | ".join(cells) + f" | {loads[0]} → {loads[-1]} |")
+            if "ours" in results and "rss" in results["ours"]:
+                m = results["ours"]["rss"]
+                print(f"ours RSS (MiB, server process tree): start {m['start']:.0f}, after fill {m['filled']:.0f}, "
+                      f"before calls {m['before calls']:.0f}, end {m['end']:.0f}, peak during calls {m['peak']:.0f}; "
+                      f"growth start→peak {m['peak'] - m['start']:.0f}")
+            if "stale" in results.get("ours", {}):
+                b, a, state, lb, la = results["ours"]["stale"]
+                print(f"stale estimates: get_aggr_stats_for over 100 partitions, 2 threads, p50 {b.p50_ms:.2f} ms "
+                      f"right after the bulk add (load {lb}; {state}), {a.p50_ms:.2f} ms after ANALYZE (load {la})")
+            for line in results.get("differential", []):
+                print("differential: " + line)
+            del floors, notes
+        finally:
+            for c in reversed(cleanups):
+                try:
+                    c()
+                except Exception as exc:  # noqa: BLE001 - keep cleaning up the rest
+                    print(f"cleanup: {exc}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
