@@ -48,10 +48,17 @@ sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO / "tests"))
 
 import bench_hms  # noqa: E402
-from bench_hms import DB, TABLE, Sample, Shape, _sample, column_statistics, connect, cpu_seconds, summarize  # noqa: E402
-
-BATCH = 1_000  # partitions a write call (fill and timed writes)
-FILTER = 'ds >= "p"'  # every partition of the table (the JVM client sends the same)
+from bench_hms import Sample, Shape, _sample, connect, cpu_seconds, summarize  # noqa: E402
+from interop.many_partitions import (  # noqa: E402
+    BATCH,
+    add_partitions,
+    analyze_state,
+    create_table,
+    differential,
+    fill_reference_sql,
+    pg_execute,
+    set_autovacuum,
+)
 
 
 def loadavg() -> str:
@@ -115,206 +122,6 @@ class RssWatch:
 
 
 # ---------------------------------------------------------------- filling
-
-
-def partition_name(i: int) -> str:
-    return f"ds=p{i:04d}"  # as bench_hms.Shape and HmsLoad.java
-
-
-def create_table(client: Any, T: Any, shape: Shape) -> Any:
-    client.create_database(T.Database(name=DB, description="benchmark", parameters={}))
-    cols = [T.FieldSchema(name=c, type="bigint") for c in shape.column_names]
-    client.create_table(
-        T.Table(
-            tableName=TABLE, dbName=DB, owner="bench", sd=storage(T, cols, None),
-            partitionKeys=[T.FieldSchema(name="ds", type="string")], parameters={}, tableType="MANAGED_TABLE",
-            createTime=0, lastAccessTime=0, retention=0,
-        )
-    )
-    client.update_table_column_statistics(column_statistics(T, shape.column_names, None))
-    return client.get_table(DB, TABLE)
-
-
-def storage(T: Any, cols: list[Any], location: str | None) -> Any:
-    return T.StorageDescriptor(
-        cols=cols, location=location, inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
-        outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat", compressed=False, numBuckets=-1,
-        serdeInfo=T.SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde", parameters={}),
-        bucketCols=[], sortCols=[], parameters={},
-    )
-
-
-def add_partitions(client: Any, T: Any, table: Any, shape: Shape, start: int, stop: int) -> None:
-    """Partitions [start, stop) with statistics for every column (partition i: salt i), BATCH a call."""
-    cols = [T.FieldSchema(name=c, type="bigint") for c in shape.column_names]
-    for lo in range(start, stop, BATCH):
-        hi = min(stop, lo + BATCH)
-        names = [partition_name(i) for i in range(lo, hi)]
-        client.add_partitions([
-            T.Partition(values=[n.split("=", 1)[1]], dbName=DB, tableName=TABLE,
-                        sd=storage(T, cols, f"{table.sd.location}/{n}"), parameters={})
-            for n in names
-        ])
-        batch = [column_statistics(T, shape.column_names, n, salt=lo + j) for j, n in enumerate(names)]
-        client.set_aggr_stats_for(T.SetPartitionsStatsRequest(colStats=batch, needMerge=False))
-
-
-def pg_execute(url: str, statements: list[str], params: dict | None = None) -> list[Any]:
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-    out = []
-    try:
-        with engine.connect() as conn:
-            for s in statements:
-                r = conn.execute(sa.text(s), params or {})
-                out.append(r.fetchall() if r.returns_rows else None)
-    finally:
-        engine.dispose()
-    return out
-
-
-def set_autovacuum(url: str, enabled: bool) -> None:
-    """Autovacuum (and so auto-analyze) on or off (RESET) for every table of the database."""
-    tables = pg_execute(url, ["SELECT tablename FROM pg_tables WHERE schemaname = 'public'"])[0]
-    action = "RESET (autovacuum_enabled)" if enabled else "SET (autovacuum_enabled = false)"
-    pg_execute(url, [f'ALTER TABLE "{t}" {action}' for (t,) in tables])
-
-
-def analyze_state(url: str) -> str:
-    rows = pg_execute(url, [
-        "SELECT relname, n_live_tup, n_mod_since_analyze, last_analyze IS NOT NULL, last_autoanalyze IS NOT NULL"
-        " FROM pg_stat_user_tables WHERE relname IN ('PARTITIONS', 'PART_COL_STATS') ORDER BY relname"
-    ])[0]
-    return "; ".join(
-        f"{r[0]}: {r[1]} live rows, {r[2]} modified since analyze, analyzed {'yes' if r[3] else 'no'},"
-        f" auto-analyzed {'yes' if r[4] else 'no'}" for r in rows
-    )
-
-
-def fill_reference_sql(url: str, shape: Shape) -> None:
-    """Copy partition 0 (made through Thrift, with its statistics) to partitions 1..N-1 in Hive's schema."""
-    n = shape.partitions
-    if n <= 1:
-        return
-    seq = "org.apache.hadoop.hive.metastore.model."
-    part_id, sd_id, serde_id, tbl_id = pg_execute(url, [
-        'SELECT p."PART_ID", p."SD_ID", s."SERDE_ID", p."TBL_ID" FROM "PARTITIONS" p JOIN "SDS" s'
-        ' ON s."SD_ID" = p."SD_ID" WHERE p."PART_NAME" = \'ds=p0000\''
-    ])[0][0]
-
-    def base(model: str, table: str, idcol: str) -> int:
-        nxt, mx = pg_execute(url, [
-            f'SELECT (SELECT "NEXT_VAL" FROM "SEQUENCE_TABLE" WHERE "SEQUENCE_NAME" = :s),'
-            f' (SELECT max("{idcol}") FROM "{table}")'
-        ], {"s": seq + model})[0][0]
-        # Far past any block of ids the server may hold in memory.
-        return max(nxt or 0, mx or 0) + 100_000
-
-    pb = base("MPartition", "PARTITIONS", "PART_ID")
-    sb = base("MStorageDescriptor", "SDS", "SD_ID")
-    rb = base("MSerDeInfo", "SERDES", "SERDE_ID")
-    cb = base("MPartitionColumnStatistics", "PART_COL_STATS", "CS_ID")
-    ncols = shape.columns
-    name = "(CASE WHEN i < 10000 THEN lpad(i::text, 4, '0') ELSE i::text END)"
-    gs = f"generate_series(1, {n - 1}) AS g(i)"
-    pcs_cols = [
-        "AVG_COL_LEN", "COLUMN_NAME", "COLUMN_TYPE", "DB_NAME", "BIG_DECIMAL_HIGH_VALUE", "BIG_DECIMAL_LOW_VALUE",
-        "DOUBLE_HIGH_VALUE", "DOUBLE_LOW_VALUE", "LAST_ANALYZED", "MAX_COL_LEN", "NUM_DISTINCTS", "NUM_FALSES",
-        "NUM_NULLS", "NUM_TRUES", "TABLE_NAME",
-    ]
-    copied = ", ".join(f't."{c}"' for c in pcs_cols)
-    pg_execute(url, [
-        "BEGIN",
-        f'INSERT INTO "SERDES" ("SERDE_ID", "NAME", "SLIB") SELECT {rb} + i, "NAME", "SLIB" FROM "SERDES", {gs}'
-        f' WHERE "SERDE_ID" = {serde_id}',
-        f'INSERT INTO "SDS" ("SD_ID", "CD_ID", "INPUT_FORMAT", "IS_COMPRESSED", "IS_STOREDASSUBDIRECTORIES",'
-        f' "LOCATION", "NUM_BUCKETS", "OUTPUT_FORMAT", "SERDE_ID") SELECT {sb} + i, "CD_ID", "INPUT_FORMAT",'
-        f' "IS_COMPRESSED", "IS_STOREDASSUBDIRECTORIES", regexp_replace("LOCATION", \'ds=p0000$\', \'ds=p\' || {name}),'
-        f' "NUM_BUCKETS", "OUTPUT_FORMAT", {rb} + i FROM "SDS", {gs} WHERE "SD_ID" = {sd_id}',
-        f'INSERT INTO "PARTITIONS" ("PART_ID", "CREATE_TIME", "LAST_ACCESS_TIME", "PART_NAME", "SD_ID", "TBL_ID")'
-        f' SELECT {pb} + i, "CREATE_TIME", "LAST_ACCESS_TIME", \'ds=p\' || {name}, {sb} + i, "TBL_ID"'
-        f' FROM "PARTITIONS", {gs} WHERE "PART_ID" = {part_id}',
-        f'INSERT INTO "PARTITION_KEY_VALS" ("PART_ID", "PART_KEY_VAL", "INTEGER_IDX")'
-        f' SELECT {pb} + i, \'p\' || {name}, 0 FROM {gs}',
-        f'INSERT INTO "PARTITION_PARAMS" ("PART_ID", "PARAM_KEY", "PARAM_VALUE") SELECT {pb} + i, "PARAM_KEY",'
-        f' "PARAM_VALUE" FROM "PARTITION_PARAMS", {gs} WHERE "PART_ID" = {part_id}',
-        # Partition i's statistics: partition 0's with low - i and high + i (bench_hms.long_stats with salt i).
-        f'INSERT INTO "PART_COL_STATS" ("CS_ID", "PART_ID", "PARTITION_NAME", "LONG_LOW_VALUE", "LONG_HIGH_VALUE",'
-        f' {", ".join(chr(34) + c + chr(34) for c in pcs_cols)})'
-        f' SELECT {cb} + i * {ncols} + t.k, {pb} + i, \'ds=p\' || {name}, t."LONG_LOW_VALUE" - i,'
-        f' t."LONG_HIGH_VALUE" + i, {copied}'
-        f' FROM (SELECT *, row_number() OVER (ORDER BY "CS_ID") AS k FROM "PART_COL_STATS"'
-        f' WHERE "PART_ID" = {part_id}) t, {gs}',
-        f'UPDATE "SEQUENCE_TABLE" SET "NEXT_VAL" = {pb + n + 100_000} WHERE "SEQUENCE_NAME" = \'{seq}MPartition\'',
-        f'UPDATE "SEQUENCE_TABLE" SET "NEXT_VAL" = {sb + n + 100_000}'
-        f' WHERE "SEQUENCE_NAME" = \'{seq}MStorageDescriptor\'',
-        f'UPDATE "SEQUENCE_TABLE" SET "NEXT_VAL" = {rb + n + 100_000} WHERE "SEQUENCE_NAME" = \'{seq}MSerDeInfo\'',
-        f'UPDATE "SEQUENCE_TABLE" SET "NEXT_VAL" = {cb + (n + 1) * ncols + 100_000}'
-        f' WHERE "SEQUENCE_NAME" = \'{seq}MPartitionColumnStatistics\'',
-        "COMMIT",
-        'CREATE INDEX IF NOT EXISTS "PCS_STATS_IDX" ON "PART_COL_STATS"'
-        ' ("DB_NAME", "TABLE_NAME", "COLUMN_NAME", "PARTITION_NAME")',
-        "ANALYZE",
-    ])
-    del tbl_id
-
-
-# ---------------------------------------------------------------- the differential
-
-
-def normalized_aggr(reply: Any) -> tuple[int, list[tuple]]:
-    return reply.partsFound, sorted(
-        (o.colName, o.colType, repr(o.statsData)) for o in reply.colStats
-    )
-
-
-def normalized_partstats(reply: Any) -> dict[str, list[tuple]]:
-    return {
-        part: sorted((o.colName, o.colType, repr(o.statsData)) for o in objs)
-        for part, objs in reply.partStats.items()
-    }
-
-
-def differential(addresses: dict[str, tuple[str, int]], shape: Shape) -> list[str]:
-    """Compare both servers' answers; returns one line per comparison."""
-    from metastore.api.hive_metastore import ttypes as T
-
-    clients = {s: connect(*addresses[s], timeout_s=600) for s in ("ours", "reference")}
-    lines = []
-    try:
-        cols = shape.column_names
-        for call, sizes in (
-            ("get_aggr_stats_for", sorted({shape.partitions, min(10_000, shape.partitions), min(100, shape.partitions)})),
-            ("get_partitions_statistics_req", sorted({min(10_000, shape.partitions), min(100, shape.partitions)})),
-        ):
-            for k in sizes:
-                req = T.PartitionsStatsRequest(dbName=DB, tblName=TABLE, colNames=cols,
-                                               partNames=[partition_name(i) for i in range(k)])
-                got = {}
-                for s, (c, _) in clients.items():
-                    reply = getattr(c, call)(req)
-                    got[s] = normalized_aggr(reply) if call == "get_aggr_stats_for" else normalized_partstats(reply)
-                equal = got["ours"] == got["reference"]
-                cells = (len(got["ours"][1]) if call == "get_aggr_stats_for"
-                         else sum(len(v) for v in got["ours"].values()))
-                detail = ""
-                if not equal:
-                    if call == "get_aggr_stats_for":
-                        o, r = got["ours"], got["reference"]
-                        diffs = [(a, b) for a, b in zip(o[1], r[1], strict=False) if a != b]
-                        detail = f" (partsFound {o[0]} vs {r[0]}; first difference {diffs[:1]})"
-                    else:
-                        o, r = got["ours"], got["reference"]
-                        bad = [p for p in set(o) | set(r) if o.get(p) != r.get(p)]
-                        detail = f" ({len(bad)} partitions differ, e.g. {sorted(bad)[:1]})"
-                lines.append(f"{call} over {k} partitions ({cells} statistics): "
-                             f"{'equal' if equal else 'DIFFERENT'}{detail}")
-                print("  differential: " + lines[-1], flush=True)
-    finally:
-        for _, t in clients.values():
-            t.close()
-    return lines
 
 
 # ---------------------------------------------------------------- JVM sessions
@@ -389,7 +196,7 @@ def plan(shape: Shape) -> list[Row]:
         rows.append(Row("get_aggr_stats_for, 100 partitions", "get_aggr_stats_for", 100))
     k = min(n, 10_000)
     rows.append(Row(f"get_partitions_statistics_req, {k:,} partitions", "get_partitions_statistics_req", k))
-    rows.append(Row(f"  client-decoding floor of the above (same JVM client, reply bytes from memory)",
+    rows.append(Row("  client-decoding floor of the above (same JVM client, reply bytes from memory)",
                     "floor:get_partitions_statistics_req", k))
     if n > 100:
         rows.append(Row("get_partitions_statistics_req, 100 partitions", "get_partitions_statistics_req", 100))
@@ -442,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     from interop.our_server import start_our_server
     from interop.postgres_db import create_scratch_database, drop_scratch_database
     from interop.reference_hms import PostgresTarget, start_reference_hms
-    from metastore.api.hive_metastore import ttypes as T
+
+    from metastore.api.hive_metastore import ttypes as T  # noqa: N812
 
     print(f"bench_scale: {shape.partitions:,} partitions × {shape.columns} columns, servers {which}; "
           f"load {loadavg()}", flush=True)
@@ -481,24 +289,24 @@ def main(argv: list[str] | None = None) -> int:
                 client, transport = connect(*addresses[server], timeout_s=900)
                 try:
                     t0 = time.perf_counter()
-                    table = create_table(client, T, shape)
+                    table = create_table(client, T, shape.columns)
                     if server == "reference":
-                        add_partitions(client, T, table, shape, 0, 1)
-                        fill_reference_sql(urls[server], shape)
+                        add_partitions(client, T, table, shape.columns, 0, 1)
+                        fill_reference_sql(urls[server], shape.partitions, shape.columns)
                         took = time.perf_counter() - t0
                         results[server]["fill"] = f"{took:.1f} s (partition 0 through Thrift, the rest by SQL)"
                     elif stale_wanted:
-                        add_partitions(client, T, table, shape, 0, 100)
+                        add_partitions(client, T, table, shape.columns, 0, 100)
                         pg_execute(urls[server], ["ANALYZE"])
                         set_autovacuum(urls[server], False)
                         t1 = time.perf_counter()
-                        add_partitions(client, T, table, shape, 100, shape.partitions)
+                        add_partitions(client, T, table, shape.columns, 100, shape.partitions)
                         took = time.perf_counter() - t1
                         results[server]["fill"] = (f"{took:.1f} s for {shape.partitions - 100:,} partitions "
                                                    f"through Thrift (add_partitions + set_aggr_stats_for, "
                                                    f"{BATCH:,} a call)")
                     else:
-                        add_partitions(client, T, table, shape, 0, shape.partitions)
+                        add_partitions(client, T, table, shape.columns, 0, shape.partitions)
                         took = time.perf_counter() - t0
                         results[server]["fill"] = (f"{took:.1f} s through Thrift (add_partitions + "
                                                    f"set_aggr_stats_for, {BATCH:,} a call)")
@@ -533,7 +341,10 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---- differential
             if args.differential and len(which) == 2:
-                results["differential"] = differential(addresses, shape)
+                results["differential"] = [
+                    line for line, _ in differential(addresses, shape.partitions, shape.columns, connect)]
+                for line in results["differential"]:
+                    print("  differential: " + line, flush=True)
 
             # ---- timed calls
             readers = {s: Session(classpath, *addresses[s], shape, 1) for s in which}

@@ -23,6 +23,10 @@
 //   -> RUN <call> <warm-up s> <seconds>
 //   <- READY / -> GO / <- DONE / -> REPORT / <- RESULT, LAT     as above, then the next RUN
 //   -> EXIT
+// RUN takes an optional fifth word, the number of partitions (the table's first N) the call names
+// (bench_scale.py). CALL "floor:<call>" times the client-decoding floor of <call>: its reply bytes are recorded
+// once from the server, then the same generated client decodes them from memory on every call (floorOp).
+// A warm-up of 0 s makes no call before the timed loop (slow writes).
 //
 // Secured ports (bench/bench_security.py), by system properties, with the classes Hive's client uses:
 //   -Dhms.truststore=FILE.jks -Dhms.truststore.password=PW     TLS (TSSLTransportFactory, as hive.metastore.use.SSL)
