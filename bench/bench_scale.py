@@ -181,6 +181,7 @@ def timed_group(runs: list[tuple[Session, str, int]], warmup: float, seconds: fl
 
 @dataclass
 class Row:
+    key: str  # --calls name
     label: str
     call: str
     partitions: int
@@ -189,25 +190,29 @@ class Row:
 
 def plan(shape: Shape) -> list[Row]:
     n = shape.partitions
-    rows = [Row(f"get_aggr_stats_for, all {n:,} partitions", "get_aggr_stats_for", n)]
+    rows = [Row("aggr-all", f"get_aggr_stats_for, all {n:,} partitions", "get_aggr_stats_for", n)]
     if n > 10_000:
-        rows.append(Row("get_aggr_stats_for, 10,000 partitions", "get_aggr_stats_for", 10_000))
+        rows.append(Row("aggr-10000", "get_aggr_stats_for, 10,000 partitions", "get_aggr_stats_for", 10_000))
     if n > 100:
-        rows.append(Row("get_aggr_stats_for, 100 partitions", "get_aggr_stats_for", 100))
+        rows.append(Row("aggr-100", "get_aggr_stats_for, 100 partitions", "get_aggr_stats_for", 100))
     k = min(n, 10_000)
-    rows.append(Row(f"get_partitions_statistics_req, {k:,} partitions", "get_partitions_statistics_req", k))
-    rows.append(Row("  client-decoding floor of the above (same JVM client, reply bytes from memory)",
+    rows.append(Row("stats-10000", f"get_partitions_statistics_req, {k:,} partitions", "get_partitions_statistics_req", k))
+    rows.append(Row("floor", "  client-decoding floor of the above (same JVM client, reply bytes from memory)",
                     "floor:get_partitions_statistics_req", k))
     if n > 100:
-        rows.append(Row("get_partitions_statistics_req, 100 partitions", "get_partitions_statistics_req", 100))
-    rows.append(Row(f"get_partition_names, whole table ({n:,})", "get_partition_names", n))
-    rows.append(Row(f"get_partitions_by_filter, whole table ({n:,})", "get_partitions_by_filter", n))
+        rows.append(Row("stats-100", "get_partitions_statistics_req, 100 partitions", "get_partitions_statistics_req", 100))
+    rows.append(Row("names", f"get_partition_names, whole table ({n:,})", "get_partition_names", n))
+    rows.append(Row("filter", f"get_partitions_by_filter, whole table ({n:,})", "get_partitions_by_filter", n))
     b = min(n, BATCH)
-    rows.append(Row("update_partition_column_statistics (1 partition × all columns), reader running",
+    rows.append(Row("update", "update_partition_column_statistics (1 partition × all columns), reader running",
                     "update_partition_column_statistics", b, True))
-    rows.append(Row(f"set_aggr_stats_for ({b:,} partitions × all columns), reader running",
+    rows.append(Row("set-aggr", f"set_aggr_stats_for ({b:,} partitions × all columns), reader running",
                     "set_aggr_stats_for", b, True))
     return rows
+
+
+CALL_KEYS = ["aggr-all", "aggr-10000", "aggr-100", "stats-10000", "floor", "stats-100", "names", "filter", "update",
+             "set-aggr"]
 
 
 def fmt_ms(x: float) -> str:
@@ -237,6 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-admin", default=os.environ.get(
         "METASTORE_BENCH_PG", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"),
         help="PostgreSQL admin URL used to create (and drop) a fresh database per server")
+    parser.add_argument("--calls", nargs="+", choices=CALL_KEYS, default=CALL_KEYS,
+                        help="which calls to time (default all): " + ", ".join(CALL_KEYS))
+    parser.add_argument("--client-heap", default="3g",
+                        help="each JVM client's -Xmx (default 3g: a whole-table get_partitions_by_filter reply of "
+                             "100,000 partitions decodes to more than 512 MiB of Java objects)")
     parser.add_argument("--reference-heap", default="2g", help="the reference JVM's -Xmx (default 2g)")
     args = parser.parse_args(argv)
     if min(args.partitions, args.columns, args.rounds) < 1 or args.seconds <= 0 or args.warmup < 0:
@@ -347,16 +357,21 @@ def main(argv: list[str] | None = None) -> int:
                     print("  differential: " + line, flush=True)
 
             # ---- timed calls
-            readers = {s: Session(classpath, *addresses[s], shape, 1) for s in which}
-            writers = {s: Session(classpath, *addresses[s], shape, 1) for s in which}
-            cleanups += [x.close for x in readers.values()] + [x.close for x in writers.values()]
+            heap = [f"-Xmx{args.client_heap}"]  # after HmsLoad's -Xmx512m: the last one counts
+            readers = {s: Session(classpath, *addresses[s], shape, 1, jvm_options=heap) for s in which}
+            writers = {s: Session(classpath, *addresses[s], shape, 1, jvm_options=heap) for s in which}
+
+            def close_sessions() -> None:
+                for x in [*readers.values(), *writers.values()]:
+                    x.close()
+
+            cleanups.append(close_sessions)
+            rows = [r for r in plan(shape) if r.key in args.calls]
             if rss:
                 rss.reset_peak()
                 rss.mark("before calls")
-            for row in plan(shape):
-                samples: dict[str, list[Sample]] = {s: [] for s in which}
-                reader_samples: dict[str, list[Sample]] = {s: [] for s in which}
-                loads = [loadavg()]
+            def measure(row: Row, samples: dict[str, list[Sample]], reader_samples: dict[str, list[Sample]],
+                        loads: list[str]) -> None:
                 # Writes run one round: a reference set_aggr_stats_for of 1,000 partitions takes minutes.
                 for rnd in range(1 if row.reader else args.rounds):
                     for server in which if rnd % 2 == 0 else which[::-1]:
@@ -372,6 +387,20 @@ def main(argv: list[str] | None = None) -> int:
                                                  args.seconds, pids.get(server))
                             samples[server].append(smp)
                     loads.append(loadavg())
+
+            for row in rows:
+                samples: dict[str, list[Sample]] = {s: [] for s in which}
+                reader_samples: dict[str, list[Sample]] = {s: [] for s in which}
+                loads = [loadavg()]
+                try:
+                    measure(row, samples, reader_samples, loads)
+                except Exception as exc:  # noqa: BLE001 - the row is reported failed, the sessions restarted
+                    print(f"  {row.label}: failed: {exc}", flush=True)
+                    results.setdefault("failed", {})[row.label] = str(exc).splitlines()[0][:200]
+                    close_sessions()
+                    readers.update({s: Session(classpath, *addresses[s], shape, 1, jvm_options=heap) for s in which})
+                    writers.update({s: Session(classpath, *addresses[s], shape, 1, jvm_options=heap) for s in which})
+                    continue
                 for server in which:
                     res = summarize(samples[server])
                     rd = summarize(reader_samples[server]) if row.reader else None
@@ -396,8 +425,11 @@ def main(argv: list[str] | None = None) -> int:
             print("| " + " | ".join(header) + " | load |")
             print("|" + "---|" * (len(header) + 1))
             floors: dict[str, float] = {}
-            for row in plan(shape):
+            for row in rows:
                 cells = [row.label]
+                if any(row.label not in results[s] for s in which):
+                    print("| " + row.label + " | failed: " + results["failed"][row.label] + " |")
+                    continue
                 for s in which:
                     res, rd, loads = results[s][row.label]
                     cells.append(fmt_ms(res.p50_ms) + (f" (reader {fmt_ms(rd.p50_ms)})" if rd else "")
