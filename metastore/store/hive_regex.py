@@ -37,10 +37,9 @@ def java_to_python(pattern: str) -> str:
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
-        if c == "\\" and pattern.startswith("\\Q", i):
-            end = pattern.find("\\E", i + 2)  # Java quotes to the end when there is no \E
-            out.append(re.escape(pattern[i + 2 :] if end < 0 else pattern[i + 2 : end]))
-            i = n if end < 0 else end + 2
+        if pattern.startswith("\\Q", i):
+            quoted, i = _quoted(pattern, i)
+            out.append(re.escape(quoted))
         elif c == "\\":
             out.append(pattern[i : i + 2])
             i += 2
@@ -51,6 +50,12 @@ def java_to_python(pattern: str) -> str:
             out.append(c)
             i += 1
     return "".join(out)
+
+
+def _quoted(pattern: str, start: int) -> tuple[str, int]:
+    """The text of the \\Q quote at `start` (to its \\E, or to the end as in Java) and the index after it."""
+    end = pattern.find("\\E", start + 2)
+    return (pattern[start + 2 :], len(pattern)) if end < 0 else (pattern[start + 2 : end], end + 2)
 
 
 def _java_class(pattern: str, start: int) -> tuple[str, int]:
@@ -71,11 +76,8 @@ def _java_class(pattern: str, start: int) -> tuple[str, int]:
             i += 1
             break
         if pattern.startswith("\\Q", i):
-            end = pattern.find("\\E", i + 2)
-            if end < 0:
-                raise BadRegex(f"the character class opened at position {start} is not closed")
-            items.extend(re.escape(q) for q in pattern[i + 2 : end])
-            i = end + 2
+            quoted, i = _quoted(pattern, i)
+            items.extend(re.escape(q) for q in quoted)
         elif c == "\\":
             items.append(pattern[i : i + 2])
             i += 2
