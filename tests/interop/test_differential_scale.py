@@ -29,7 +29,7 @@ from interop.many_partitions import (
 from interop.our_server import start_our_server
 from interop.postgres_db import create_scratch_database, drop_scratch_database
 from interop.reference_hms import PostgresTarget, start_reference_hms
-from metastore.api.hive_metastore import ttypes as T  # noqa: N812
+from metastore.api.hive_metastore import ttypes as T
 
 pytestmark = [pytest.mark.pg, pytest.mark.reference, pytest.mark.slow]
 
