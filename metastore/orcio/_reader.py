@@ -167,13 +167,7 @@ class OrcReader:
             bs = int(ps.compression_block_size)
             if bs <= 0 or bs >= (1 << 23):
                 raise self._error(f"malformed ORC file: invalid compression block size {bs}")
-        try:
-            self.compression = CompressionKind(int(ps.compression))
-        except ValueError:
-            raise self._error(f"unknown compression kind {int(ps.compression)}") from None
-        self.compression_block_size = (
-            int(ps.compression_block_size) if ps.HasField("compression_block_size") else DEFAULT_BLOCK_SIZE
-        )
+        self._set_compression(ps)
         footer_len = int(ps.footer_length)
         metadata_len = int(ps.metadata_length)
         if footer_len == 0:
@@ -205,9 +199,8 @@ class OrcReader:
         except OrcError as err:
             raise OrcError(f"{what}: {err.reason}", file=self.path) from None
 
-    def _finish_tail(self) -> None:
-        footer = self._footer
-        ps = self._postscript
+    def _set_compression(self, ps: pb.PostScript) -> None:
+        """The compression kind and block size the PostScript declares (the footer is read with them)."""
         try:
             self.compression = CompressionKind(int(ps.compression))
         except ValueError:
@@ -215,6 +208,11 @@ class OrcReader:
         self.compression_block_size = (
             int(ps.compression_block_size) if ps.HasField("compression_block_size") else DEFAULT_BLOCK_SIZE
         )
+
+    def _finish_tail(self) -> None:
+        footer = self._footer
+        ps = self._postscript
+        self._set_compression(ps)
         try:
             self.schema: TypeDescription = TypeDescription._from_proto_types(footer.types)
         except OrcError as err:
