@@ -217,7 +217,7 @@ def filter_splits(
     columns = table_columns(table) if isinstance(table, Table) else dict(table)
     expr = from_json(predicate) if isinstance(predicate, str) else predicate
     bound = bind(expr, columns)
-    cache = _CallCache(cache or DEFAULT_CACHE)
+    opened = _CallCache(cache or DEFAULT_CACHE)
     warnings = _Warnings()
     wanted = {leaf.column for leaf in leaves(bound)}
     usable: list[IndexRecord] = []
@@ -259,7 +259,7 @@ def filter_splits(
     for path, positions in by_file.items():
         try:
             kept_here, judged, stripes = _judge_file(
-                path, positions, splits, bound, usable, file_maps, identity, cache, warnings, part_answers, options
+                path, positions, splits, bound, usable, file_maps, identity, opened, warnings, part_answers, options
             )
         except Exception as exc:  # noqa: BLE001 - whatever goes wrong with one file keeps its splits
             warnings.add(f"{path}: the indexes could not judge it ({type(exc).__name__}: {exc}); its splits are kept")
