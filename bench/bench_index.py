@@ -104,7 +104,6 @@ DATA_STREAMS = {"PRESENT", "DATA", "LENGTH", "DICTIONARY_DATA", "SECONDARY"}
 def describe(files: list[Path], columns: list[str]) -> dict[str, Any]:
     """Stripes, rows, bytes, each column's compressed size, ORC's stripe statistics and compression."""
     from metastore.orcio import OrcReader
-    from metastore.orcio._streams_in import STREAM_KIND_NAMES
 
     out: dict[str, Any] = {"stripes": 0, "rows": 0, "bytes": 0, "column_bytes": dict.fromkeys(columns, 0)}
     for path in files:
@@ -116,11 +115,10 @@ def describe(files: list[Path], columns: list[str]) -> dict[str, Any]:
             out["bytes"] += path.stat().st_size
             out["compression"] = str(reader.compression)
             for s in range(len(reader.stripes)):
-                for stream in reader._stripe_footer(s).streams:
-                    kind = STREAM_KIND_NAMES.get(int(stream.kind), "")
+                for column, kind, length in reader.stream_lengths(s):
                     for c, cid in ids.items():
-                        if int(stream.column) == cid and kind in DATA_STREAMS:
-                            out["column_bytes"][c] += int(stream.length)
+                        if column == cid and kind in DATA_STREAMS:
+                            out["column_bytes"][c] += length
     return out
 
 
