@@ -1,7 +1,7 @@
 """Split-filtering indexes (issue 11 s5): build time, size, split-filter latency, stripes kept, SELECT time.
 
     python bench/bench_index.py [--rows 50000000] [--files 100] [--stripe-size 1048576] [--runs 2]
-                                [--lookups 30] [--data DIR] [--columns id,ts,country]
+                                [--lookups 30] [--cold-runs 3] [--data DIR] [--work DIR] [--sections 1,2,3,4,5]
 
 A table written by Spark in local mode (ORC, zstd, ``--files`` files, stripes cut at ``orc.stripe.size``, ORC
 row-group bloom filters on ``id`` and ``country``) with three columns: ``id`` bigint, high-cardinality and
@@ -19,7 +19,8 @@ string, 20 values in no order. It is generated once into ``--data`` and reused. 
    values) and ``BETWEEN`` on ``id`` and ``ts``: warm (the index files open in the process's cache, median and
    p90 of ``--lookups`` calls) and cold (a fresh process: imports and the metastore records read first, then the
    index files are evicted from the page cache with posix_fadvise(DONTNEED), checked with ``fincore``, then
-   the first call is timed).
+   the first call is timed); wall time and the process's CPU time of the call (on a loaded machine the wall
+   time mostly measures waiting for a core).
 4. stripes kept: per query, the stripes each index keeps, against the stripes ORC's own stripe statistics keep
    and those with a row group that ORC's row index and row-group bloom filters keep (what a reader with
    predicate pushdown skips; computed here with orcio's reading of those statistics: pyorc is not installed and
@@ -103,7 +104,6 @@ DATA_STREAMS = {"PRESENT", "DATA", "LENGTH", "DICTIONARY_DATA", "SECONDARY"}
 def describe(files: list[Path], columns: list[str]) -> dict[str, Any]:
     """Stripes, rows, bytes, each column's compressed size, ORC's stripe statistics and compression."""
     from metastore.orcio import OrcReader
-    from metastore.orcio._streams_in import STREAM_KIND_NAMES
 
     out: dict[str, Any] = {"stripes": 0, "rows": 0, "bytes": 0, "column_bytes": dict.fromkeys(columns, 0)}
     for path in files:
@@ -115,11 +115,10 @@ def describe(files: list[Path], columns: list[str]) -> dict[str, Any]:
             out["bytes"] += path.stat().st_size
             out["compression"] = str(reader.compression)
             for s in range(len(reader.stripes)):
-                for stream in reader._stripe_footer(s).streams:
-                    kind = STREAM_KIND_NAMES.get(int(stream.kind), "")
+                for column, kind, length in reader.stream_lengths(s):
                     for c, cid in ids.items():
-                        if int(stream.column) == cid and kind in DATA_STREAMS:
-                            out["column_bytes"][c] += int(stream.length)
+                        if column == cid and kind in DATA_STREAMS:
+                            out["column_bytes"][c] += length
     return out
 
 
@@ -269,10 +268,12 @@ def cold_probe(work: Path, index: str, where: str) -> None:
         finally:
             os.close(fd)
     resident = resident_pages(paths)
+    cpu = time.process_time()
     started = time.perf_counter()
     result = filter_splits(table, predicate, splits, [record])
     seconds = time.perf_counter() - started
-    print(json.dumps({"seconds": seconds, "resident_pages_before": resident, "kept": len(result.kept)}))
+    cpu = time.process_time() - cpu
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "resident_pages_before": resident, "kept": len(result.kept)}))
 
 
 def latency(work: Path, qs: list[tuple[str, str]], lookups: int, cold_runs: int) -> list[dict[str, Any]]:
@@ -293,11 +294,15 @@ def latency(work: Path, qs: list[tuple[str, str]], lookups: int, cold_runs: int)
             result = filter_splits(table, predicate, splits, [record])
             first_s = time.perf_counter() - first
             warm = []
+            warm_cpu = []
             for _ in range(lookups):
+                cpu = time.process_time()
                 started = time.perf_counter()
                 filter_splits(table, predicate, splits, [record])
                 warm.append(time.perf_counter() - started)
+                warm_cpu.append(time.process_time() - cpu)
             cold = []
+            cold_cpu = []
             resident = []
             for _ in range(cold_runs):
                 probe = subprocess.run(
@@ -307,18 +312,22 @@ def latency(work: Path, qs: list[tuple[str, str]], lookups: int, cold_runs: int)
                     raise RuntimeError(probe.stderr)
                 answer = json.loads(probe.stdout.strip().splitlines()[-1])
                 cold.append(answer["seconds"])
+                cold_cpu.append(answer.get("cpu", float("nan")))
                 resident.append(answer["resident_pages_before"])
             warm.sort()
             row = {
                 "query": label, "index": record.kind.value.upper(), "level": record.level.value,
                 "splits": len(splits), "kept": len(result.kept), "first_ms": first_s * 1e3,
                 "warm_median_ms": statistics.median(warm) * 1e3, "warm_p90_ms": warm[int(0.9 * (len(warm) - 1))] * 1e3,
+                "warm_cpu_median_ms": statistics.median(warm_cpu) * 1e3,
                 "cold_ms": statistics.median(cold) * 1e3 if cold else None, "cold_resident": max(resident, default=-1),
+                "cold_cpu_ms": statistics.median(cold_cpu) * 1e3 if cold_cpu else None,
                 "load": load(),
             }
             out.append(row)
-            log(f"  {label:18} {row['index']:6} warm {row['warm_median_ms']:.2f} ms (p90 {row['warm_p90_ms']:.2f}), "
-                f"cold {row['cold_ms']:.1f} ms (index pages resident before: {row['cold_resident']}), "
+            log(f"  {label:18} {row['index']:6} warm {row['warm_median_ms']:.2f} ms (p90 {row['warm_p90_ms']:.2f}, "
+                f"CPU {row['warm_cpu_median_ms']:.2f}), cold {row['cold_ms']:.1f} ms (CPU {row['cold_cpu_ms']:.1f}; "
+                f"index pages resident before: {row['cold_resident']}), "
                 f"first in-process {row['first_ms']:.1f} ms; kept {row['kept']} of {row['splits']} splits; "
                 f"load {row['load']}")
     return out
@@ -443,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the metastore's work directory, kept after the run; when it holds a metastore from "
                              "an earlier run, table creation and the builds are skipped (default: a fresh temporary "
                              "directory, removed)")
+    parser.add_argument("--sections", default="1,2,3,4,5",
+                        help="which steps to run (default 1,2,3,4,5: build, size, latency, stripes kept, SELECT)")
     parser.add_argument("--cold-probe", nargs=3, metavar=("WORK", "INDEX", "WHERE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cold_probe:
@@ -465,13 +476,19 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-index-"))
     results: dict[str, Any] = {"rows": info["rows"], "files": len(files), "stripes": info["stripes"],
                                "bytes": info["bytes"], "column_bytes": info["column_bytes"]}
+    sections = {int(x) for x in args.sections.split(",") if x.strip()}
     try:
         if not reuse:
             sql(work, f"CREATE DATABASE bench; CREATE EXTERNAL TABLE bench.t (id bigint, ts bigint, country string) "
                       f"STORED AS ORC LOCATION '{table}'; CREATE EXTERNAL TABLE bench.t_plain (id bigint, ts bigint, "
                       f"country string) STORED AS ORC LOCATION '{table}';")
+        if not reuse and 1 in sections:
             log("1. build time: ANALYZE of the column against CREATE INDEX")
             results["build"] = build_rounds(work, columns, args.runs)
+        elif not reuse:
+            for col in columns:
+                for kind in KINDS:
+                    sql(work, f"CREATE INDEX ix_{col}_{kind} USING {kind} ON bench.t ({col});")
         log("2. size")
         from metastore.client.embedded import EmbeddedMetastoreClient
 
@@ -485,12 +502,15 @@ def main(argv: list[str] | None = None) -> int:
         values = pick_values(files, np.random.default_rng(5))
         qs = queries(values, info["rows"])
         results["queries"] = qs
-        log("3. split-filter latency (one index at a time)")
-        results["latency"] = latency(work, qs, args.lookups, args.cold_runs)
-        log("4. stripes kept")
-        results["stripes_kept"] = stripes_kept(work, files, qs)
-        log("5. SELECT count(*) with and without indexes (whole commands)")
-        results["select"] = selects(work, qs, args.runs)
+        if 3 in sections:
+            log("3. split-filter latency (one index at a time)")
+            results["latency"] = latency(work, qs, args.lookups, args.cold_runs)
+        if 4 in sections:
+            log("4. stripes kept")
+            results["stripes_kept"] = stripes_kept(work, files, qs)
+        if 5 in sections:
+            log("5. SELECT count(*) with and without indexes (whole commands)")
+            results["select"] = selects(work, qs, args.runs)
         results["load_end"] = load()
     finally:
         if args.json:

@@ -37,7 +37,14 @@ from ._compression import DEFAULT_BLOCK_SIZE, DEFAULT_MAX_STREAM_BYTES, Compress
 from ._errors import OrcError, UnsupportedOrcFeature
 from ._proto import orc_proto_pb2 as pb
 from ._statistics import ColumnStatistics, statistics_from_proto
-from ._streams_in import ENCODING_NAMES, FileSource, PositionCursor, SeekableInput, StripeStreams
+from ._streams_in import (
+    ENCODING_NAMES,
+    STREAM_KIND_NAMES,
+    FileSource,
+    PositionCursor,
+    SeekableInput,
+    StripeStreams,
+)
 from ._types import Category, TypeDescription
 from ._vectors import Batch, ColumnVector, StructVector, concat
 
@@ -387,6 +394,14 @@ class OrcReader:
             self._source, index, info.offset, info.index_length, info.data_length, footer, self.compression,
             self.compression_block_size, len(self._columns), self.max_stream_bytes,
         )
+
+    def stream_lengths(self, stripe: int) -> list[tuple[int, str, int]]:
+        """(column id, stream kind as ORC names it: ``ROW_INDEX``, ``PRESENT``, ``DATA``, ``LENGTH``...,
+        length in bytes) of each stream of a stripe, in file order."""
+        return [
+            (int(s.column), STREAM_KIND_NAMES.get(int(s.kind), str(int(s.kind))), int(s.length))
+            for s in self._stripe_footer(stripe).streams
+        ]
 
     def column_encoding(self, stripe: int, column: int | str) -> str:
         """The encoding name (``DIRECT_V2``, ``DICTIONARY``...) of a column in a stripe."""
