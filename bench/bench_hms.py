@@ -285,9 +285,36 @@ def _proc_table() -> dict[int, tuple[int, str, float]]:
     return table
 
 
-def cpu_seconds(server_pid: int | None) -> tuple[float, float]:
+#: Databases of the servers this run started: PostgreSQL backends serving any other database (other work on a
+#: shared machine) are not counted.
+BENCH_DATABASES: set[str] = set()
+
+
+def _other_database(pid: int) -> bool:
+    """Whether a PostgreSQL process is a backend (or autovacuum worker) of a database this run did not make."""
+    if not BENCH_DATABASES:
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            words = f.read().replace(b"\0", b" ").decode("utf-8", "replace").split()
+    except OSError:
+        return False
+    if not words or words[0] != "postgres:":
+        return False
+    words = words[1:]
+    if words and words[0].endswith(":"):  # the cluster's name (Debian's "15/main:")
+        words = words[1:]
+    if len(words) >= 3 and words[:2] == ["autovacuum", "worker"]:
+        return words[2] not in BENCH_DATABASES
+    # a client backend's title: "<user> <database> <host>(<port>) <state>"
+    if len(words) >= 3 and ("(" in words[2] or words[2] == "[local]"):
+        return words[1] not in BENCH_DATABASES
+    return False
+
+
+def cpu_seconds(server_pid: int | None) -> tuple[float, dict[int, float]]:
     """CPU seconds used so far by (the server's process tree, nan when the benchmark did not start the server;
-    every PostgreSQL process)."""
+    each PostgreSQL process but the backends of other databases, by pid)."""
     table = _proc_table()
     server = float("nan")
     if server_pid is not None:
@@ -300,8 +327,16 @@ def cpu_seconds(server_pid: int | None) -> tuple[float, float]:
                     tree.add(pid)
                     changed = True
         server = sum(table[p][2] for p in tree if p in table)
-    postgres = sum(cpu for _, comm, cpu in table.values() if comm.startswith("postgres"))
+    postgres = {
+        pid: cpu for pid, (_, comm, cpu) in table.items() if comm.startswith("postgres") and not _other_database(pid)
+    }
     return server, postgres
+
+
+def _postgres_delta(before: dict[int, float], after: dict[int, float]) -> float:
+    """PostgreSQL CPU used between two snapshots: per process, so that a process of other work that exits in
+    between (a shared machine) takes nothing away; a process started in between counts whole."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
 
 
 @dataclass
@@ -320,7 +355,7 @@ def _sample(
     latencies: list[float], errors: int, elapsed: float, before: tuple, after: tuple, client_cpu: float
 ) -> Sample:
     """A Sample from CPU snapshots (server, PostgreSQL) taken around the timed part."""
-    return Sample(latencies, errors, elapsed, after[0] - before[0], after[1] - before[1], client_cpu)
+    return Sample(latencies, errors, elapsed, after[0] - before[0], _postgres_delta(before[1], after[1]), client_cpu)
 
 
 def summarize(samples: list[Sample]) -> CallResult:
@@ -592,6 +627,7 @@ def start_servers(
             else:
                 db = create_scratch_database(pg_admin, "benchref")
                 cleanups.append(lambda db=db: drop_scratch_database(db))
+                BENCH_DATABASES.add(db.name)
                 print(f"starting the reference HMS 2.3.10 on PostgreSQL database {db.name} ...", flush=True)
                 ref = start_reference_hms(
                     workdir / "reference",
@@ -606,6 +642,7 @@ def start_servers(
             else:
                 db = create_scratch_database(pg_admin, "benchours")
                 cleanups.append(lambda db=db: drop_scratch_database(db))
+                BENCH_DATABASES.add(db.name)
                 print(f"starting metastore serve on PostgreSQL database {db.name} ...", flush=True)
                 ours = start_our_server(workdir / "ours", db.url)
                 cleanups.append(ours.stop)

@@ -38,6 +38,8 @@ from metastore.index.errors import IndexFileCorrupt
 KIND = "btree"
 LEAF_TARGET_BYTES = 32 * 1024
 MAX_LEAF_KEYS = 4096
+#: decoded inner nodes a reader keeps (a tree of 10 M keys has about 3,000 leaves under a few inner nodes)
+MAX_CACHED_NODES = 1024
 FANOUT = 512
 GIVE_UP_KEYS = 10_000
 GIVE_UP_FRACTION = 0.10
@@ -255,13 +257,21 @@ class BTreeReader:
         self.root = BlockRef.from_list(d["root_block"], self.path) if "root_block" in d else None
         self._null_stripes: np.ndarray | None = None
         self._value_stripes: np.ndarray | None = None
+        #: decoded inner nodes by block offset: a warm lookup reads and decodes only its leaf (the file never
+        #: changes under a reader; a rebuilt index is a new file)
+        self._inner: dict[int, _Inner] = {}
 
     # ------------------------------------------------------------------ blocks
 
     def _node(self, ref: BlockRef, level: int) -> _Inner:
+        cached = self._inner.get(ref.offset)
+        if cached is not None and cached.level == level:
+            return cached
         node = _decode_inner(self.domain, self.file.block(ref, "a B+tree node"), self.path)
         if node.level != level:
             raise IndexFileCorrupt(self.path, f"a B+tree node claims level {node.level}, expected {level}")
+        if len(self._inner) < MAX_CACHED_NODES:
+            self._inner[ref.offset] = node
         return node
 
     def _leaf(self, ref: BlockRef) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -100,6 +100,32 @@ class PartCache:
 DEFAULT_CACHE = PartCache()
 
 
+class _CallCache:
+    """One filter_splits call's view of a PartCache: each index file is checked (stat) and opened once per
+    call, however many data files it covers; a failure to open it is raised again for each of them."""
+
+    def __init__(self, cache: PartCache) -> None:
+        self._cache = cache
+        self._opened: dict[tuple[str, int, str, str, str], PartReader | IndexFileCorrupt] = {}
+
+    def open(
+        self, location: str, expected_size: int, *, kind: str, column: str, ctype: ColumnType,
+        options: StorageOptions | None = None,
+    ) -> PartReader:
+        key = (location, expected_size, kind, column, ctype.hive)
+        hit = self._opened.get(key)
+        if hit is None:
+            try:
+                hit = self._cache.open(location, expected_size, kind=kind, column=column, ctype=ctype,
+                                       options=options)
+            except IndexFileCorrupt as exc:
+                hit = exc
+            self._opened[key] = hit
+        if isinstance(hit, IndexFileCorrupt):
+            raise hit
+        return hit
+
+
 def normal_path(path: str) -> str:
     """A data file location as index records keep it (qualified: `/x` and `file:///x` are `file:/x`, `s3a://`
     is `s3://`)."""
@@ -191,7 +217,7 @@ def filter_splits(
     columns = table_columns(table) if isinstance(table, Table) else dict(table)
     expr = from_json(predicate) if isinstance(predicate, str) else predicate
     bound = bind(expr, columns)
-    cache = cache or DEFAULT_CACHE
+    opened = _CallCache(cache or DEFAULT_CACHE)
     warnings = _Warnings()
     wanted = {leaf.column for leaf in leaves(bound)}
     usable: list[IndexRecord] = []
@@ -233,7 +259,7 @@ def filter_splits(
     for path, positions in by_file.items():
         try:
             kept_here, judged, stripes = _judge_file(
-                path, positions, splits, bound, usable, file_maps, identity, cache, warnings, part_answers, options
+                path, positions, splits, bound, usable, file_maps, identity, opened, warnings, part_answers, options
             )
         except Exception as exc:  # noqa: BLE001 - whatever goes wrong with one file keeps its splits
             warnings.add(f"{path}: the indexes could not judge it ({type(exc).__name__}: {exc}); its splits are kept")
@@ -251,7 +277,7 @@ def filter_splits(
 def _judge_file(
     path: str, positions: list[int], splits: Sequence[Split], bound: Bound, usable: Sequence[IndexRecord],
     file_maps: Sequence[dict[str, tuple[IndexPart, DataFile]]], identity: Callable[[str], DataFile | None],
-    cache: PartCache, warnings: _Warnings, part_answers: dict[tuple[int, str, Bound], np.ndarray | None],
+    cache: _CallCache, warnings: _Warnings, part_answers: dict[tuple[int, str, Bound], np.ndarray | None],
     options: StorageOptions | None,
 ) -> tuple[list[int], dict[int, tuple[int, int]], tuple[tuple[StripeSpan, ...], np.ndarray] | None]:
     """Judge the splits of one data file: the positions to keep, per index (considered, kept) and the file's
@@ -306,7 +332,7 @@ def _judge_file(
 
 def _known_indexes(
     path: str, now: DataFile | None, usable: Sequence[IndexRecord],
-    file_maps: Sequence[dict[str, tuple[IndexPart, DataFile]]], cache: PartCache, warnings: _Warnings,
+    file_maps: Sequence[dict[str, tuple[IndexPart, DataFile]]], cache: _CallCache, warnings: _Warnings,
     options: StorageOptions | None = None,
 ) -> list[_Known]:
     known: list[_Known] = []

@@ -7,7 +7,7 @@ directly, local or on an object store). The plan carries what a reader needs to 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from metastore.catalog import Table
@@ -18,7 +18,7 @@ from metastore.index.columns import ColumnType, Key
 from metastore.index.errors import PredicateError
 from metastore.index.filter import filter_splits, table_columns
 from metastore.index.maintain import list_targets
-from metastore.index.model import DataFile, FilterResult, IndexState, Split
+from metastore.index.model import DataFile, FilterResult, IndexRecord, IndexState, Split
 from metastore.index.predicate import Const, Expr, Value, ValueKind
 from metastore.index.select import DEFAULT_SPLIT_SIZE, file_splits
 from metastore.partnames import parse_part_name
@@ -41,6 +41,9 @@ class ReadPlan:
     #: per data file path: its partition's values as keys, and as shown
     partition_values: dict[str, dict[str, Key | None]] = field(default_factory=dict)
     partition_display: dict[str, dict[str, object]] = field(default_factory=dict)
+    #: the predicate as given, and the indexes the split filter was given
+    predicate: Expr = field(default_factory=lambda: Const(True))
+    indexes: list[IndexRecord] = field(default_factory=list)
 
     @property
     def kept(self) -> list[Split]:
@@ -63,16 +66,29 @@ class ReadPlan:
     def bytes_to_read(self) -> int:
         """Bytes of the stripes the kept splits read (stripes an index rules out are skipped); a split of a file
         no index judged reads its whole range."""
-        total = 0
-        for split in self.kept:
-            info = self.result.stripes.get(split.path)
-            if info is None:
-                total += split.length
-                continue
-            spans, may = info
-            end = split.start + split.length
-            total += sum(s.length for s, m in zip(spans, may, strict=True) if m and split.start <= s.offset < end)
-        return total
+        return bytes_to_read(self.splits, self.result)
+
+    def bytes_to_read_by(self, name: str, options: StorageOptions | None = None) -> int:
+        """The bytes the kept splits would read if the index ``name`` alone filtered them (what EXPLAIN shows
+        per index)."""
+        record = next(r for r in self.indexes if r.name == name)
+        alone = filter_splits(self.table, self.predicate, self.splits, [record], options=options)
+        return bytes_to_read(self.splits, alone)
+
+
+def bytes_to_read(splits: Sequence[Split], result: FilterResult) -> int:
+    """Bytes of the stripes the kept splits of ``result`` read (a stripe is read by the split it starts in;
+    stripes the indexes rule out are skipped); a split of a file no index judged reads its whole range."""
+    total = 0
+    for split in (splits[i] for i in result.kept):
+        info = result.stripes.get(split.path)
+        if info is None:
+            total += split.length
+            continue
+        spans, may = info
+        end = split.start + split.length
+        total += sum(s.length for s, m in zip(spans, may, strict=True) if m and split.start <= s.offset < end)
+    return total
 
 
 def partition_keys(name: str, columns: Mapping[str, ColumnType]) -> dict[str, Key | None]:
@@ -121,4 +137,4 @@ def plan_read(
     records = [r for r in client.list_indexes(table.db_name, table.table_name) if r.state is IndexState.READY]
     result = filter_splits(table, expr, splits, records, options=options) if splits else FilterResult((), ())
     return ReadPlan(table, columns, bound, kept_targets, len(targets) if table.partition_keys else 0, splits, result,
-                    values, display)
+                    values, display, expr, records)

@@ -37,7 +37,14 @@ from ._compression import DEFAULT_BLOCK_SIZE, DEFAULT_MAX_STREAM_BYTES, Compress
 from ._errors import OrcError, UnsupportedOrcFeature
 from ._proto import orc_proto_pb2 as pb
 from ._statistics import ColumnStatistics, statistics_from_proto
-from ._streams_in import ENCODING_NAMES, FileSource, PositionCursor, SeekableInput, StripeStreams
+from ._streams_in import (
+    ENCODING_NAMES,
+    STREAM_KIND_NAMES,
+    FileSource,
+    PositionCursor,
+    SeekableInput,
+    StripeStreams,
+)
 from ._types import Category, TypeDescription
 from ._vectors import Batch, ColumnVector, StructVector, concat
 
@@ -167,13 +174,7 @@ class OrcReader:
             bs = int(ps.compression_block_size)
             if bs <= 0 or bs >= (1 << 23):
                 raise self._error(f"malformed ORC file: invalid compression block size {bs}")
-        try:
-            self.compression = CompressionKind(int(ps.compression))
-        except ValueError:
-            raise self._error(f"unknown compression kind {int(ps.compression)}") from None
-        self.compression_block_size = (
-            int(ps.compression_block_size) if ps.HasField("compression_block_size") else DEFAULT_BLOCK_SIZE
-        )
+        self._set_compression(ps)
         footer_len = int(ps.footer_length)
         metadata_len = int(ps.metadata_length)
         if footer_len == 0:
@@ -205,9 +206,8 @@ class OrcReader:
         except OrcError as err:
             raise OrcError(f"{what}: {err.reason}", file=self.path) from None
 
-    def _finish_tail(self) -> None:
-        footer = self._footer
-        ps = self._postscript
+    def _set_compression(self, ps: pb.PostScript) -> None:
+        """The compression kind and block size the PostScript declares (the footer is read with them)."""
         try:
             self.compression = CompressionKind(int(ps.compression))
         except ValueError:
@@ -215,6 +215,11 @@ class OrcReader:
         self.compression_block_size = (
             int(ps.compression_block_size) if ps.HasField("compression_block_size") else DEFAULT_BLOCK_SIZE
         )
+
+    def _finish_tail(self) -> None:
+        footer = self._footer
+        ps = self._postscript
+        self._set_compression(ps)
         try:
             self.schema: TypeDescription = TypeDescription._from_proto_types(footer.types)
         except OrcError as err:
@@ -389,6 +394,14 @@ class OrcReader:
             self._source, index, info.offset, info.index_length, info.data_length, footer, self.compression,
             self.compression_block_size, len(self._columns), self.max_stream_bytes,
         )
+
+    def stream_lengths(self, stripe: int) -> list[tuple[int, str, int]]:
+        """(column id, stream kind as ORC names it: ``ROW_INDEX``, ``PRESENT``, ``DATA``, ``LENGTH``...,
+        length in bytes) of each stream of a stripe, in file order."""
+        return [
+            (int(s.column), STREAM_KIND_NAMES.get(int(s.kind), str(int(s.kind))), int(s.length))
+            for s in self._stripe_footer(stripe).streams
+        ]
 
     def column_encoding(self, stripe: int, column: int | str) -> str:
         """The encoding name (``DIRECT_V2``, ``DICTIONARY``...) of a column in a stripe."""

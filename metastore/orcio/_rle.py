@@ -344,13 +344,16 @@ class _Runs:
     """Runs in stream order as a table of (out offset, length, kind, base, delta, width, bit offset), uint64.
 
     The scalar scanners append one tuple per run to :attr:`rows`; the vectorised one adds whole column
-    blocks with :meth:`add` (rows are flushed first, so the table stays in stream order).
+    blocks with :meth:`add`, or, for runs that each repeat one value, just their values and lengths with
+    :meth:`add_repeats` (rows are flushed first, so the table stays in stream order). A stream made only of
+    runs of one value (:meth:`repeats`) is decoded with one ``np.repeat``, without building the table.
     """
 
     def __init__(self) -> None:
         self.rows: list[tuple[int, int, int, int, int, int, int]] = []
         self.ready: list[np.ndarray] = []
-        self._chunks: list[np.ndarray] = []
+        # 7-row blocks, or (out offset of the first run, values, lengths) of runs that repeat one value each
+        self._chunks: list[np.ndarray | tuple[int, np.ndarray, np.ndarray]] = []
 
     def flush(self) -> None:
         """Move the scalar scanner's tuples into a column block."""
@@ -364,12 +367,52 @@ class _Runs:
         if columns.shape[1]:
             self._chunks.append(columns)
 
+    def add_repeats(self, first: int, values: np.ndarray, lengths: np.ndarray) -> None:
+        """Add runs that each repeat one value (uint64, final), the first of them at out offset ``first``."""
+        self.flush()
+        if len(values):
+            self._chunks.append((first, values, lengths))
+
+    def repeats(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(values, lengths) of every run when each one repeats a single value, else None."""
+        self.flush()
+        values: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        for chunk in self._chunks:
+            if isinstance(chunk, tuple):
+                values.append(chunk[1])
+                lengths.append(chunk[2])
+                continue
+            if ((chunk[2] != _U64(ARITH)) | (chunk[4] != _U64(0))).any():
+                return None
+            values.append(chunk[3])
+            lengths.append(chunk[1].view(np.int64))
+        if not values:
+            return None
+        if len(values) == 1:
+            return values[0], lengths[0]
+        return np.concatenate(values), np.concatenate(lengths)
+
     def table(self) -> np.ndarray:
         """All runs as one (7, runs) uint64 array in stream order."""
         self.flush()
         if not self._chunks:
             return np.zeros((7, 0), dtype=_U64)
-        return self._chunks[0] if len(self._chunks) == 1 else np.concatenate(self._chunks, axis=1)
+        blocks = [_repeat_block(*c) if isinstance(c, tuple) else c for c in self._chunks]
+        return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
+
+
+def _repeat_block(first: int, values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Runs that repeat one value each as a (7, runs) block of the runs table."""
+    block = np.zeros((7, len(values)), dtype=_U64)
+    lens = lengths.astype(_U64)
+    np.cumsum(lens, out=block[0])
+    block[0] -= lens
+    block[0] += _U64(first)
+    block[1] = lens
+    block[2] = ARITH
+    block[3] = values
+    return block
 
 
 def _run_starts(lens: np.ndarray) -> np.ndarray:
@@ -578,7 +621,12 @@ def decode_int_rle_v2(data: bytes | bytearray | memoryview, count: int, signed: 
             per_value = 2 * (pos - window_pos) / max(produced - window_produced, 1)
     if produced == 0:
         return np.zeros(0, np.int64), pos
-    out = _assemble(runs, produced, data, signed)
+    repeats = runs.repeats() if not runs.ready else None
+    if repeats is not None:
+        # every run repeats one value (short repeats, direct runs of one value): one np.repeat
+        out = np.repeat(repeats[0][: count], repeats[1][: count])
+    else:
+        out = _assemble(runs, produced, data, signed)
     return out[:count].view(np.int64), pos
 
 
@@ -592,6 +640,10 @@ def _add_v2_runs(runs: _Runs, found: run_headers.V2Window, start: int, produced:
     lens = found.runs.lengths
     if len(lens) == 0:
         return produced
+    if found.kind is None:
+        # every run repeats one value
+        runs.add_repeats(produced, unzigzag_array(found.base, inplace=True) if signed else found.base, lens)
+        return produced + int(lens.sum())
     ends = np.cumsum(lens)
     kind = _V2_KINDS[found.kind]
     width = found.width.astype(_U64)
@@ -648,7 +700,14 @@ def _scan_v2(data: bytes | bytearray | memoryview, pos: int, produced: int, coun
             end = pos + 2 + ((width * length + 7) >> 3)
             if end > n:
                 raise _truncated("RLE v2 direct run", pos, n)
-            rows.append((produced, length, PACKED, 0, 0, width, (pos + 2) * 8))
+            if length == 1:
+                # one value: a repeat of it
+                value = int.from_bytes(data[pos + 2 : end], "big") >> ((end - pos - 2) * 8 - width)
+                if signed:
+                    value = ((value >> 1) ^ -(value & 1)) & mask
+                rows.append((produced, 1, ARITH, value, 0, 0, 0))
+            else:
+                rows.append((produced, length, PACKED, 0, 0, width, (pos + 2) * 8))
         elif encoding == 2:  # PATCHED_BASE
             values, end = _patched_base(data, pos, length, widths[code], signed)
             rows.append((produced, length, READY, 0, 0, 0, 0))

@@ -38,14 +38,14 @@ from dataclasses import dataclass, field, replace
 from metastore.catalog import DEFAULT_ENGINE, Partition, Table
 from metastore.errors import MetastoreError
 from metastore.stats import spark_properties as sp
-from metastore.stats.model import ColumnStatsEntry
-from metastore.stats.spark_histogram import SparkHistogramError, decode_histogram
-from metastore.stats.validate import normalize_entry
-from metastore.store.stats_accurate import (
+from metastore.stats.accurate import (
     COLUMN_STATS_ACCURATE,
     columns_marked_accurate,
     params_with_columns_removed,
 )
+from metastore.stats.model import ColumnStatsEntry
+from metastore.stats.spark_histogram import SparkHistogramError, decode_histogram
+from metastore.stats.validate import normalize_entry
 from metastore.store.store import UnitOfWork
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,6 @@ trip instead (see _write_known_table).
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +23,7 @@ from metastore.errors import InvalidInput, InvalidObject, MetastoreError, NoSuch
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.service.stats_cache import ReplyCache
 from metastore.service.streams import Stream, open_stream
+from metastore.stats.accurate import basic_accurate
 from metastore.stats.aggregate import PartitionStatsAggregator
 from metastore.stats.exchange import AggregateResult, StatsWrite
 from metastore.stats.merge import merge_stats
@@ -62,11 +62,7 @@ def _basic_row_count(num_rows: str | None, stats_accurate: str | None) -> int | 
     if not stats_accurate or num_rows is None:
         return None
     try:
-        basic = str(json.loads(stats_accurate).get("BASIC_STATS", "false")).lower() == "true"
-    except (ValueError, AttributeError):
-        basic = stats_accurate.strip().lower() == "true"
-    try:
-        return int(num_rows) if basic else None
+        return int(num_rows) if basic_accurate(stats_accurate) else None
     except ValueError:
         return None
 

@@ -202,7 +202,9 @@ class _TargetMerge:
 
     def complete(self, index: int, analysis: FileAnalysis) -> int:
         """Record a file's result and merge every file now next in order; returns how many were merged."""
-        self.slot(index).done = analysis  # type: ignore[union-attr]
+        slot = self.slot(index)
+        assert slot is not None, "a merged file completed again"  # callers drop results of merged files
+        slot.done = analysis
         merged = 0
         while self.next in self.slots and self.slots[self.next].done is not None:
             ready = self.slots.pop(self.next).done

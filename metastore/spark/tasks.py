@@ -58,7 +58,10 @@ def harvest_tasks(batches: Iterator[Any]) -> Iterator[Any]:
     """mapInArrow function: for each (task, payload) row, harvest its units and yield one row per unit."""
     import pyarrow as pa
 
+    from metastore.stats.harvest.allocator import keep_freed_memory
     from metastore.stats.harvest.scan import HarvestError, analyze_file_piece
+
+    keep_freed_memory()  # a Python worker of Spark's: freed numpy temporaries are reused (allocator's doc)
 
     schema = pa.schema([
         ("target", pa.int32()), ("file", pa.int64()), ("piece", pa.int32()), ("pieces", pa.int32()),

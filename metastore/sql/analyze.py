@@ -135,40 +135,32 @@ def _analyze_local(
 
     hive_types = {c.name: c.type for c in columns}
 
-    def harvest(files: list[Any], partition: Any, callback: Any) -> Any:
-        return analyze_files(
-            files, [c.name for c in columns], hive_types=hive_types, table_columns=[c.name for c in table.sd.cols],
-            want_ndv=True, want_histograms=ex.options.histograms, cache=cache, progress=callback,
-            storage_options=ex.options.storage, partition=partition,
-        )
-
     if columns:
         # One run over every target's files keeps the worker pool busy across partitions (one pool, not one
-        # per partition); it is split per partition afterwards without reading again. Only when a file fails
-        # are the targets run one by one, so that the failure stays with its partition.
-        try:
-            with parsed_sketches():  # the table's merge and the partitions' parse each file's sketch once
-                run = harvest([f for t in targets for f in t.files], [t.name for t in targets for _ in t.files],
-                              progress.callback)
-                split_started = time.perf_counter()
-                # unchanged targets are not written: only the table level needs their files (the run's merge)
-                parts = split_result(run, [len(t.files) for t in targets], [t.name not in kept for t in targets])
-        except HarvestError:
-            pass
-        else:
-            run.phases[PHASE_MERGE] = run.phases.get(PHASE_MERGE, 0.0) + time.perf_counter() - split_started
-            run.phases[PHASE_IMPORTS] = imports
-            return [outcome_of(t, r) for t, r in zip(targets, parts, strict=True)], run
+        # per partition); it is split per partition afterwards without reading again. A file that fails fails
+        # its partition alone: the run goes on with the other files, each read once.
+        with parsed_sketches():  # the table's merge and the partitions' parse each file's sketch once
+            run = analyze_files(
+                [f for t in targets for f in t.files], [c.name for c in columns], hive_types=hive_types,
+                table_columns=[c.name for c in table.sd.cols], want_ndv=True, want_histograms=ex.options.histograms,
+                cache=cache, progress=progress.callback, storage_options=ex.options.storage,
+                partition=[t.name for t in targets for _ in t.files], partition_failures=True,
+            )
+            split_started = time.perf_counter()
+            good = [t for t in targets if t.name not in run.failed]
+            # unchanged targets are not written: only the table level needs their files (the run's merge)
+            parts = iter(split_result(run, [len(t.files) for t in good], [t.name not in kept for t in good]))
+        run.phases[PHASE_MERGE] = run.phases.get(PHASE_MERGE, 0.0) + time.perf_counter() - split_started
+        run.phases[PHASE_IMPORTS] = imports
+        return [failed_outcome(t, run.failed[t.name]) if t.name in run.failed else outcome_of(t, next(parts))
+                for t in targets], run
     outcomes: list[TargetOutcome] = []
     for target in targets:
         try:
-            if columns:
-                outcomes.append(outcome_of(target, harvest(target.files, target.name, progress.callback)))
-            else:
-                stats = basic_stats(target.files, scan=mode is AnalyzeMode.BASIC, cache=cache,
-                                    storage_options=ex.options.storage, partition=target.name)
-                outcomes.append(TargetOutcome(target, stats.num_rows, stats.num_files, stats.total_size,
-                                              stats.raw_data_size, {}))
+            stats = basic_stats(target.files, scan=mode is AnalyzeMode.BASIC, cache=cache,
+                                storage_options=ex.options.storage, partition=target.name)
+            outcomes.append(TargetOutcome(target, stats.num_rows, stats.num_files, stats.total_size,
+                                          stats.raw_data_size, {}))
         except HarvestError as exc:
             outcomes.append(failed_outcome(target, str(exc)))
         progress.finish_target(len(target.files))

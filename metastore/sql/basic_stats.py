@@ -2,54 +2,29 @@
 BASIC_STATS flag of COLUMN_STATS_ACCURATE (`{"BASIC_STATS":"true","COLUMN_STATS":{"a":"true"}}`).
 
 The COLUMN_STATS part is kept by the metastore when column statistics are written; here it is only dropped
-when data changes (the stored column statistics then no longer describe the data, as Hive marks them).
+when data changes (the stored column statistics then no longer describe the data, as Hive marks them). The
+parameter's value is read and written by metastore.stats.accurate, as the metastore does.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 
-COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
+from metastore.stats.accurate import COLUMN_STATS_ACCURATE, all_accurate, basic_accurate, with_basic
+
 NUM_FILES = "numFiles"
 TOTAL_SIZE = "totalSize"
 NUM_ROWS = "numRows"
 RAW_DATA_SIZE = "rawDataSize"
 
 
-def _parse(raw: str | None) -> tuple[bool, dict[str, str]]:
-    if not raw:
-        return False, {}
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        return raw.strip().lower() == "true", {}
-    if not isinstance(doc, dict):
-        return False, {}
-    columns = doc.get("COLUMN_STATS")
-    return (
-        str(doc.get("BASIC_STATS", "false")).lower() == "true",
-        {str(k): str(v) for k, v in columns.items()} if isinstance(columns, dict) else {},
-    )
-
-
-def _render(basic: bool, columns: Mapping[str, str]) -> str:
-    doc: dict[str, object] = {}
-    if basic:
-        doc["BASIC_STATS"] = "true"
-    if columns:
-        doc["COLUMN_STATS"] = {k: columns[k] for k in sorted(columns)}
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
-
-
 def basic_stats_accurate(params: Mapping[str, str]) -> bool:
-    return _parse(params.get(COLUMN_STATS_ACCURATE))[0]
+    return basic_accurate(params.get(COLUMN_STATS_ACCURATE))
 
 
 def stats_accurate(params: Mapping[str, str], columns: Iterable[str]) -> bool:
     """Whether COLUMN_STATS_ACCURATE marks the basic statistics and those columns' statistics as accurate."""
-    basic, flags = _parse(params.get(COLUMN_STATS_ACCURATE))
-    return basic and all(flags.get(c, "").lower() == "true" for c in columns)
+    return all_accurate(params.get(COLUMN_STATS_ACCURATE), columns)
 
 
 def with_basic_stats(
@@ -60,16 +35,15 @@ def with_basic_stats(
     out = dict(params)
     out[NUM_FILES] = str(num_files)
     out[TOTAL_SIZE] = str(total_size)
-    _, columns = _parse(out.get(COLUMN_STATS_ACCURATE))
     if num_rows is not None:
         out[NUM_ROWS] = str(num_rows)
         if raw_data_size is not None:
             out[RAW_DATA_SIZE] = str(raw_data_size)
-        out[COLUMN_STATS_ACCURATE] = _render(True, columns)
+        out[COLUMN_STATS_ACCURATE] = with_basic(out.get(COLUMN_STATS_ACCURATE), True)
     else:
         out.pop(NUM_ROWS, None)
         out.pop(RAW_DATA_SIZE, None)
-        out[COLUMN_STATS_ACCURATE] = _render(False, columns)
+        out[COLUMN_STATS_ACCURATE] = with_basic(out.get(COLUMN_STATS_ACCURATE), False)
     return out
 
 
@@ -93,11 +67,11 @@ def after_data_change(
             out[RAW_DATA_SIZE] = str(old_raw + added_raw_size)
         else:
             out.pop(RAW_DATA_SIZE, None)
-        out[COLUMN_STATS_ACCURATE] = _render(True, {})
+        out[COLUMN_STATS_ACCURATE] = with_basic(None, True)
     else:
         out.pop(NUM_ROWS, None)
         out.pop(RAW_DATA_SIZE, None)
-        out[COLUMN_STATS_ACCURATE] = _render(False, {})
+        out[COLUMN_STATS_ACCURATE] = with_basic(None, False)
     return out
 
 

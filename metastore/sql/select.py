@@ -7,7 +7,8 @@ The WHERE clause is the split filter's predicate tree (metastore.index.predicate
 predicate's partition columns; every file is cut into splits (byte ranges), the table's indexes keep the splits
 that may match (metastore.index.filter, in this process), and only those are read through orcio, skipping the
 stripes an index rules out and the row groups the ORC row index and bloom filters rule out; rows are then
-filtered exactly. EXPLAIN prints, per index, the splits it considered and kept, and the bytes left to read.
+filtered exactly. EXPLAIN prints, per index, the splits it considered and kept and the bytes the kept splits would
+read with that index alone, then the same for all indexes together.
 """
 
 from __future__ import annotations
@@ -98,9 +99,12 @@ def explain(ex: Session, st: Explain) -> Result:
     read = plan(ex, st.select).read
     kept = read.kept
     total_bytes = sum(s.length for s in read.splits)
-    rows: list[list[object]] = [[c.name, c.kind.upper(), c.column, c.considered, c.kept] for c in read.result.counts]
     to_read = read.bytes_to_read()
-    rows.append(["(all)", "", "", len(read.splits), len(kept)])
+    rows: list[list[object]] = [
+        [c.name, c.kind.upper(), c.column, c.considered, c.kept, read.bytes_to_read_by(c.name, ex.options.storage)]
+        for c in read.result.counts
+    ]
+    rows.append(["(all)", "", "", len(read.splits), len(kept), to_read])
     predicate = to_sql(st.select.where) if st.select.where is not None else "TRUE"
     columns_used = sorted({leaf.column for leaf in leaves(read.bound)})
     partitioned = bool(read.table.partition_keys)
@@ -115,4 +119,5 @@ def explain(ex: Session, st: Explain) -> Result:
     if not read.result.counts:
         lines.append("no index of the table answers this predicate: every split is read")
     lines.extend(f"warning: {w}" for w in read.result.warnings)
-    return Result(["index", "type", "column", "splits_considered", "splits_kept"], rows, message="\n".join(lines))
+    return Result(["index", "type", "column", "splits_considered", "splits_kept", "bytes_to_read"], rows,
+                  message="\n".join(lines))

@@ -37,13 +37,13 @@ Deviations from Hive, on purpose:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from metastore.errors import InvalidInput
+from metastore.stats.java_math import java_div, java_fdiv, java_long
 from metastore.stats.kinds import FlatStats, KindSpec, ValueType, spec_of
 from metastore.stats.kll import KllFormatError, kll_from_bytes
 from metastore.stats.merge import max_present, min_present
@@ -53,32 +53,6 @@ from metastore.stats.ndv import NdvFormatError, NdvSketch
 __all__ = ["PartitionStatsAggregator", "aggregate_partition_stats"]
 
 Bound = int | float | Decimal
-
-
-def _java_long(x: float) -> int:
-    """Java's ``(long) double``."""
-    if math.isnan(x):
-        return 0
-    if x >= 9.223372036854775807e18:
-        return (1 << 63) - 1
-    if x <= -9.223372036854775808e18:
-        return -(1 << 63)
-    return int(x)
-
-
-def _java_div(a: int, b: int) -> int:
-    """Java's long division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def _java_fdiv(a: float, b: float) -> float:
-    """Java's double division, including x/0.0 = ±Infinity and 0/0 = NaN."""
-    if b == 0.0:
-        if a == 0.0 or math.isnan(a):
-            return math.nan
-        return math.copysign(math.inf, a) * math.copysign(1.0, b)
-    return a / b
 
 
 @dataclass
@@ -402,10 +376,10 @@ class PartitionStatsAggregator:
             if self.use_density and low is not None and high is not None:
                 assert self._each is not None
                 density_avg = self._each.density_sum / self.num_partitions
-                estimate = _java_long(_java_fdiv(float(_span(spec, low, high)), density_avg))
+                estimate = java_long(java_fdiv(float(_span(spec, low, high)), density_avg))
                 num_dvs = min(max(estimate, lower), higher)
             else:
-                num_dvs = _java_long(lower + (higher - lower) * self.ndv_tuner)
+                num_dvs = java_long(lower + (higher - lower) * self.ndv_tuner)
         histogram = None
         if self._histograms_ok and self._histogram is not None:
             histogram = bytes(self._histogram.serialize())
@@ -421,7 +395,7 @@ class PartitionStatsAggregator:
         ndv = points.ndv
         assert ndv.low is not None and ndv.high is not None
         lower, higher = int(ndv.high), points.ndv_sum
-        linear_ndv = _java_long(
+        linear_ndv = java_long(
             _extrapolate_high(ndv.low_index, ndv.high_index, float(ndv.low), float(ndv.high), num_parts)
             if ndv.low_index != ndv.high_index
             else float(ndv.low)
@@ -431,7 +405,7 @@ class PartitionStatsAggregator:
             avg, length = points.avg_len, points.max_len
             assert avg.low is not None and avg.high is not None and length.low is not None and length.high is not None
             avg_col_len = _extrapolate_high(avg.low_index, avg.high_index, float(avg.low), float(avg.high), num_parts)
-            max_col_len = _java_long(
+            max_col_len = java_long(
                 _extrapolate_high(length.low_index, length.high_index, float(length.low), float(length.high), num_parts)
             )
             return spec.build(
@@ -447,7 +421,7 @@ class PartitionStatsAggregator:
         if self.use_density and low is not None and high is not None:
             density_avg = points.density_sum / points.count
             if density_avg != 0.0:
-                estimate = _java_long(_java_fdiv(float(_span(spec, low, high)), density_avg))
+                estimate = java_long(java_fdiv(float(_span(spec, low, high)), density_avg))
                 num_dvs = min(max(estimate, lower), higher)
         return spec.build(num_nulls=num_nulls, num_dvs=num_dvs, low=low, high=high)
 
@@ -465,7 +439,7 @@ def _density(spec: KindSpec, low: Bound | None, high: Bound | None, ndv: int) ->
         return None
     span = _span(spec, low, high)
     if spec.values is ValueType.INTEGER:
-        return float(_java_div(int(span), ndv))
+        return float(java_div(int(span), ndv))
     return span / ndv
 
 
@@ -500,7 +474,7 @@ def _line(spec: KindSpec, extremes: _Extremes, num_parts: int, *, upper: bool) -
     else:
         x = hi_f - diff * (num_parts - max_ind) / (min_ind - max_ind)
     if long_kind:
-        return _java_long(x)
+        return java_long(x)
     if spec.values is ValueType.DECIMAL:
         return Decimal(repr(x))
     return x

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from metastore.stats.hll_constants import BIAS, K_NEAREST_NEIGHBOR, RAW_ESTIMATE, THRESHOLD
+from metastore.stats.java_math import java_long, java_round
 
 __all__ = [
     "DEFAULT_P",
@@ -59,28 +60,6 @@ _INV_POW2 = np.array([2.0**-v for v in range(128)], dtype=np.float64)
 
 class HllFormatError(ValueError):
     """Bytes that are not a readable Hive HyperLogLog sketch."""
-
-
-# ------------------------------------------------------------------------------------------ Java arithmetic
-
-
-def _java_long(x: float) -> int:
-    """Java's ``(long) double``: truncate toward zero, NaN to 0, saturate at the long range."""
-    if math.isnan(x):
-        return 0
-    if x >= 9.223372036854775807e18:
-        return (1 << 63) - 1
-    if x <= -9.223372036854775808e18:
-        return -(1 << 63)
-    return int(x)
-
-
-def _java_round(x: float) -> int:
-    """Java's ``Math.round(double)``: the closest long, ties toward positive infinity."""
-    if math.isnan(x):
-        return 0
-    f = math.floor(x)
-    return _java_long(f + 1 if x - f >= 0.5 else f)
 
 
 def _alpha_mm(m: int) -> float:
@@ -376,13 +355,13 @@ class HyperLogLog:
         # Java sums left to right; add.accumulate keeps that order where np.sum would not.
         total = float(np.add.accumulate(_INV_POW2[dense])[-1])
         zeros = int(np.count_nonzero(dense == 0))
-        estimate = _java_long(_alpha_mm(self.m) * (1.0 / total))
+        estimate = java_long(_alpha_mm(self.m) * (1.0 / total))
         if estimate <= 5 * self.m:
             estimate -= self._estimate_bias(estimate)
         linear = estimate
         if zeros != 0:
             linear = self._linear_count(self.m, zeros)
-        if linear < _java_long(THRESHOLD[self.p - 4] + 0.5):
+        if linear < java_long(THRESHOLD[self.p - 4] + 0.5):
             estimate = linear
         return estimate
 
@@ -393,7 +372,7 @@ class HyperLogLog:
 
     @staticmethod
     def _linear_count(m: int, zeros: int) -> int:
-        return _java_round(m * math.log(m / float(zeros)))
+        return java_round(m * math.log(m / float(zeros)))
 
     def _estimate_bias(self, count: int) -> int:
         raw = np.asarray(RAW_ESTIMATE[self.p - 4])
@@ -408,7 +387,7 @@ class HyperLogLog:
         total = 0.0
         for i in order[keep][:K_NEAREST_NEIGHBOR].tolist():
             total += bias[i]
-        return _java_long(total / K_NEAREST_NEIGHBOR + 0.5)
+        return java_long(total / K_NEAREST_NEIGHBOR + 0.5)
 
     # -------------------------------------------------------------------------------------------- merge
 

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from metastore.catalog import DEFAULT_CATALOG, FieldSchema, Partition, StorageDescriptor
 from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, InvalidOperation, NoSuchObject
 from metastore.partnames import make_part_name, values_from_part_name
+from metastore.stats.accurate import params_with_columns_removed
 from metastore.store import schema
 from metastore.store.chunking import chunks
 from metastore.store.column_stats import forget_partition_columns
@@ -27,7 +28,6 @@ from metastore.store.parameters import PARTITION_PARAMETERS
 from metastore.store.partition_filter import compile_filter, register_sqlite_functions
 from metastore.store.refs import TableRef, partition_keys, table_ref
 from metastore.store.schema import PARTITION_KEY_VALS, PARTITIONS, SDS
-from metastore.store.stats_accurate import params_with_columns_removed
 from metastore.store.storage import (
     StorageRef,
     delete_storage,

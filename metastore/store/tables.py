@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from metastore.catalog import DEFAULT_CATALOG, FieldSchema, Table
 from metastore.errors import AlreadyExists, InvalidOperation, NoSuchObject
+from metastore.stats.accurate import params_with_columns_removed
 from metastore.store import column_stats
 from metastore.store.chunking import chunks
 from metastore.store.identifiers import (
@@ -23,7 +24,6 @@ from metastore.store.parameters import TABLE_PARAMETERS
 from metastore.store.principals import principal_type_code, principal_type_name
 from metastore.store.refs import TableRef, catalog_prefix, database_ref, table_ref
 from metastore.store.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TBLS
-from metastore.store.stats_accurate import params_with_columns_removed
 from metastore.store.storage import (
     StorageRef,
     delete_storage,

@@ -19,7 +19,7 @@ from sql.session import SqlSession
 from metastore.client import MetastoreClient
 from metastore.client.embedded import EmbeddedMetastoreClient
 from metastore.locations import local_path
-from metastore.orcio import OrcWriter
+from metastore.orcio import OrcReader, OrcWriter
 from metastore.sql.errors import SqlError
 
 COUNTRIES = ["de", "fr", "it", "jp", "us"]
@@ -177,7 +177,7 @@ def _expected(data: dict[str, list[dict[str, Any]]], keep: Any, columns: list[st
 
 def test_select_and_explain(client: MetastoreClient) -> None:
     session = SqlSession(client)
-    _, data = _table(session, client)
+    base, data = _table(session, client)
     everything = sorted(tuple(r) for r in session.one("SELECT id, s, c, ds FROM t").rows)
     assert everything == _expected(data, lambda r, ds: True, ["id", "s", "c", "ds"])
     target = data["b"][123]
@@ -212,14 +212,28 @@ def test_select_and_explain(client: MetastoreClient) -> None:
     assert point.message is not None and re.search(r"read 1 of 4 split\(s\), 1 stripe\(s\)", point.message), point.message
 
     plan = session.one(f"EXPLAIN SELECT * FROM t WHERE id = {target['id']} AND c = '{target['c']}'")
-    assert plan.columns == ["index", "type", "column", "splits_considered", "splits_kept"]
-    assert plan.rows == [["ix_c", "MINMAX", "c", 4, 1], ["ix_id", "BTREE", "id", 4, 1], ["(all)", "", "", 4, 1]]
+    assert plan.columns == ["index", "type", "column", "splits_considered", "splits_kept", "bytes_to_read"]
+    # bytes per index, from the data files themselves: the stripes holding the id (BTREE is exact), the stripes
+    # whose c range covers the value (MINMAX), and both together
+    holding_id = covering_c = both = 0
+    for path in sorted(base.glob("ds=*/*.orc")):
+        with OrcReader(str(path)) as reader:
+            for number, info in enumerate(reader.stripes):
+                columns = reader.read_stripe(number, columns=["id", "c"]).columns
+                ids, cs = columns["id"].to_pylist(), [v for v in columns["c"].to_pylist() if v is not None]
+                has_id = target["id"] in ids
+                in_range = bool(cs) and min(cs) <= target["c"] <= max(cs)
+                holding_id += info.length if has_id else 0
+                covering_c += info.length if in_range else 0
+                both += info.length if has_id and in_range else 0
+    assert plan.rows == [["ix_c", "MINMAX", "c", 4, 1, covering_c], ["ix_id", "BTREE", "id", 4, 1, holding_id],
+                         ["(all)", "", "", 4, 1, both]]
     assert plan.message is not None
     bytes_line = next(line for line in plan.message.splitlines() if line.startswith("splits kept"))
     to_read, total = (int(x) for x in re.findall(r"(\d+) \(", bytes_line))
-    assert 0 < to_read < total / 10  # one stripe of one file
+    assert to_read == both and 0 < to_read < total / 10  # one stripe of one file
     unindexed = session.one("EXPLAIN SELECT id FROM t WHERE ds = 'a'")
-    assert unindexed.rows == [["(all)", "", "", 2, 2]]
+    assert unindexed.rows == [["(all)", "", "", 2, 2, sum(p.stat().st_size for p in base.glob("ds=a/*.orc"))]]
     assert "2 file(s) in 2 split(s), 1 of 2 partition(s) after pruning" in (unindexed.message or "")
     with pytest.raises(SqlError, match="column 'zz' does not exist"):
         session.run("SELECT id FROM t WHERE zz = 1")

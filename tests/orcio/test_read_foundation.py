@@ -259,3 +259,15 @@ def test_describe(orc_examples: Path) -> None:
     assert "Stripe Statistics: unreadable" in describe(orc_examples / "corrupt" / "missing_length_stream_in_string_dict.orc") \
         or "Stripe Statistics:" in describe(orc_examples / "corrupt" / "missing_length_stream_in_string_dict.orc")
     assert "Rows: 0" in describe(orc_examples / "zero.orc")
+
+
+def test_stream_lengths_cover_each_stripes_index_and_data(orc_examples: Path) -> None:
+    from metastore.orcio import OrcReader
+
+    with OrcReader(str(orc_examples / "orc_split_elim_cpp.orc")) as reader:
+        for s, info in enumerate(reader.stripes):
+            streams = reader.stream_lengths(s)
+            assert sum(length for *_, length in streams) == info.index_length + info.data_length
+            assert sum(length for _, kind, length in streams if kind == "ROW_INDEX" or kind.startswith("BLOOM")) \
+                == info.index_length
+            assert {column for column, kind, _ in streams if kind == "DATA"} == {1, 2, 3, 4, 5}

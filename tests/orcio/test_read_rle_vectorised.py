@@ -16,7 +16,11 @@ from metastore.orcio import _rle as rle
 from metastore.orcio import _run_headers as run_headers
 
 from .test_rle_decode import (
+    M64,
+    WIDTHS,
     byte_run,
+    closest_fixed,
+    code_of,
     pack_bits,
     ref_byte_rle,
     ref_int_v2,
@@ -238,3 +242,137 @@ def test_many_full_direct_runs_decode_as_one_bit_string() -> None:
     mixed = bytes(stream[: 2 + 832]) + bytes([0x02, 0x05]) + bytes(stream[2 + 832 :])
     got, _ = rle.decode_int_rle_v2(mixed, len(values) + 5, False)
     assert got.tolist() == values[:512] + [5] * 5 + values[512:]
+
+
+# ------------------------------------------------------------------------------------ streams of tiny runs
+# What ORC Java writes for a decimal column's SECONDARY (scale) stream: tens of thousands of runs of 1-4 values,
+# mostly short repeats and direct runs of one value, decoded by the windows' fast path (runs of one value read
+# straight from their headers, the stream rebuilt with one np.repeat) or, where other runs are mixed in, by the
+# general path. Both against the pure-Python reference decoder and against this module's scalar scan.
+
+KINDS = ("short", "direct", "patched", "delta")
+
+
+def _tiny_runs_v2(rng: np.random.Generator, runs: int, weights: list[float]) -> tuple[bytes, int]:
+    """``runs`` random RLE v2 runs of the four kinds in proportions ``weights``, mostly holding few values;
+    returns the stream and the number of values it holds."""
+    out = bytearray()
+    total = 0
+    p = np.asarray(weights, dtype=float) / sum(weights)
+    for kind in rng.choice(4, size=runs, p=p).tolist():
+        start = len(out)
+        if kind == 0:
+            width = int(rng.choice([1, 1, 1, 2, 3, 8]))
+            n = int(rng.integers(3, 11))
+            value = int(rng.integers(0, 1 << min(8 * width, 63))) | (int(rng.integers(0, 2)) << (8 * width - 1))
+            out += bytes([((width - 1) << 3) | (n - 3)]) + value.to_bytes(width, "big")
+        elif kind == 1:
+            n = 1 if rng.random() < 0.6 else int(rng.integers(2, 9))
+            width = int(rng.choice(WIDTHS))
+            values = [int(v) & ((1 << width) - 1) for v in rng.integers(0, 1 << 63, n, dtype=np.uint64)]
+            if width == 64 and rng.random() < 0.5:
+                values[0] = M64
+            out += bytes([0x40 | (code_of(width) << 1) | ((n - 1) >> 8), (n - 1) & 0xFF]) + pack_bits(values, width)
+        elif kind == 2:
+            n = int(rng.integers(1, 20))
+            width = int(rng.choice([1, 2, 3, 5, 8, 13, 24]))
+            bw = int(rng.integers(1, 9))
+            pgw = int(rng.integers(1, 9))
+            pw = int(rng.choice([w for w in WIDTHS if w + pgw <= 64]))
+            base = int(rng.integers(0, 1 << min(8 * bw, 63)))
+            values = [int(v) for v in rng.integers(0, 1 << width, n)]
+            entries = []
+            index = 0
+            for _ in range(int(rng.integers(0, 4))):
+                gap = int(rng.integers(0, min(255, (1 << pgw) - 1) + 1))
+                if index + gap >= n:
+                    break
+                index += gap
+                entries.append((gap << pw) | int(rng.integers(1 if gap == 255 else 0, 1 << min(pw, 62))))
+            header = bytes([0x80 | (code_of(width) << 1) | ((n - 1) >> 8), (n - 1) & 0xFF,
+                            ((bw - 1) << 5) | code_of(pw), ((pgw - 1) << 5) | len(entries)])
+            out += (header + base.to_bytes(bw, "big") + pack_bits(values, width)
+                    + pack_bits(entries, closest_fixed(pw + pgw)))
+        else:
+            n = int(rng.integers(1, 13))
+            code = int(rng.choice([0, 0, 1, 3, 7, 15]))
+            width = 0 if code == 0 else WIDTHS[code]
+            base = int(rng.integers(0, 1 << 63)) >> int(rng.integers(0, 63))
+            delta = int(rng.integers(-1000, 1000))
+            body = varint_bytes(base) + varint_bytes(zigzag(delta))
+            if width:
+                body += pack_bits([int(v) for v in rng.integers(0, 1 << width, max(n - 2, 0))], width)
+            out += bytes([0xC0 | (code << 1) | ((n - 1) >> 8), (n - 1) & 0xFF]) + body
+        total += run_length_v2(bytes(out[start:]))
+    return bytes(out), total
+
+
+def _scalar_only(stream: bytes, count: int, signed: bool, offset: int = 0) -> list[int]:
+    saved = rle.SHORT_RUN_BYTES
+    rle.SHORT_RUN_BYTES = 0  # every run scanned one by one
+    try:
+        return rle.decode_int_rle_v2(stream, count, signed, offset)[0].tolist()
+    finally:
+        rle.SHORT_RUN_BYTES = saved
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), runs=st.integers(100, 1500), signed=st.booleans(),
+       weights=st.sampled_from([[1, 1, 0, 0], [4, 4, 1, 1], [1, 1, 1, 1], [0, 1, 0, 0], [1, 0, 0, 0],
+                                [5, 5, 0, 1], [5, 5, 1, 0]]),
+       data=st.data())
+def test_tiny_runs_of_every_kind_match_the_reference(seed: int, runs: int, signed: bool, weights: list[float],
+                                                     data) -> None:
+    rng = np.random.default_rng(seed)
+    stream, total = _tiny_runs_v2(rng, runs, weights)
+    want = ref_int_v2(stream, total, signed)
+    got, end = rle.decode_int_rle_v2(stream, total, signed)
+    assert got.tolist() == want
+    assert end == len(stream)
+    assert _scalar_only(stream, total, signed) == want
+    # fewer values than the stream holds, a small window, and a start at a run in the middle
+    k = data.draw(st.integers(1, total))
+    assert rle.decode_int_rle_v2(stream, k, signed)[0].tolist() == want[:k]
+    saved = rle.MAX_WINDOW
+    rle.MAX_WINDOW = data.draw(st.integers(7, 300))
+    try:
+        assert rle.decode_int_rle_v2(stream, total, signed)[0].tolist() == want
+    finally:
+        rle.MAX_WINDOW = saved
+
+
+def test_a_scale_stream_of_tiny_runs_is_rebuilt_by_repeating_values(monkeypatch) -> None:
+    # ORC Java's scales of trimmed decimals: a short repeat of a few values, a direct run of one, and so on
+    rng = np.random.default_rng(5)
+    stream = bytearray()
+    values: list[int] = []
+    boundaries: list[tuple[int, int]] = []  # (byte offset, value index) after each pair of runs
+    for _ in range(30000):
+        n = int(rng.integers(3, 7))
+        scale = int(rng.integers(0, 7))
+        stream += bytes([n - 3, zigzag(scale)])
+        values += [scale] * n
+        other = int(rng.integers(0, 7))
+        width = 4 if zigzag(other) >= 4 else 2  # the width ORC Java picks for one value
+        stream += bytes([0x40 | (code_of(width) << 1), 0]) + pack_bits([zigzag(other)], width)
+        values.append(other)
+        boundaries.append((len(stream), len(values)))
+    calls = []
+    real = run_headers.v2_window
+    monkeypatch.setattr(run_headers, "v2_window", lambda *a: calls.append(a[1:3]) or real(*a))
+
+    def no_table(*args):
+        raise AssertionError("runs of one value each are decoded without the runs table")
+
+    with monkeypatch.context() as m:
+        m.setattr(rle, "_assemble", no_table)
+        got, end = rle.decode_int_rle_v2(bytes(stream), len(values), True)
+    assert calls, "the vectorised scan was not used"
+    assert got.tolist() == values and end == len(stream)
+    # a delta run in the middle sends its window through the full header scan; the values stay right
+    pos, k = boundaries[len(boundaries) // 2]
+    delta_run = (bytes([0xC0 | (code_of(4) << 1), 4]) + varint_bytes(zigzag(100)) + varint_bytes(zigzag(-3))
+                 + pack_bits([1, 2, 3], 4))
+    mixed = bytes(stream[:pos]) + delta_run + bytes(stream[pos:])
+    want = values[:k] + [100, 97, 96, 94, 91] + values[k:]
+    assert rle.decode_int_rle_v2(mixed, len(want), True)[0].tolist() == want

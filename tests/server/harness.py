@@ -62,6 +62,14 @@ class ServerProcess:
         with self._lock:
             return "".join(self._lines)
 
+    def output_once(self, text: str, timeout: float = 30.0) -> str:
+        """The output once it holds `text` (the server's lines reach it through a pipe and a reader thread, a
+        moment after the call that logged them has answered); the output so far if it never does."""
+        deadline = time.monotonic() + timeout
+        while text not in (out := self.output) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return out
+
     def worker_pids(self) -> list[int]:
         """Pids of the worker processes (children of the server process)."""
         try:

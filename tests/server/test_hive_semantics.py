@@ -246,6 +246,34 @@ def test_get_tables_patterns_are_regular_expressions(client, pattern_db, pattern
     assert sorted(m.tableName for m in metas) == expected
 
 
+def test_java_character_classes_in_patterns_and_filters_match_as_java_and_log_no_warning(client, pattern_db, server):
+    # Java's nested classes, intersections and doubled literals (java.util.regex meanings, checked on OpenJDK 17):
+    # Python's re would read them otherwise and print a FutureWarning to the server log for each new pattern.
+    cases = {
+        "a[[bz]]c": ["abc"],
+        "ab[a-z&&[^c]]": ["abd"],
+        "[a-z&&[^t]][a-z]+": ["abc", "abd", "xyz"],
+        "a[--_]c": ["a_c"],  # a range from - to _
+    }
+    for pattern, expected in cases.items():
+        for _ in range(3):
+            assert client.get_tables(pattern_db, pattern) == expected, pattern
+    client.create_table(_table(pattern_db, "f", keys=(("p1", "string"),)))
+    client.add_partitions([_part(pattern_db, "f", [v]) for v in ["a1", "b1", "[1", "&1"]])
+    parts = client.get_partitions_by_filter(pattern_db, "f", 'p1 like "[[ab]&&[^b]]1"', -1)
+    assert [p.values for p in parts] == [["a1"]]
+    parts = client.get_partitions_by_filter(pattern_db, "f", 'p1 like "[b~~&]1"', -1)
+    assert sorted(p.values[0] for p in parts) == ["&1", "b1"]
+    # A call that logs a line after the others (same connection, so same worker): once the line is in the
+    # output, anything the pattern calls printed is too.
+    part = client.get_partition(pattern_db, "f", ["a1"])
+    part.parameters["spark.sql.statistics.numRows"] = "-1"
+    client.alter_partition(pattern_db, "f", part)
+    output = server.output_once("numRows ignored, negative")
+    assert "numRows ignored, negative" in output
+    assert "Warning" not in output, output[-2000:]
+
+
 def test_get_databases_patterns_are_regular_expressions(client, dbname):
     client.create_database(b.database(dbname))
     client.create_database(b.database(dbname + "x"))

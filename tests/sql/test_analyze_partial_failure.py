@@ -4,10 +4,12 @@ ANALYZE engine (metastore.analyze.engine, metastore.analyze.spark.threshold)."""
 from __future__ import annotations
 
 import io
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from metastore import storage
 from metastore.client.embedded import EmbeddedMetastoreClient
 from metastore.sql.errors import SqlError
 from metastore.sql.executor import Executor
@@ -48,6 +50,33 @@ def test_a_corrupt_file_fails_only_its_partition(session: SqlSession, embedded: 
     assert embedded.get_partition("default", "t", ["2"]).parameters == before
     noscan = session.one("ANALYZE TABLE t COMPUTE STATISTICS NOSCAN")
     assert not noscan.failed and embedded.get_partition("default", "t", ["2"]).parameters["numFiles"] == "2"
+
+
+def test_each_file_is_read_once_when_a_partition_fails(session: SqlSession, warehouse: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # every data file opened by the harvest (in the worker processes too: they inherit the patch) is logged
+    bad = _table_with_a_corrupt_partition(session, warehouse)
+    log = tmp_path / "opened.log"
+    real = storage.open_file
+
+    def logged(file, *args, **kwargs):
+        url = file.url if isinstance(file, storage.FileRef) else str(file)
+        with open(log, "a") as f:
+            f.write("/".join(Path(url).parts[-2:]) + "\n")
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(storage, "open_file", logged)
+    result = session.one("ANALYZE TABLE t COMPUTE STATISTICS FOR COLUMNS")
+    assert result.failed and [r[0] for r in result.rows] == ["ds=1", "ds=3"]
+    assert f"ds=2: cannot analyze {bad}" in (result.message or "")
+    opened = Counter(log.read_text().split())
+    data_files = ["/".join(p.parts[-2:]) for p in sorted(warehouse.glob("t/ds=*/*")) if p.is_file()]
+    good = [f for f in data_files if not f.startswith("ds=2/")]
+    assert len(good) == 2 and all(opened[f] == 1 for f in good), opened
+    # the failed partition's files: the corrupt one read once, its good file at most once (not if it was
+    # not started when the failure came)
+    assert opened["ds=2/bad.orc"] == 1 and all(opened[f] <= 1 for f in data_files), opened
+    assert set(opened) <= set(data_files)
 
 
 def test_batch_mode_exits_1_after_a_partial_failure(embedded: EmbeddedMetastoreClient, warehouse: Path,

@@ -29,6 +29,7 @@ from metastore.stats.harvest import (
     merge_results,
     results_by_partition,
 )
+from metastore.stats.harvest.scan import stat_ref
 from metastore.stats.kll import kll_from_bytes
 from metastore.stats.model import ColumnStats
 
@@ -540,3 +541,33 @@ def test_files_of_old_writers_match_orcs_own_dump(name: str, columns: dict[str, 
             # the truncated dump merges values that differ in the 7th decimal: its distinct count is a floor
             assert stats.num_dvs >= expected.pop("ndv")
         assert_matches(stats, expected, where=f"{name}.{column}")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_corrupt_file_can_fail_its_partition_alone(tmp_path: Path, workers: int):
+    # partition_failures=True: the run goes on; the failed partition's files are left out of the result and
+    # the cache, and the failure names the file
+    files, names = [], []
+    for part in ("p1", "p2", "p3"):
+        for k in range(2):
+            path = tmp_path / part / f"f{k}.orc"
+            path.parent.mkdir(exist_ok=True)
+            po.write_table(pa.table({"a": pa.array(np.arange(1000) * (k + 1), pa.int64())}), path)
+            files.append(path)
+            names.append(part)
+    bad = tmp_path / "p2" / "f0.orc"
+    bad.write_bytes(b"ORC" + b"\x00garbage" * 50)
+    cache = FileStatsCache(tmp_path / "cache.sqlite")
+    result = analyze_files(files, ["a"], hive_types={"a": "bigint"}, cache=cache, partition=names,
+                           partition_failures=True, workers=workers)
+    assert list(result.failed) == ["p2"] and result.failed["p2"].startswith(f"cannot analyze {bad}")
+    assert [f.path for f in result.files] == [str(p) for p in files if p.parent.name != "p2"]
+    assert result.num_rows == 4000 and result.columns["a"].num_nulls == 0
+    stored = {**cache.lookup([stat_ref(str(p)) for p in files[:2]], "p1"),
+              **cache.lookup([stat_ref(str(p)) for p in files[2:4]], "p2"),
+              **cache.lookup([stat_ref(str(p)) for p in files[4:]], "p3")}
+    assert sorted(stored) == sorted(str(p) for p in files if p.parent.name != "p2")
+    cache.close()
+    # without it, the first corrupt file fails the run
+    with pytest.raises(HarvestError, match=f"cannot analyze {bad}"):
+        analyze_files(files, ["a"], hive_types={"a": "bigint"}, partition=names, workers=workers)

@@ -53,6 +53,7 @@ and merges the partials on the driver with the same code as the local runner):
   HLL/KLL sketches as bytes, mergeable, serialisable and picklable;
 - :mod:`.scan` — one file: footers first, then a stream-selective scan of what they lack (:func:`~.scan.analyze_file`);
 - :mod:`.runner` — the local runner: process pool, file cache, progress (:func:`analyze_files`, :func:`basic_stats`);
+- :mod:`.allocator` — worker processes keep freed memory for reuse (numpy's temporaries of a scan);
 - :mod:`.result` — merged results per table or partition (:class:`AnalyzeResult`, :func:`merge_results`,
   :func:`results_by_partition`).
 

@@ -54,6 +54,10 @@ class AnalyzeResult:
     #: files' CPU seconds per ``partial.FILE_PHASES``, summed, and this process's wall seconds of ``cache``,
     #: ``harvest`` and ``merge`` (see ``runner``).
     phases: dict[str, float] = field(default_factory=dict)
+    #: Partitions failed by an unreadable or corrupt file (``analyze_files(..., partition_failures=True)``): the
+    #: partition's name (None: an unpartitioned table's files) and the error naming the file. Their files are
+    #: not part of this result.
+    failed: dict[str | None, str] = field(default_factory=dict)
 
     @property
     def num_files(self) -> int:

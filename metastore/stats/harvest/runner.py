@@ -14,12 +14,13 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
 
 from metastore import storage
 from metastore.errors import InvalidInput
+from metastore.stats.harvest.allocator import keep_freed_memory
 from metastore.stats.harvest.partial import (
     KLL_KINDS,
     MISSING_HISTOGRAM,
@@ -40,6 +41,7 @@ from metastore.stats.harvest.scan import (
     INFO_KEY_VERSION,
     ColumnSpec,
     FileOutcome,
+    HarvestError,
     ScanOptions,
     absent_partial,
     analyze_file,
@@ -102,6 +104,7 @@ def analyze_files(
     workers: int | None = None,
     storage_options: StorageOptions | None = None,
     partition: str | None | Sequence[str | None] = None,
+    partition_failures: bool = False,
 ) -> AnalyzeResult:
     """Column statistics of ``columns`` over ORC ``files`` (one table or partition), merged.
 
@@ -118,6 +121,12 @@ def analyze_files(
     files are shared out, and when fewer files than workers need reading their columns are split between
     workers. Raises :class:`HarvestError` naming the file for unreadable or
     corrupt files and InvalidInput for unknown columns or types without statistics.
+
+    ``partition_failures=True`` makes an unreadable or corrupt file fail its partition instead of the run: the
+    other files are analysed all the same (every file is read once, none again), the failed partitions' files
+    are neither stored in ``cache`` nor part of the result, and ``result.failed`` maps each failed partition to
+    the error of its first failing file (in the order of ``files``). Files of a failed partition not yet started
+    are not read.
 
     ``files`` are local paths, URLs (``s3://``...) or :class:`~metastore.storage.FileRef` values from a listing
     (their size and mtime are trusted, sparing a stat per file); object stores are reached with
@@ -166,7 +175,7 @@ def analyze_files(
         todo.append((i, path, size, mtime_ns, tuple(s for s in specs if s.name not in have), have))
     clock[PHASE_CACHE] = time.perf_counter() - lookups_started
 
-    def finished(index: int, analysis: FileAnalysis) -> None:
+    def finished(index: int, analysis: FileAnalysis | None) -> None:
         nonlocal done
         results[index] = analysis
         done += 1
@@ -181,12 +190,33 @@ def analyze_files(
     pieces: dict[int, list[FileOutcome]] = {index: [] for index in expected}
     haves = {index: have for index, *_, have in todo}
 
+    # partition_failures: the first error of each failed partition (by file index), and its files' outcomes
+    failures: dict[str | None, tuple[int, HarvestError]] = {}
+    held: dict[str | None, list[FileOutcome]] = {}
+
+    def partition_of_index(index: int) -> str | None:
+        return partition_of[by_index[index][1]]
+
+    def failed(index: int, error: HarvestError) -> None:
+        name = partition_of_index(index)
+        first = failures.get(name)
+        if first is None or index < first[0]:
+            failures[name] = (index, error)
+        if index in pieces:
+            del pieces[index]
+            finished(index, None)
+
     def analysed(index: int, outcome: FileOutcome) -> None:
+        if index not in pieces:
+            return  # a file whose other column group failed
         pieces[index].append(outcome)
         if len(pieces[index]) < expected[index]:
             return
         joined = _join_outcomes(pieces.pop(index))
-        outcomes.append(joined)
+        if partition_failures:
+            held.setdefault(partition_of_index(index), []).append(joined)
+        else:
+            outcomes.append(joined)
         analysis = joined.analysis
         if haves[index]:
             analysis = replace(analysis, columns={**haves[index], **analysis.columns})
@@ -200,22 +230,51 @@ def analyze_files(
     harvest_started = time.perf_counter()
     if pool_size <= 1:
         for index, call in calls:
-            analysed(index, analyze_file(*call))
+            if partition_failures and partition_of_index(index) in failures:
+                failed(index, failures[partition_of_index(index)][1])
+                continue
+            try:
+                outcome = analyze_file(*call)
+            except HarvestError as exc:
+                if not partition_failures:
+                    raise
+                failed(index, exc)
+                continue
+            analysed(index, outcome)
     else:
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        with ProcessPoolExecutor(max_workers=pool_size, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=pool_size, mp_context=context,
+                                 initializer=keep_freed_memory) as pool:
             futures = {pool.submit(analyze_file, *call): index for index, call in calls}
             pending = set(futures)
             while pending:
-                completed, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                completed, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in completed:
-                    error = future.exception()
+                    index = futures[future]
+                    error = None if future.cancelled() else future.exception()
+                    if future.cancelled():
+                        failed(index, failures[partition_of_index(index)][1])
+                        continue
+                    if isinstance(error, HarvestError) and partition_failures:
+                        failed(index, error)
+                        # the partition's files not started yet are not read
+                        name = partition_of_index(index)
+                        for other in pending:
+                            if partition_of_index(futures[other]) == name:
+                                other.cancel()
+                        continue
                     if error is not None:
                         for other in pending:
                             other.cancel()
                         raise error
-                    analysed(futures[future], future.result())
+                    analysed(index, future.result())
     clock[PHASE_HARVEST] = time.perf_counter() - harvest_started
+    if partition_failures:
+        # the failed partitions' files are left out of the result and the cache
+        outcomes = [o for name, group in held.items() if name not in failures for o in group]
+        for i, ref in enumerate(refs):
+            if partition_of[ref.url] in failures:
+                results[i] = None
     analyses = tuple(r for r in results if r is not None)
     if cache is not None and outcomes:
         stores_started = time.perf_counter()
@@ -227,7 +286,8 @@ def analyze_files(
     for o in outcomes:
         for phase, seconds in o.analysis.phases.items():
             clock[phase] = clock.get(phase, 0.0) + seconds
-    return replace(result, phases=clock)
+    failed_partitions = {name: str(error) for name, (_, error) in sorted(failures.items(), key=lambda f: f[1][0])}
+    return replace(result, phases=clock, failed=failed_partitions)
 
 
 def basic_stats(

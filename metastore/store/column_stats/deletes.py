@@ -10,12 +10,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from metastore.errors import NoSuchObject
+from metastore.stats.accurate import COLUMN_STATS_ACCURATE, listed_columns, without_columns
 from metastore.store.chunking import chunks
 from metastore.store.column_stats.statements import lower_unique
 from metastore.store.parameters import PARTITION_PARAMETERS, TABLE_PARAMETERS, ParameterTable
 from metastore.store.refs import TableRef, table_ref
 from metastore.store.schema import PART_COL_STATS, PARTITIONS, TAB_COL_STATS
-from metastore.store.stats_accurate import COLUMN_STATS_ACCURATE, listed_columns, without_columns
 
 
 def delete_table_stats(

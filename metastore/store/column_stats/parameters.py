@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from metastore.errors import MetastoreError
+from metastore.stats.accurate import COLUMN_STATS_ACCURATE, with_columns_accurate
 from metastore.store.column_stats.statements import statements
 from metastore.store.parameters import PARTITION_PARAMETERS
-from metastore.store.stats_accurate import COLUMN_STATS_ACCURATE, with_columns_accurate
 
 _PARAMETER_TABLES = {"TABLE_PARAMS": "TBL_ID", "PARTITION_PARAMS": "PART_ID"}
 

@@ -13,13 +13,13 @@ import sqlalchemy as sa
 
 from metastore.catalog import FieldSchema
 from metastore.errors import MetastoreError
+from metastore.stats.accurate import with_columns_accurate
 from metastore.stats.model import ColumnStatsEntry
 from metastore.store.chunking import IN_LIST_LIMIT
 from metastore.store.column_stats import deletes, encoded, lookup, parameters, reads, sums, versions, writes
 from metastore.store.column_stats.lookup import PartitionTarget, TableTarget
 from metastore.store.column_stats.rows import entry_to_row, row_to_entry
 from metastore.store.column_stats.sums import ColumnSums
-from metastore.store.stats_accurate import with_columns_accurate
 
 #: How a server sends one statistic (the edge's ColumnStatisticsObj bytes, metastore.wire.stats.encode_served),
 #: kept with each row in STATS_THRIFT so batched reads send the bytes as they are. The store speaks no Thrift:

@@ -3,6 +3,10 @@
 Value: `{"BASIC_STATS":"true","COLUMN_STATS":{"a":"true","b":"true"}}`, compact JSON, BASIC_STATS only when
 true, COLUMN_STATS only when non-empty and sorted by column name (Hive serialises a TreeMap with Jackson).
 Hive, Impala and Spark read it to decide whether stored statistics can be trusted.
+
+The one reading and writing of the value: the store marks columns when their statistics are written or deleted,
+the service checks BASIC_STATS before trusting numRows, and the shell (metastore.sql.basic_stats) sets
+BASIC_STATS after ANALYZE, INSERT and LOAD DATA. Standard library only, so the shell's client side can use it.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ def _parse(raw: str | None) -> tuple[bool, dict[str, bool]]:
     try:
         doc = json.loads(raw)
     except ValueError:
-        return raw.strip().lower() == "true", {}
+        doc = None
     if not isinstance(doc, dict):
-        return False, {}
+        # Hive's parseStatsAcc: whatever Jackson cannot read as the object (including the JSON literal true)
+        # counts as basic statistics accurate when it says "true".
+        return raw.strip().lower() == "true", {}
     basic = str(doc.get("BASIC_STATS", "false")).lower() == "true"
     columns_doc = doc.get("COLUMN_STATS") or {}
     if not isinstance(columns_doc, dict):
@@ -39,6 +45,25 @@ def _render(basic: bool, columns: Mapping[str, bool]) -> str:
     if columns:
         doc["COLUMN_STATS"] = {k: "true" if columns[k] else "false" for k in sorted(columns)}
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def basic_accurate(raw: str | None) -> bool:
+    """Whether the parameter value marks the basic statistics (numFiles, totalSize, numRows, rawDataSize) as
+    accurate."""
+    return _parse(raw)[0]
+
+
+def all_accurate(raw: str | None, columns: Iterable[str]) -> bool:
+    """Whether the parameter value marks the basic statistics and every one of `columns`' statistics as
+    accurate."""
+    basic, cols = _parse(raw)
+    return basic and all(cols.get(c, False) for c in columns)
+
+
+def with_basic(raw: str | None, basic: bool) -> str:
+    """The parameter value with BASIC_STATS set to `basic` and its column flags kept (raw None: none, as after a
+    data change, when the stored column statistics no longer describe the data)."""
+    return _render(basic, _parse(raw)[1])
 
 
 def columns_marked_accurate(raw: str | None) -> list[str]:
