@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from metastore.index.columns import ColumnType, column_type, require_indexable
 from metastore.index.coverage import FileValues
 from metastore.index.errors import IndexBuildError
-from metastore.index.model import DataFile, IndexLevel, IndexPart, IndexRecord
+from metastore.index.model import DataFile, IndexKind, IndexLevel, IndexPart, IndexRecord
 from metastore.index.parts import open_part, write_part_at
 from metastore.index.scan import scan_column
 from metastore.storage import StorageOptions
@@ -83,14 +83,20 @@ def part_location(record: IndexRecord, key: str) -> str:
     return f"{record.location.rstrip('/')}/part-{digest}-{token}.idx"
 
 
+def bounds_only(record: IndexRecord) -> bool:
+    """Whether the index needs only each stripe's smallest and largest key (MINMAX), not its distinct keys."""
+    return record.kind is IndexKind.MINMAX
+
+
 def local_scanner(
     column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
+    *, bounds: bool = False,
 ) -> Scanner:
-    """Scan files one after another in this process."""
+    """Scan files one after another in this process (``bounds``: per stripe only the smallest and largest key)."""
 
     def scan(files: Sequence[DataFile]) -> Iterable[FileValues]:
         for f in files:
-            yield scan_column(f, column, ctype, position, options)
+            yield scan_column(f, column, ctype, position, options, bounds_only=bounds)
 
     return scan
 
@@ -171,7 +177,7 @@ def build_parts(
     for i, count in enumerate(missing_count):
         if count == 0:
             write(i)
-    scan = scanner or local_scanner(record.column, ctype, column_position, options)
+    scan = scanner or local_scanner(record.column, ctype, column_position, options, bounds=bounds_only(record))
     for fv in scan(list(to_scan.values())):
         identity = fv.file.identity
         owners = waiting.pop(identity, None)

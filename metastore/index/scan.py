@@ -88,12 +88,15 @@ def _distinct(values: np.ndarray) -> np.ndarray:
 
 def scan_column(
     file: DataFile, column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
+    *, bounds_only: bool = False,
 ) -> FileValues:
     """The per-stripe values of ``column`` in one ORC file; IndexBuildError naming the file when it cannot be
-    read or its column does not fit the table's type."""
+    read or its column does not fit the table's type. ``bounds_only`` (what MINMAX needs): each stripe's
+    ``distinct`` holds only its smallest and largest key (one key when they are equal), found with a vectorised
+    min/max of the decoded column instead of sorting out every distinct value."""
     try:
         with open_data_file(file, options) as reader:
-            return _scan(reader, file, column, ctype, position)
+            return _scan(reader, file, column, ctype, position, bounds_only)
     except IndexBuildError:
         raise
     except storage.StorageError as exc:
@@ -108,7 +111,19 @@ def scan_column(
         raise IndexBuildError(f"cannot index {file.path}: corrupt ORC data: {type(exc).__name__}: {exc}") from None
 
 
-def _scan(reader: OrcReader, file: DataFile, column: str, ctype: ColumnType, position: int | None) -> FileValues:
+def _bounds(values: np.ndarray) -> np.ndarray:
+    """The smallest and largest of non-empty keys (one key when equal), as a sorted distinct array."""
+    low, high = values.min(), values.max()
+    if values.dtype == object:
+        out = np.empty(1 if low == high else 2, dtype=object)
+        out[:] = [low] if low == high else [low, high]
+        return out
+    return np.asarray([low] if low == high else [low, high], dtype=values.dtype)
+
+
+def _scan(
+    reader: OrcReader, file: DataFile, column: str, ctype: ColumnType, position: int | None, bounds_only: bool = False,
+) -> FileValues:
     schema = reader.schema
     if schema.category != Category.STRUCT:
         raise IndexBuildError(f"cannot index {file.path}: the file's schema {schema} is not a struct of columns")
@@ -140,7 +155,9 @@ def _scan(reader: OrcReader, file: DataFile, column: str, ctype: ColumnType, pos
                 chosen = [c.rstrip(b" ") for c in chosen]
             arr = np.empty(len(chosen), dtype=object)
             arr[:] = chosen
-            distinct = _distinct(arr)
+            distinct = _bounds(arr) if bounds_only else _distinct(arr)
+        elif bounds_only:
+            distinct = _bounds(keys_of(vector, ctype).non_null())
         else:
             distinct = _distinct(keys_of(vector, ctype).values)
         nulls = chunk.rows - chunk.non_null

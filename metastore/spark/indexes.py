@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metastore.catalog import Table
-from metastore.index.build import Scanner
+from metastore.index.build import Scanner, bounds_only
 from metastore.index.columns import column_type
 from metastore.index.coverage import FileValues
 from metastore.index.errors import IndexBuildError
@@ -40,6 +40,7 @@ class ScanTask:
     position: int | None
     files: tuple[DataFile, ...]
     storage: StorageOptions = StorageOptions()
+    bounds_only: bool = False  # MINMAX: per stripe only the smallest and largest key
 
 
 def scan_tasks(batches: Iterator[Any]) -> Iterator[Any]:
@@ -57,7 +58,8 @@ def scan_tasks(batches: Iterator[Any]) -> Iterator[Any]:
                 result: bytes | None = None
                 error: str | None = None
                 try:
-                    values = scan_column(f, task.column, ctype, task.position, task.storage)
+                    values = scan_column(f, task.column, ctype, task.position, task.storage,
+                                         bounds_only=task.bounds_only)
                     result = pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
                 except IndexBuildError as exc:
                     error = str(exc)
@@ -101,8 +103,8 @@ def spark_scanner(spark: Any, record: IndexRecord, table: Table, storage: Storag
         from pyspark.sql import functions as F  # noqa: N812
 
         groups = plan_tasks(files, TASK_BYTES, _parallelism(spark))
-        tasks = [ScanTask(record.column, record.column_type, position, g, storage or StorageOptions())
-                 for g in groups]
+        tasks = [ScanTask(record.column, record.column_type, position, g, storage or StorageOptions(),
+                          bounds_only(record)) for g in groups]
         n = len(tasks)
         # range(n) in n partitions puts one task id in each; the broadcast side carries the plans
         ids = spark.range(0, n, 1, n)
