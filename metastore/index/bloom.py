@@ -98,7 +98,12 @@ class StripeBloom:
         if len(hashes) == 0:
             return
         pos = self._positions(hashes).ravel()
-        np.bitwise_or.at(self.words, pos >> 6, np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64)))
+        # set the bits in a bitmap and pack it: bit p is bit p & 63 of word p >> 6 in little-endian words, the
+        # same bits a per-position OR sets (several times faster than np.bitwise_or.at)
+        bitmap = np.zeros(len(self.words) * 64, dtype=bool)
+        bitmap[pos] = True
+        packed = np.packbits(bitmap, bitorder="little").view("<u8")
+        self.words |= packed.astype(np.uint64, copy=False)
 
     def test_hashes(self, hashes: np.ndarray) -> np.ndarray:
         """Per hash, whether every probe bit is set (the value may be in the stripe)."""

@@ -174,3 +174,17 @@ def test_minmax_bounds_scan_writes_the_same_file(tmp_path: Path, table) -> None:
             assert a.read_bytes() == b.read_bytes(), name
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_bloom_bits_are_the_positions_of_the_hashes() -> None:
+    """add_hashes sets exactly bit p & 63 of word p >> 6 for every probe position p (and keeps earlier bits)."""
+    rng = np.random.default_rng(11)
+    for n in (1, 7, 300, 20000):
+        hashes = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+        built = bloom.StripeBloom.for_entries(n, 0.001)
+        built.add_hashes(hashes[: n // 2])
+        built.add_hashes(hashes[n // 2 :])
+        expected = np.zeros_like(built.words)
+        for p in built._positions(hashes).ravel().tolist():
+            expected[p >> 6] |= np.uint64(1) << np.uint64(p & 63)
+        assert np.array_equal(built.words, expected)
