@@ -55,6 +55,9 @@ _ROW_COLUMNS = (
 
 # Partitions per page of a long listing (stream_names, stream_by_filter): what a listing holds at a time.
 PAGE_ROWS = 2000
+# Names per page of a name listing (stream_names): a name is a short string (about 1.5 MB of Python objects for
+# 20,000), and every page is a statement, so a listing of up to this many names is one statement (no count).
+NAME_PAGE_ROWS = 20_000
 
 
 def _limit(max_parts: int) -> int | None:
@@ -428,7 +431,7 @@ class PartitionRepository:
         return [r.PART_NAME for r in self._rows(ref, max_parts=max_parts, columns=[PARTITIONS.c.PART_NAME])]
 
     def stream_names(
-        self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = NAME_PAGE_ROWS,
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[int, Iterator[builtins.list[str]]]:
         """list_names as (how many, the names a page at a time); inside one snapshot (Store.snapshot)."""
