@@ -13,7 +13,8 @@ Each mode gets its own long-lived JVM clients (one process and one connection ea
 driver keeps its metastore connection: handshakes and the clients' JIT compilation happen before any timing
 (every call runs untimed first, --jit-warmup). Each call then runs for a fixed time from all clients of a mode,
 in rounds that rotate which mode goes first. Prints ops/s, p50/p99, the ratio of each mode to our plaintext
-server and to the reference per call, and the server's and clients' CPU per call. Every request goes to
+server (over all rounds, and round by round) and to the reference per call, and the server's and clients' CPU per
+call. Every request goes to
 127.0.0.1 only; every loop is bounded in time and count.
 
     python bench/bench_security.py                    # 4 JVM clients, 3 rounds of 10 s per call per mode
@@ -203,6 +204,14 @@ def main(argv: list[str] | None = None) -> int:
                               f"p99 {r.p99_ms:7.1f} ms  CPU ms/call: server {r.server_cpu_ms:.2f} "
                               f"clients {r.client_cpu_ms:.2f}"
                               + (f"  errors {r.errors}" if r.errors else ""), flush=True)
+                    # Each round's ratio to plaintext: how much of a ratio the machine's minute-to-minute changes
+                    # can move (the rounds of one call run back to back, all modes in each).
+                    for mode in modes:
+                        if mode == "plain":
+                            continue
+                        per_round = [_ops(s) / _ops(p) if _ops(p) else float("nan")
+                                     for s, p in zip(samples[mode], samples["plain"], strict=True)]
+                        print(f"    {mode}/plain by round: " + " ".join(f"{x:.2f}" for x in per_round), flush=True)
                 print_table(results, modes, calls, shape, args, loads)
                 for mode, server in servers.items():
                     output = getattr(server, "output", "")
@@ -219,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         if ref_db is not None:
             drop_scratch_database(ref_db)
     return 0
+
+
+def _ops(sample: bench_hms.Sample) -> float:
+    return len(sample.latencies) / sample.elapsed if sample.elapsed else 0.0
 
 
 def print_table(results: dict, modes: list[str], calls: list[str], shape: bench_hms.Shape,

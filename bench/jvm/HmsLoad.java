@@ -23,6 +23,10 @@
 //   -> RUN <call> <warm-up s> <seconds>
 //   <- READY / -> GO / <- DONE / -> REPORT / <- RESULT, LAT     as above, then the next RUN
 //   -> EXIT
+// RUN takes an optional fifth word, the number of partitions (the table's first N) the call names
+// (bench_scale.py). CALL "floor:<call>" times the client-decoding floor of <call>: its reply bytes are recorded
+// once from the server, then the same generated client decodes them from memory on every call (floorOp).
+// A warm-up of 0 s makes no call before the timed loop (slow writes).
 //
 // Secured ports (bench/bench_security.py), by system properties, with the classes Hive's client uses:
 //   -Dhms.truststore=FILE.jks -Dhms.truststore.password=PW     TLS (TSSLTransportFactory, as hive.metastore.use.SSL)
@@ -46,10 +50,12 @@ import org.apache.hadoop.hive.metastore.api.ColumnStatisticsDesc;
 import org.apache.hadoop.hive.metastore.api.ColumnStatisticsObj;
 import org.apache.hadoop.hive.metastore.api.LongColumnStatsData;
 import org.apache.hadoop.hive.metastore.api.PartitionsStatsRequest;
+import org.apache.hadoop.hive.metastore.api.SetPartitionsStatsRequest;
 import org.apache.hadoop.hive.metastore.api.TableStatsRequest;
 import org.apache.hadoop.hive.metastore.api.ThriftHiveMetastore;
 import org.apache.thrift.TException;
 import org.apache.thrift.protocol.TBinaryProtocol;
+import org.apache.thrift.transport.TIOStreamTransport;
 import org.apache.thrift.transport.TSSLTransportFactory;
 import org.apache.thrift.transport.TSaslClientTransport;
 import org.apache.thrift.transport.TSocket;
@@ -103,9 +109,98 @@ public final class HmsLoad {
                 PartitionsStatsRequest req = new PartitionsStatsRequest(db, table, cols, parts);
                 return c -> c.get_aggr_stats_for(req);
             }
+            case "get_partition_names": {
+                return c -> c.get_partition_names(db, table, (short) -1);
+            }
+            case "get_partitions_by_filter": {
+                // Every partition of the table (names ds=p...), through the filter path.
+                return c -> c.get_partitions_by_filter(db, table, "ds >= \"p\"", (short) -1);
+            }
+            case "update_partition_column_statistics": {
+                // One partition's statistics for every column a call, cycling over PARTITIONS partitions.
+                long[] salt = {0};
+                return c -> {
+                    long s = salt[0]++;
+                    c.update_partition_column_statistics(partitionStats(db, table, cols, parts.get((int) (s % parts.size())), s));
+                };
+            }
+            case "set_aggr_stats_for": {
+                // Every one of PARTITIONS partitions' statistics for every column in one call (needMerge false).
+                long[] salt = {0};
+                return c -> {
+                    long s = salt[0]++;
+                    List<ColumnStatistics> batch = new ArrayList<>(parts.size());
+                    for (String p : parts) batch.add(partitionStats(db, table, cols, p, s));
+                    SetPartitionsStatsRequest req = new SetPartitionsStatsRequest(batch);
+                    req.setNeedMerge(false);
+                    c.set_aggr_stats_for(req);
+                };
+            }
             default:
                 throw new IllegalArgumentException("unknown call " + call);
         }
+    }
+
+    static ColumnStatistics partitionStats(String db, String table, List<String> cols, String part, long s) {
+        ColumnStatisticsDesc desc = new ColumnStatisticsDesc(false, db, table);
+        desc.setPartName(part);
+        desc.setLastAnalyzed(LAST_ANALYZED);
+        List<ColumnStatisticsObj> objs = new ArrayList<>(cols.size());
+        for (int i = 0; i < cols.size(); i++) {
+            LongColumnStatsData d = new LongColumnStatsData(i % 7, 100 + i);
+            d.setLowValue(-i - s);
+            d.setHighValue(1000L * (i + 1) + s);
+            objs.add(new ColumnStatisticsObj(cols.get(i), "bigint", ColumnStatisticsData.longStats(d)));
+        }
+        return new ColumnStatistics(desc, objs);
+    }
+
+    /** An InputStream that keeps a copy of every byte read through it. */
+    static final class TeeInputStream extends java.io.FilterInputStream {
+        final java.io.ByteArrayOutputStream copy = new java.io.ByteArrayOutputStream();
+
+        TeeInputStream(java.io.InputStream in) {
+            super(in);
+        }
+
+        @Override
+        public int read() throws java.io.IOException {
+            int b = super.read();
+            if (b >= 0) copy.write(b);
+            return b;
+        }
+
+        @Override
+        public int read(byte[] buf, int off, int len) throws java.io.IOException {
+            int n = super.read(buf, off, len);
+            if (n > 0) copy.write(buf, off, n);
+            return n;
+        }
+    }
+
+    /**
+     * The client-decoding floor of a call: its reply bytes are recorded once from the server (a fresh connection,
+     * one call), then every call of the timed loop is the same generated client on a transport that serves those
+     * bytes from memory (the request is written to nowhere). The transport is TIOStreamTransport over a
+     * BufferedInputStream, as TSocket reads a socket, so the decoding path is the one a socket client takes.
+     */
+    static Op floorOp(String host, int port, String call, String db, String table, List<String> cols,
+                      List<String> parts) throws Exception {
+        Op real = opFor(call, db, table, cols, parts, 0);
+        java.net.Socket sock = new java.net.Socket(host, port);
+        sock.setSoTimeout(600_000);
+        TeeInputStream tee = new TeeInputStream(new java.io.BufferedInputStream(sock.getInputStream()));
+        TTransport recording = new TIOStreamTransport(tee, new java.io.BufferedOutputStream(sock.getOutputStream()));
+        real.call(new ThriftHiveMetastore.Client(new TBinaryProtocol(recording))); // a fresh client: sequence id 1
+        sock.close();
+        byte[] reply = tee.copy.toByteArray();
+        System.err.println("floor: recorded " + reply.length + " reply bytes of " + call);
+        return c -> {
+            TTransport mem = new TIOStreamTransport(
+                    new java.io.BufferedInputStream(new java.io.ByteArrayInputStream(reply)),
+                    java.io.OutputStream.nullOutputStream());
+            real.call(new ThriftHiveMetastore.Client(new TBinaryProtocol(mem))); // sequence id 1 again
+        };
     }
 
     static final class Worker extends Thread {
@@ -146,9 +241,10 @@ public final class HmsLoad {
         public void run() {
             try {
                 long warmEnd = System.nanoTime() + warmupNs;
-                do {
+                while (warmupNs > 0) { // no warm-up at all when it is 0 (slow writes)
                     op.call(client); // a failure here ends the run: the set-up is wrong
-                } while (System.nanoTime() < warmEnd);
+                    if (System.nanoTime() >= warmEnd) break;
+                }
                 warmed.countDown();
                 go.await();
                 long deadline = System.nanoTime() + runNs;
@@ -262,22 +358,34 @@ public final class HmsLoad {
         System.out.flush();
         for (String line = in.readLine(); line != null && !line.equals("EXIT"); line = in.readLine()) {
             String[] cmd = line.split(" ");
-            if (cmd.length != 4 || !cmd[0].equals("RUN")) {
-                System.err.println("expected RUN <call> <warm-up s> <seconds> or EXIT, got " + line);
+            if ((cmd.length != 4 && cmd.length != 5) || !cmd[0].equals("RUN")) {
+                System.err.println("expected RUN <call> <warm-up s> <seconds> [<partitions>] or EXIT, got " + line);
                 System.exit(2);
             }
             long warmupNs = (long) (Double.parseDouble(cmd[2]) * 1e9);
             long runNs = (long) (Double.parseDouble(cmd[3]) * 1e9);
+            // RUN's own partition count: the first N partitions of the table (default PARTITIONS).
+            List<String> runParts = cmd.length == 5 ? partNames(Integer.parseInt(cmd[4])) : parts;
             CountDownLatch warmed = new CountDownLatch(clients);
             CountDownLatch go = new CountDownLatch(1);
             List<Worker> workers = new ArrayList<>();
             for (int w = 0; w < clients; w++) {
-                Op op = opFor(cmd[1], db, table, cols, parts, first + w);
+                // "floor:<call>": the same client decoding the same reply bytes, served from memory.
+                Op op = cmd[1].startsWith("floor:")
+                        ? floorOp(host, port, cmd[1].substring(6), db, table, cols, runParts)
+                        : opFor(cmd[1], db, table, cols, runParts, first + w);
                 workers.add(new Worker(conns.get(w), op, warmupNs, runNs, warmed, go, false));
             }
             timedRun(workers, warmed, go, in);
         }
         for (TTransport c : conns) c.close();
+    }
+
+    /** The first n partition names of the table, as bench_hms.Shape names them. */
+    static List<String> partNames(int n) {
+        List<String> parts = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) parts.add(String.format("ds=p%04d", i));
+        return parts;
     }
 
     public static void main(String[] args) throws Exception {
@@ -301,8 +409,7 @@ public final class HmsLoad {
         // The same names as bench_hms.Shape.
         List<String> cols = new ArrayList<>();
         for (int i = 0; i < columns; i++) cols.add(String.format("c%02d", i));
-        List<String> parts = new ArrayList<>();
-        for (int i = 0; i < partitions; i++) parts.add(String.format("ds=p%04d", i));
+        List<String> parts = partNames(partitions);
 
         if (call.equals("session")) {
             session(host, port, clients, first, db, table, cols, parts);

@@ -164,6 +164,13 @@ class BloomReader:
             if first + count > len(self._words) or not 1 <= k <= MAX_HASH_FUNCTIONS:
                 raise IndexFileCorrupt(self.path, f"bloom filter {i} lies outside the filter block")
             self.filters.append(StripeBloom(self._words[first : first + count], k))
+        # the same filters as arrays, so one answer tests every stripe at once
+        present = [i for i, f in enumerate(self.filters) if f is not None]
+        self._present = np.asarray(present, dtype=np.int64)
+        entries = [_ENTRY.unpack_from(index, i * _ENTRY.size) for i in present]
+        self._first = np.asarray([e[0] for e in entries], dtype=np.int64)
+        self._bits = np.asarray([64 * e[1] for e in entries], dtype=np.uint64)
+        self._k = np.asarray([e[2] for e in entries], dtype=np.int64)
 
     def answer(self, leaf: Leaf) -> np.ndarray | None:
         """Per stripe, whether it may hold a value of an equality/IN leaf; None for other leaves."""
@@ -176,7 +183,18 @@ class BloomReader:
             return None
         hashes = key_hashes(self.domain, list(keys))
         out = np.zeros(len(self.filters), dtype=bool)
-        for i, bloom in enumerate(self.filters):
-            if bloom is not None:
-                out[i] = bool(np.any(bloom.test_hashes(hashes)))
+        if len(self._present) == 0 or len(hashes) == 0:
+            return out
+        # StripeBloom.test_hashes for every stripe at once: probe i of a value is mix(hash + i * golden) modulo
+        # the stripe's bits; probes beyond a stripe's own count hold trivially
+        k_max = int(self._k.max())
+        probe = np.arange(1, k_max + 1, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            seeds = np.asarray(hashes, dtype=np.int64).view(np.uint64)[:, None] + probe[None, :] * _GOLDEN
+        mixed = _mix(seeds)  # (values, probes)
+        positions = (mixed[None, :, :] % self._bits[:, None, None]).astype(np.int64)  # (stripes, values, probes)
+        words = self._words[self._first[:, None, None] + (positions >> 6)]
+        bits = (words >> (positions & 63).astype(np.uint64)) & np.uint64(1)
+        unused = np.arange(1, k_max + 1)[None, None, :] > self._k[:, None, None]
+        out[self._present] = np.any(np.all((bits == 1) | unused, axis=2), axis=1)
         return out

@@ -588,7 +588,7 @@ class Handler:
         )
         result = tt.AddPartitionsResult()
         if request.needResult is None or request.needResult:
-            result.partitions = [convert.partition_to_thrift(p) for p in added]
+            result.partitions = convert.partitions_to_thrift(added)
         return result
 
     @_thrift_method
@@ -630,18 +630,18 @@ class Handler:
 
     @_thrift_method
     def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[tt.Partition]:
-        return [convert.partition_to_thrift(p) for p in self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts))]
+        return convert.partitions_to_thrift(self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts)))
 
     @_thrift_method
     def get_partitions_with_auth(
         self, db_name: str, tbl_name: str, max_parts: int, user_name: str | None, group_names: object | None
     ) -> list[tt.Partition]:
-        return [convert.partition_to_thrift(p) for p in self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts))]
+        return convert.partitions_to_thrift(self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts)))
 
     @_thrift_method
     def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> list[tt.Partition]:
         parts = self.ms.catalog.list_partitions_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
-        return [convert.partition_to_thrift(p) for p in parts]
+        return convert.partitions_to_thrift(parts)
 
     @_thrift_method
     def get_partitions_ps_with_auth(
@@ -649,7 +649,7 @@ class Handler:
         group_names: object | None,
     ) -> list[tt.Partition]:
         parts = self.ms.catalog.list_partitions_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
-        return [convert.partition_to_thrift(p) for p in parts]
+        return convert.partitions_to_thrift(parts)
 
     @_thrift_method
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
@@ -664,19 +664,19 @@ class Handler:
     @_thrift_method
     def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str] | None) -> list[tt.Partition]:
         parts = self.ms.catalog.get_partitions_by_names(db_name, tbl_name, list(names or []))
-        return [convert.partition_to_thrift(p) for p in parts]
+        return convert.partitions_to_thrift(parts)
 
     @_thrift_method
     def get_partitions_by_names_req(self, req: tt.GetPartitionsByNamesRequest) -> tt.GetPartitionsByNamesResult:
         parts = self.ms.catalog.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []))
-        return tt.GetPartitionsByNamesResult(partitions=[convert.partition_to_thrift(p) for p in parts])
+        return tt.GetPartitionsByNamesResult(partitions=convert.partitions_to_thrift(parts))
 
     @_thrift_method
     def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str | None, max_parts: int) -> StreamedResult:  # noqa: A002
         # Sent as read, a page at a time (see get_partition_names).
         stream = self.ms.catalog.stream_partitions_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
         return _streamed_list(
-            TType.STRUCT, stream, lambda page: [convert.partition_to_thrift(p) for p in page], struct_list_body
+            TType.STRUCT, stream, lambda page: convert.partitions_to_thrift(page), struct_list_body
         )
 
     @_thrift_method
@@ -763,7 +763,7 @@ class Handler:
         )
         result = tt.DropPartitionsResult()
         if req.needResult is None or req.needResult:
-            result.partitions = [convert.partition_to_thrift(p) for p in dropped]
+            result.partitions = convert.partitions_to_thrift(dropped)
         return result
 
     @_thrift_method

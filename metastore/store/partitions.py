@@ -20,7 +20,7 @@ from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, Invalid
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.stats.accurate import params_with_columns_removed
 from metastore.store import schema
-from metastore.store.chunking import chunks
+from metastore.store.chunking import chunks, id_conditions
 from metastore.store.column_stats import forget_partition_columns
 from metastore.store.identifiers import normalize, validate_columns
 from metastore.store.ids import allocate_ids
@@ -230,10 +230,10 @@ class PartitionRepository:
             return []
         part_ids = [r.PART_ID for r in rows]
         values: dict[int, list[str]] = {pid: [] for pid in part_ids}
-        for batch in chunks(part_ids):
+        for condition in id_conditions(self._conn, PARTITION_KEY_VALS.c.PART_ID, part_ids):
             for pid, val in self._conn.execute(
                 sa.select(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.PART_KEY_VAL)
-                .where(PARTITION_KEY_VALS.c.PART_ID.in_(batch))
+                .where(condition)
                 .order_by(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.INTEGER_IDX)
             ):
                 values[pid].append(val)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.catalog import (
     DEFAULT_CATALOG,
@@ -68,12 +70,28 @@ def sd_from_thrift(sd: tt.StorageDescriptor | None) -> StorageDescriptor:
     )
 
 
-def sd_to_thrift(sd: StorageDescriptor) -> tt.StorageDescriptor:
+# Columns converted once per list of column objects within one reply: {ids of the columns: (the columns, kept
+# alive so that their ids are not reused while the memo lives; their Thrift values)}.
+ColumnsMemo = dict[tuple[int, ...], tuple[tuple[FieldSchema, ...], list[tt.FieldSchema]]]
+
+
+def _columns_to_thrift(cols: list[FieldSchema], memo: ColumnsMemo | None) -> list[tt.FieldSchema]:
+    if memo is None:
+        return [field_to_thrift(c) for c in cols]
+    key = tuple(map(id, cols))
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = (tuple(cols), [field_to_thrift(c) for c in cols])
+    return list(hit[1])  # a list of its own; the (never mutated) FieldSchema values are shared
+
+
+def sd_to_thrift(sd: StorageDescriptor, memo: ColumnsMemo | None = None) -> tt.StorageDescriptor:
     """A storage descriptor as Thrift, always with a SkewedInfo as Hive sends it; columns stored as unset (a
-    partition added without any) stay unset, as Hive 2.3 answers."""
+    partition added without any) stay unset, as Hive 2.3 answers. With a memo, descriptors whose columns are the
+    same objects (one column descriptor: load_storage shares them) convert those columns once."""
     skewed = sd.skewed_info or SkewedInfo()
     return tt.StorageDescriptor(
-        cols=None if sd.cols_unset else [field_to_thrift(c) for c in sd.cols],
+        cols=None if sd.cols_unset else _columns_to_thrift(sd.cols, memo),
         location=sd.location,
         inputFormat=sd.input_format,
         outputFormat=sd.output_format,
@@ -196,7 +214,14 @@ def partition_from_thrift(p: tt.Partition, *, db_name: str | None = None, table_
     )
 
 
-def partition_to_thrift(p: Partition) -> tt.Partition:
+def partitions_to_thrift(parts: Iterable[Partition]) -> list[tt.Partition]:
+    """partition_to_thrift of each; the partitions' columns are converted once per column descriptor (a table of
+    30 columns and 10,000 partitions converts 30 columns, not 300,000)."""
+    memo: ColumnsMemo = {}
+    return [partition_to_thrift(p, memo) for p in parts]
+
+
+def partition_to_thrift(p: Partition, memo: ColumnsMemo | None = None) -> tt.Partition:
     """A partition as Thrift."""
     return tt.Partition(
         values=list(p.values),
@@ -204,7 +229,7 @@ def partition_to_thrift(p: Partition) -> tt.Partition:
         tableName=p.table_name,
         createTime=p.create_time,
         lastAccessTime=p.last_access_time,
-        sd=sd_to_thrift(p.sd),
+        sd=sd_to_thrift(p.sd, memo),
         parameters=dict(p.parameters),
         catName=p.catalog_name,
         writeId=p.write_id,

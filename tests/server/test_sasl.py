@@ -329,11 +329,20 @@ def test_plain_with_a_password_file_over_tls(tmp_path: Path, pki: Pki) -> None:
         )
         assert out.returncode == 0, out.stderr
         assert "default" in out.stdout.split()
+        # A wrong password: one line that says so, without the password.
+        out = subprocess.run(
+            [metastore_exe(), "sql", "--connect", uri, "--tls-ca", str(pki.ca), "--auth", "plain", "--user", "dave",
+             "-e", "SHOW DATABASES"],
+            capture_output=True, text=True, timeout=120, env={**os.environ, "METASTORE_PASSWORD": "dave-wrong-pw-99"},
+        )
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 1 and len(lines) == 1 and "authentication failed" in lines[0], out.stderr
+        assert "dave-wrong-pw-99" not in out.stdout + out.stderr
         time.sleep(0.2)
         log = server.output
         assert "authenticated as carol (PLAIN)" in log and "authenticated as dave (PLAIN)" in log
         assert "PLAIN authentication of 'mallory' failed" in log
-        assert not any(secret in log for secret in (*PASSWORDS.values(), "not-carols-pw"))
+        assert not any(secret in log for secret in (*PASSWORDS.values(), "not-carols-pw", "dave-wrong-pw-99"))
     finally:
         assert server.stop() == 0
 

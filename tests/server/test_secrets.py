@@ -1,14 +1,17 @@
-"""Secrets stay out of the server's output: database passwords are masked in the startup line and in errors."""
+"""Secrets stay out of the server's output: database passwords are masked in the startup line and in errors, and no
+command's --help shows a secret set in the environment."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from metastore.store.migrate import display_url
-from server.harness import ServerFailed, fresh_pg_database, start_server
+from server.harness import ServerFailed, fresh_pg_database, metastore_exe, start_server
 
 
 def test_display_url_masks_passwords_even_in_urls_sqlalchemy_cannot_parse() -> None:
@@ -35,3 +38,25 @@ def test_startup_line_and_errors_mask_the_database_password(pg_server: str, pg_s
         with pytest.raises(ServerFailed) as failed:
             start_server(tmp_path / "bad", missing, workers=1)
         assert "Very-Secret-Pw" not in str(failed.value)
+
+
+# Every way a secret can reach a command through the environment: the database URL (serve, sql, db), the shell's
+# PLAIN password, and secrets inside paths or URLs the server reads from METASTORE_<FLAG>.
+SECRET_ENV = {
+    "METASTORE_DB": "postgresql://u:Env-Db-Secret-1@127.0.0.1:1/db",
+    "METASTORE_PASSWORD": "Env-Plain-Secret-2",
+    "METASTORE_LDAP_URL": "ldap://u:Env-Ldap-Secret-3@127.0.0.1:1",
+    "METASTORE_KERBEROS_KEYTAB": "/Env-Keytab-Secret-4",
+    "METASTORE_PASSWORD_FILE": "/Env-Passwords-Secret-5",
+    "METASTORE_TLS_KEY": "/Env-Tls-Key-Secret-6",
+}
+
+
+@pytest.mark.parametrize("command", [[], ["serve"], ["sql"], ["db"], ["db", "upgrade"], ["db", "current"],
+                                     ["passwd"]])
+def test_help_shows_no_secret_from_the_environment(command: list[str]) -> None:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("METASTORE_")}, **SECRET_ENV}
+    out = subprocess.run([metastore_exe(), *command, "--help"], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0 and "usage: metastore" in out.stdout, out.stderr
+    shown = out.stdout + out.stderr
+    assert "Secret-" not in shown, [name for name, value in SECRET_ENV.items() if value in shown]
