@@ -312,20 +312,26 @@ def _other_database(pid: int) -> bool:
     return False
 
 
+def process_tree(table: dict[int, tuple[int, str, float]], root: int) -> set[int]:
+    """`root` and every process descended from it, from a `_proc_table()` snapshot."""
+    tree = {root}
+    changed = True
+    while changed:
+        changed = False
+        for pid, (ppid, _, _) in table.items():
+            if ppid in tree and pid not in tree:
+                tree.add(pid)
+                changed = True
+    return tree
+
+
 def cpu_seconds(server_pid: int | None) -> tuple[float, dict[int, float]]:
     """CPU seconds used so far by (the server's process tree, nan when the benchmark did not start the server;
     each PostgreSQL process but the backends of other databases, by pid)."""
     table = _proc_table()
     server = float("nan")
     if server_pid is not None:
-        tree = {server_pid}
-        changed = True
-        while changed:
-            changed = False
-            for pid, (ppid, _, _) in table.items():
-                if ppid in tree and pid not in tree:
-                    tree.add(pid)
-                    changed = True
+        tree = process_tree(table, server_pid)
         server = sum(table[p][2] for p in tree if p in table)
     postgres = {
         pid: cpu for pid, (_, comm, cpu) in table.items() if comm.startswith("postgres") and not _other_database(pid)

@@ -71,15 +71,7 @@ def loadavg() -> str:
 
 def tree_rss_mb(pid: int) -> float:
     """Resident memory (MiB) of a process and all its descendants."""
-    table = bench_hms._proc_table()
-    tree = {pid}
-    changed = True
-    while changed:
-        changed = False
-        for p, (ppid, _, _) in table.items():
-            if ppid in tree and p not in tree:
-                tree.add(p)
-                changed = True
+    tree = bench_hms.process_tree(bench_hms._proc_table(), pid)
     total = 0
     for p in tree:
         try:

@@ -13,7 +13,8 @@ Each mode gets its own long-lived JVM clients (one process and one connection ea
 driver keeps its metastore connection: handshakes and the clients' JIT compilation happen before any timing
 (every call runs untimed first, --jit-warmup). Each call then runs for a fixed time from all clients of a mode,
 in rounds that rotate which mode goes first. Prints ops/s, p50/p99, the ratio of each mode to our plaintext
-server and to the reference per call, and the server's and clients' CPU per call. Every request goes to
+server (over all rounds, and round by round) and to the reference per call, and the server's and clients' CPU per
+call. Every request goes to
 127.0.0.1 only; every loop is bounded in time and count.
 
     python bench/bench_security.py                    # 4 JVM clients, 3 rounds of 10 s per call per mode

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 T = TypeVar("T")
 
@@ -19,3 +22,17 @@ def chunks(items: Sequence[T], size: int = IN_LIST_LIMIT) -> Iterator[Sequence[T
     """Consecutive slices of at most `size` items."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def id_conditions(conn: Any, column: Any, ids: Sequence[Any]) -> Iterator[Any]:
+    """WHERE conditions selecting the rows whose `column` is one of `ids`, together covering all of them: on
+    PostgreSQL one `column = ANY(array)` with the ids bound as one array parameter (one statement however many
+    ids, nothing expanded into the SQL text: a listing's page of 2,000 partitions is a statement per child
+    table, not two of 1,000 literals each); elsewhere `column IN (...)` of at most IN_LIST_LIMIT ids each."""
+    if not ids:
+        return
+    if conn.dialect.name == "postgresql":
+        yield column == sa.any_(sa.bindparam(None, list(ids), type_=postgresql.ARRAY(column.type)))
+        return
+    for batch in chunks(ids):
+        yield column.in_(batch)

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from metastore.errors import InvalidObject
 from metastore.store import schema
-from metastore.store.chunking import chunks
+from metastore.store.chunking import chunks, id_conditions
 from metastore.store.upsert import insert_rows, upsert
 
 
@@ -29,12 +29,8 @@ class ParameterTable:
         """{owner id: parameters} for the owners (owners without parameters map to {})."""
         out: dict[int, dict[str, str]] = {oid: {} for oid in owner_ids}
         t = self.table
-        for batch in chunks(list(dict.fromkeys(owner_ids))):
-            rows = conn.execute(
-                sa.select(self.owner_column, t.c.PARAM_KEY, t.c.PARAM_VALUE).where(
-                    self.owner_column.in_(batch)
-                )
-            )
+        for condition in id_conditions(conn, self.owner_column, list(dict.fromkeys(owner_ids))):
+            rows = conn.execute(sa.select(self.owner_column, t.c.PARAM_KEY, t.c.PARAM_VALUE).where(condition))
             for owner_id, key, value in rows:
                 out[owner_id][key] = value
         return out

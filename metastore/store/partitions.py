@@ -20,7 +20,7 @@ from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, Invalid
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.stats.accurate import params_with_columns_removed
 from metastore.store import schema
-from metastore.store.chunking import chunks
+from metastore.store.chunking import chunks, id_conditions
 from metastore.store.column_stats import forget_partition_columns
 from metastore.store.identifiers import normalize, validate_columns
 from metastore.store.ids import allocate_ids
@@ -55,6 +55,9 @@ _ROW_COLUMNS = (
 
 # Partitions per page of a long listing (stream_names, stream_by_filter): what a listing holds at a time.
 PAGE_ROWS = 2000
+# Names per page of a name listing (stream_names): a name is a short string (about 1.5 MB of Python objects for
+# 20,000), and every page is a statement, so a listing of up to this many names is one statement (no count).
+NAME_PAGE_ROWS = 20_000
 
 
 def _limit(max_parts: int) -> int | None:
@@ -230,10 +233,10 @@ class PartitionRepository:
             return []
         part_ids = [r.PART_ID for r in rows]
         values: dict[int, list[str]] = {pid: [] for pid in part_ids}
-        for batch in chunks(part_ids):
+        for condition in id_conditions(self._conn, PARTITION_KEY_VALS.c.PART_ID, part_ids):
             for pid, val in self._conn.execute(
                 sa.select(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.PART_KEY_VAL)
-                .where(PARTITION_KEY_VALS.c.PART_ID.in_(batch))
+                .where(condition)
                 .order_by(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.INTEGER_IDX)
             ):
                 values[pid].append(val)
@@ -428,7 +431,7 @@ class PartitionRepository:
         return [r.PART_NAME for r in self._rows(ref, max_parts=max_parts, columns=[PARTITIONS.c.PART_NAME])]
 
     def stream_names(
-        self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = NAME_PAGE_ROWS,
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[int, Iterator[builtins.list[str]]]:
         """list_names as (how many, the names a page at a time); inside one snapshot (Store.snapshot)."""

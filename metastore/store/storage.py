@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from metastore.catalog import FieldSchema, Order, SerDeInfo, SkewedInfo, StorageDescriptor
-from metastore.store.chunking import chunks
+from metastore.store.chunking import chunks, id_conditions
 from metastore.store.ids import allocate_ids
 from metastore.store.parameters import SD_PARAMETERS, SERDE_PARAMETERS
 from metastore.store.schema import (
@@ -56,12 +56,12 @@ def insert_column_descriptor(conn: sa.Connection, cols: Sequence[FieldSchema]) -
 def load_columns(conn: sa.Connection, cd_ids: Sequence[int]) -> dict[int, list[FieldSchema]]:
     """{CD_ID: columns in order}."""
     out: dict[int, list[FieldSchema]] = {cd: [] for cd in cd_ids if cd is not None}
-    for batch in chunks(list(out)):
+    for condition in id_conditions(conn, COLUMNS_V2.c.CD_ID, list(out)):
         rows = conn.execute(
             sa.select(
                 COLUMNS_V2.c.CD_ID, COLUMNS_V2.c.COLUMN_NAME, COLUMNS_V2.c.TYPE_NAME, COLUMNS_V2.c.COMMENT
             )
-            .where(COLUMNS_V2.c.CD_ID.in_(batch))
+            .where(condition)
             .order_by(COLUMNS_V2.c.CD_ID, COLUMNS_V2.c.INTEGER_IDX)
         )
         for r in rows:
@@ -258,11 +258,11 @@ def load_storage(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, Storag
     """{SD_ID: descriptor}, six queries per thousand descriptors."""
     ids = [s for s in dict.fromkeys(sd_ids) if s is not None]
     base: dict[int, sa.Row[Any]] = {}
-    for batch in chunks(ids):
+    for condition in id_conditions(conn, SDS.c.SD_ID, ids):
         rows = conn.execute(
             sa.select(SDS, SERDES.c.NAME.label("SERDE_NAME"), SERDES.c.SLIB)
             .outerjoin(SERDES, SERDES.c.SERDE_ID == SDS.c.SERDE_ID)
-            .where(SDS.c.SD_ID.in_(batch))
+            .where(condition)
         )
         base.update({r.SD_ID: r for r in rows})
     columns = load_columns(conn, list({r.CD_ID for r in base.values() if r.CD_ID is not None}))
@@ -270,16 +270,17 @@ def load_storage(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, Storag
     sd_params = SD_PARAMETERS.load(conn, list(base))
     buckets: dict[int, list[str]] = {sd: [] for sd in base}
     sorts: dict[int, list[Order]] = {sd: [] for sd in base}
-    for batch in chunks(list(base)):
+    for condition in id_conditions(conn, BUCKETING_COLS.c.SD_ID, list(base)):
         for b in conn.execute(
             sa.select(BUCKETING_COLS.c.SD_ID, BUCKETING_COLS.c.BUCKET_COL_NAME)
-            .where(BUCKETING_COLS.c.SD_ID.in_(batch))
+            .where(condition)
             .order_by(BUCKETING_COLS.c.SD_ID, BUCKETING_COLS.c.INTEGER_IDX)
         ):
             buckets[b.SD_ID].append(b.BUCKET_COL_NAME)
+    for condition in id_conditions(conn, SORT_COLS.c.SD_ID, list(base)):
         for s in conn.execute(
             sa.select(SORT_COLS.c.SD_ID, SORT_COLS.c.COLUMN_NAME, SORT_COLS.c.ORDER)
-            .where(SORT_COLS.c.SD_ID.in_(batch))
+            .where(condition)
             .order_by(SORT_COLS.c.SD_ID, SORT_COLS.c.INTEGER_IDX)
         ):
             sorts[s.SD_ID].append(Order(col=s.COLUMN_NAME, order=s.ORDER))
