@@ -3,10 +3,9 @@
 ``plan_parts`` groups the data files by the index level; ``build_parts`` writes each part whose files changed
 (files added, rewritten or removed, by path, size and mtime) and keeps the others as they are. A rewritten part
 takes the stripe values of its unchanged files from the old part file (parts.PartReader.reuse), so only new
-and changed data files are scanned. The scan itself is pluggable: files are scanned in worker processes by
-default (one per CPU, as ANALYZE's harvest runner), or all at once by a ``scanner`` (the Spark pipeline's
-executors); each part is written as soon as the last of its files arrives, so a STRIPE-level build never
-holds more than the files in flight.
+and changed data files are scanned. The scan itself is pluggable: files are scanned one after another in this
+process by default, or all at once by a ``scanner`` (the Spark pipeline's executors); each part is written as
+soon as the last of its files arrives, so a STRIPE-level build never holds more than the files in flight.
 New part files get new names; the caller records them, then deletes the obsolete ones, so a reader never sees
 a half-written part.
 """
@@ -14,11 +13,8 @@ a half-written part.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
-import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from metastore.index.columns import ColumnType, column_type, require_indexable
@@ -94,32 +90,13 @@ def bounds_only(record: IndexRecord) -> bool:
 
 def local_scanner(
     column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
-    *, bounds: bool = False, workers: int | None = None,
+    *, bounds: bool = False,
 ) -> Scanner:
-    """Scan files in ``workers`` processes (default: one per CPU; 1: one after another in this process);
-    ``bounds``: per stripe only the smallest and largest key."""
+    """Scan files one after another in this process (``bounds``: per stripe only the smallest and largest key)."""
 
     def scan(files: Sequence[DataFile]) -> Iterable[FileValues]:
-        pool_size = min(workers if workers is not None else (os.cpu_count() or 1), len(files))
-        if pool_size <= 1:
-            for f in files:
-                yield scan_column(f, column, ctype, position, options, bounds_only=bounds)
-            return
-        # as ANALYZE's harvest runner: files shared out to worker processes, results taken as they finish (the
-        # build writes each part from its files in plan order, so the index files do not depend on this order)
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        with ProcessPoolExecutor(max_workers=pool_size, mp_context=context) as pool:
-            pending = {pool.submit(scan_column, f, column, ctype, position, options, bounds_only=bounds)
-                       for f in files}
-            try:
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        yield future.result()
-            finally:
-                for other in pending:
-                    other.cancel()
+        for f in files:
+            yield scan_column(f, column, ctype, position, options, bounds_only=bounds)
 
     return scan
 
