@@ -61,6 +61,37 @@ def _mix(z: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+#: hashes mixed at a time by probe_positions: its (hashes x probes) words stay in the CPU's cache
+_POSITION_CHUNK = 4096
+
+
+def probe_positions(hashes: np.ndarray, k: int, bits: int) -> np.ndarray:
+    """Bit positions (int64, shape (len(hashes), k)) of every probe of every hash: probe i (1..k) of hash h is
+    ``_mix(h + i * golden) % bits``, computed in place a cache-sized chunk at a time, with the remainder taken
+    as ``z - (z // bits) * bits`` (numpy divides by one number with a multiplication; its ``%`` divides)."""
+    h = np.asarray(hashes, dtype=np.int64).view(np.uint64)
+    out = np.empty((len(h), k), dtype=np.uint64)
+    steps = np.arange(1, k + 1, dtype=np.uint64)
+    modulus = np.uint64(bits)
+    with np.errstate(over="ignore"):
+        steps *= _GOLDEN
+        scratch = np.empty((min(len(h), _POSITION_CHUNK), k), dtype=np.uint64)
+        for start in range(0, len(h), _POSITION_CHUNK):
+            z = out[start : start + _POSITION_CHUNK]
+            t = scratch[: len(z)]
+            np.add(h[start : start + _POSITION_CHUNK, None], steps[None, :], out=z)
+            for shift, multiplier in ((30, _MIX1), (27, _MIX2)):
+                np.right_shift(z, np.uint64(shift), out=t)
+                z ^= t
+                z *= multiplier
+            np.right_shift(z, np.uint64(31), out=t)
+            z ^= t
+            np.floor_divide(z, modulus, out=t)
+            t *= modulus
+            z -= t
+    return out.view(np.int64)
+
+
 def filter_size(entries: int, fpp: float) -> tuple[int, int]:
     """(bits, hash functions) of a filter for ``entries`` values: bits a multiple of 64, grown until the
     textbook false-positive rate with that many hash functions is at most ``fpp``."""
@@ -87,11 +118,8 @@ class StripeBloom:
         return cls(np.zeros(bits // 64, dtype=np.uint64), k)
 
     def _positions(self, hashes: np.ndarray) -> np.ndarray:
-        h = np.asarray(hashes, dtype=np.int64).view(np.uint64).ravel()
-        i = np.arange(1, self.num_hash_functions + 1, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            seeds = h[:, None] + i[None, :] * _GOLDEN
-        return (_mix(seeds) % np.uint64(self.num_bits)).astype(np.int64)
+        """(values, probes) bit positions: probe i of a hash h is ``mix(h + i * golden) % bits``."""
+        return probe_positions(np.asarray(hashes, dtype=np.int64).ravel(), self.num_hash_functions, self.num_bits)
 
     def add_hashes(self, hashes: np.ndarray) -> None:
         """Add values by their 64-bit key hashes."""

@@ -3,9 +3,11 @@
 ``plan_parts`` groups the data files by the index level; ``build_parts`` writes each part whose files changed
 (files added, rewritten or removed, by path, size and mtime) and keeps the others as they are. A rewritten part
 takes the stripe values of its unchanged files from the old part file (parts.PartReader.reuse), so only new
-and changed data files are scanned. The scan itself is pluggable: files are scanned one after another in this
-process by default, or all at once by a ``scanner`` (the Spark pipeline's executors); each part is written as
-soon as the last of its files arrives, so a STRIPE-level build never holds more than the files in flight.
+and changed data files are scanned. The scan itself is pluggable: by default files are scanned in this process,
+one after another, or, from PARALLEL_MIN_BYTES of data files on, in worker processes (the pool of ANALYZE's
+harvest runner, one per CPU); or all at once by a ``scanner`` (the Spark pipeline's executors). Each part is
+written as soon as the last of its files arrives, in plan order, so a STRIPE-level build never holds more than
+the files in flight and the index files do not depend on where or in which order files were scanned.
 New part files get new names; the caller records them, then deletes the obsolete ones, so a reader never sees
 a half-written part.
 """
@@ -14,11 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 
+from metastore.index.bloom import stripe_filter
 from metastore.index.columns import ColumnType, column_type, require_indexable
-from metastore.index.coverage import FileValues
+from metastore.index.coverage import FileValues, StripeValues
 from metastore.index.errors import IndexBuildError
 from metastore.index.model import DataFile, IndexKind, IndexLevel, IndexPart, IndexRecord
 from metastore.index.parts import open_part, write_part_at
@@ -88,17 +92,75 @@ def bounds_only(record: IndexRecord) -> bool:
     return record.kind is IndexKind.MINMAX
 
 
+#: Data files of at least this many bytes in all are scanned in worker processes; below it, one process
+#: scans them faster than a pool starts (bench/bench_index.py --sections 6 measures the crossover).
+PARALLEL_MIN_BYTES = 32 << 20
+#: processes of a pooled local scan (None: one per CPU, as ANALYZE's harvest runner)
+WORKERS: int | None = None
+
+
+def scan_file(
+    file: DataFile, column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
+    *, bounds: bool = False, bloom_fpp: float | None = None,
+) -> FileValues:
+    """One data file's values as a build uses them: per stripe its distinct keys (``bounds``: only the smallest
+    and largest), or, with ``bloom_fpp``, the stripe's bloom filter at that rate instead of its keys (what a
+    BLOOM part is written from; computed where the file is scanned, so a worker process returns filters, not
+    keys)."""
+    values = scan_column(file, column, ctype, position, options, bounds_only=bounds)
+    if bloom_fpp is None:
+        return values
+    domain = ctype.domain
+    stripes = []
+    for s in values.stripes:
+        bloom = stripe_filter(domain, s.distinct, bloom_fpp)
+        stripes.append(StripeValues(s.offset, s.length, s.rows, s.distinct[:0], s.nulls, s.values, bloom=bloom))
+    return FileValues(values.file, stripes)
+
+
 def local_scanner(
     column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
-    *, bounds: bool = False,
+    *, bounds: bool = False, bloom_fpp: float | None = None, workers: int | None = None,
+    parallel_min_bytes: int | None = None,
 ) -> Scanner:
-    """Scan files one after another in this process (``bounds``: per stripe only the smallest and largest key)."""
+    """Scan files in this process, or in ``workers`` processes (default: one per CPU) when there are several
+    files of at least ``parallel_min_bytes`` (default PARALLEL_MIN_BYTES) in all; see scan_file for ``bounds``
+    and ``bloom_fpp``. Files come back as they finish."""
+    threshold = PARALLEL_MIN_BYTES if parallel_min_bytes is None else parallel_min_bytes
 
     def scan(files: Sequence[DataFile]) -> Iterable[FileValues]:
-        for f in files:
-            yield scan_column(f, column, ctype, position, options, bounds_only=bounds)
+        from metastore.stats.harvest.runner import worker_count
+
+        pool_size = min(worker_count(workers), len(files))
+        if pool_size <= 1 or sum(f.size for f in files) < threshold:
+            for f in files:
+                yield scan_file(f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp)
+            return
+        yield from _pooled(files, pool_size, column, ctype, position, options, bounds, bloom_fpp)
 
     return scan
+
+
+def _pooled(
+    files: Sequence[DataFile], pool_size: int, column: str, ctype: ColumnType, position: int | None,
+    options: StorageOptions | None, bounds: bool, bloom_fpp: float | None,
+) -> Iterator[FileValues]:
+    """Files shared out to the harvest runner's pool (forked workers that keep freed memory), largest first so
+    the last file to finish is a small one; results as they finish. The first error stops the scan."""
+    from metastore.stats.harvest.runner import worker_pool
+
+    pool = worker_pool(pool_size)
+    try:
+        pending = {
+            pool.submit(scan_file, f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp)
+            for f in sorted(files, key=lambda f: -f.size)
+        }
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def build_parts(
@@ -177,7 +239,10 @@ def build_parts(
     for i, count in enumerate(missing_count):
         if count == 0:
             write(i)
-    scan = scanner or local_scanner(record.column, ctype, column_position, options, bounds=bounds_only(record))
+    scan = scanner or local_scanner(
+        record.column, ctype, column_position, options, bounds=bounds_only(record),
+        bloom_fpp=fpp if record.kind is IndexKind.BLOOM else None, workers=WORKERS,
+    )
     for fv in scan(list(to_scan.values())):
         identity = fv.file.identity
         owners = waiting.pop(identity, None)

@@ -58,7 +58,7 @@ from metastore.storage import FileRef, StorageOptions
 
 __all__ = [
     "PHASE_CACHE", "PHASE_HARVEST", "PHASE_MERGE", "SPLIT_MIN_BYTES", "DataFile", "analyze_files", "basic_stats",
-    "cached_partials", "column_specs", "stored_partials",
+    "cached_partials", "column_specs", "stored_partials", "worker_count", "worker_pool",
 ]
 
 #: Phases of a run measured in this process (wall seconds), besides the files' own (partial.FILE_PHASES, CPU
@@ -183,7 +183,7 @@ def analyze_files(
             progress(done, total)
 
     outcomes: list[FileOutcome] = []
-    tasks = _split_tasks(todo, _worker_count(workers))
+    tasks = _split_tasks(todo, worker_count(workers))
     expected = {index: 0 for index, *_ in todo}
     for index, _ in tasks:
         expected[index] += 1
@@ -226,7 +226,7 @@ def analyze_files(
     calls = [(index, (by_index[index][1], by_index[index][2], by_index[index][3], wanted, options,
                       storage_options, versions[by_index[index][1]]))
              for index, wanted in tasks]
-    pool_size = min(_worker_count(workers), len(calls))
+    pool_size = min(worker_count(workers), len(calls))
     harvest_started = time.perf_counter()
     if pool_size <= 1:
         for index, call in calls:
@@ -242,9 +242,7 @@ def analyze_files(
                 continue
             analysed(index, outcome)
     else:
-        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        with ProcessPoolExecutor(max_workers=pool_size, mp_context=context,
-                                 initializer=keep_freed_memory) as pool:
+        with worker_pool(pool_size) as pool:
             futures = {pool.submit(analyze_file, *call): index for index, call in calls}
             pending = set(futures)
             while pending:
@@ -348,10 +346,19 @@ def column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: S
     return specs
 
 
-def _worker_count(workers: int | None) -> int:
+def worker_count(workers: int | None) -> int:
+    """Processes a run uses: ``workers``, or one per CPU by default (at least one)."""
     if workers is None:
         workers = os.cpu_count() or 1
     return max(1, workers)
+
+
+def worker_pool(size: int) -> ProcessPoolExecutor:
+    """The pool harvest work runs in: ``size`` processes, forked where the platform can (no re-import), each
+    keeping freed memory for reuse (allocator.keep_freed_memory). Also used by local index builds
+    (metastore.index.build)."""
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    return ProcessPoolExecutor(max_workers=size, mp_context=context, initializer=keep_freed_memory)
 
 
 # Files smaller than this are not split by columns between workers: each part re-reads the file's tail, and

@@ -1,0 +1,129 @@
+"""Local index builds that scan files in worker processes write the same bytes as builds in one process, and
+the build paths' faster steps (grouping postings, bloom probe positions) give what the plain formulas give."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from index import tables
+from metastore.index import bloom, btree, build
+from metastore.index.build import BuildTarget, build_parts
+from metastore.index.columns import Domain
+from metastore.index.errors import IndexBuildError
+from metastore.index.model import DataFile, IndexKind, IndexLevel, IndexRecord, IndexState
+from metastore.locations import local_path
+from metastore.stats.harvest import runner
+
+COLUMNS = list(tables.COLUMNS)
+#: an int64 key column, a sorted one, strings, wide decimals (bytes keys) and doubles
+CHECKED = ["i", "seq", "s", "wd", "f"]
+
+
+def _build(root: Path, table: tables.WrittenTable, column: str, kind: IndexKind, level: IndexLevel) -> list[bytes]:
+    record = IndexRecord(
+        name=f"ix_{column}_{kind.value}", db_name="db", table_name="t", column=column,
+        column_type=tables.COLUMNS[column], kind=kind, level=level, properties={"bloom.fpp": "0.01"},
+        location=f"file:{root / uuid.uuid4().hex}", state=IndexState.READY,
+    )
+    report = build_parts(record, [BuildTarget("", tuple(table.files))], column_position=COLUMNS.index(column))
+    return [(local_path(p.location) or Path()).read_bytes() for p in report.parts]
+
+
+@pytest.fixture
+def pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Pools the builds start (sizes), through the harvest runner's worker_pool."""
+    started: list[int] = []
+    real = runner.worker_pool
+
+    def counting(size: int):
+        started.append(size)
+        return real(size)
+
+    monkeypatch.setattr(runner, "worker_pool", counting)
+    return started
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=tables.tables)
+def test_pooled_build_writes_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pools: list[int],
+                                            table) -> None:
+    """The pool forced on for a small table (threshold 0, two workers): every part of every kind at STRIPE and
+    TABLE level is byte-identical to the one-process build."""
+    work = tmp_path / uuid.uuid4().hex
+    written = tables.write_table(work, table)
+    try:
+        for column in CHECKED:
+            for kind in IndexKind:
+                for level in (IndexLevel.STRIPE, IndexLevel.TABLE):
+                    monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 1 << 62)
+                    monkeypatch.setattr(build, "WORKERS", 2)
+                    before = len(pools)
+                    single = _build(work, written, column, kind, level)
+                    assert len(pools) == before  # under the threshold: no pool
+                    monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
+                    pooled = _build(work, written, column, kind, level)
+                    if len(written.files) > 1:
+                        assert pools[-1] == 2 and len(pools) == before + 1
+                    assert pooled == single, (column, kind, level)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_pooled_build_names_an_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               pools: list[int]) -> None:
+    """A file that fails in a worker fails the build with the error naming it, as in one process."""
+    table = [[[{c: None for c in tables.COLUMNS if c != "seq"}]] for _ in range(3)]
+    written = tables.write_table(tmp_path / "t", table)
+    bad = local_path(written.files[1].path)
+    assert bad is not None
+    bad.write_bytes(b"not an orc file at all" * 10)
+    files = list(written.files)
+    files[1] = DataFile(files[1].path, bad.stat().st_size, bad.stat().st_mtime_ns)
+    monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(build, "WORKERS", 2)
+    with pytest.raises(IndexBuildError, match="part-001.orc"):
+        _build(tmp_path, tables.WrittenTable(files, written.rows, written.stripe_rows), "i", IndexKind.BTREE,
+               IndexLevel.TABLE)
+    assert pools == [2]
+
+
+@pytest.mark.parametrize("groups", [1, 7, 5000])
+def test_int_postings_match_the_lexsort(groups: int) -> None:
+    """from_pairs over int64 pairs (unique keys, keys in several stripes, pairs in and out of stripe order)
+    gives the postings of a lexsort by (key, id)."""
+    rng = np.random.default_rng(groups)
+    for n in (0, 1, 2, 1000, 30_000):
+        keys = rng.integers(0, groups, n, dtype=np.int64) if groups < 5000 else rng.permutation(n).astype(np.int64)
+        ids = rng.integers(0, 300, n).astype(np.uint32)
+        pairs = sorted(set(zip(keys.tolist(), ids.tolist(), strict=True)))
+        keys = np.asarray([k for k, _ in pairs], dtype=np.int64)
+        ids = np.asarray([i for _, i in pairs], dtype=np.uint32)
+        for shuffled in (False, True):
+            order = rng.permutation(len(keys)) if shuffled else np.argsort(ids, kind="stable")
+            got = btree.Postings.from_pairs(Domain.INT64, keys[order], ids[order])
+            lex = np.lexsort((ids, keys))
+            k, i = keys[lex], ids[lex]
+            starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1]))) if len(k) else np.zeros(0, int)
+            assert got.keys.tolist() == k[starts].tolist()
+            assert got.ids.tolist() == i.tolist()
+            assert got.offsets.tolist() == [*starts.tolist(), len(k)]
+            assert got.keys.dtype == np.int64 and got.ids.dtype == np.uint32 and got.offsets.dtype == np.int64
+
+
+def test_probe_positions_are_the_formula() -> None:
+    """probe_positions (chunked, in place, remainder by division) equals mix(h + i * golden) % bits."""
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 5, bloom._POSITION_CHUNK - 1, bloom._POSITION_CHUNK + 1, 3 * bloom._POSITION_CHUNK):
+        hashes = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+        for bits, k in ((64, 1), (143_808, 10), ((1 << 40) + 448, bloom.MAX_HASH_FUNCTIONS)):
+            with np.errstate(over="ignore"):
+                seeds = hashes.view(np.uint64)[:, None] + np.arange(1, k + 1, dtype=np.uint64)[None, :] * bloom._GOLDEN
+            expected = (bloom._mix(seeds) % np.uint64(bits)).astype(np.int64)
+            got = bloom.probe_positions(hashes, k, bits)
+            assert got.shape == (n, k) and np.array_equal(got, expected)
