@@ -28,6 +28,11 @@ string, 20 values in no order. It is generated once into ``--data`` and reused. 
 5. SELECT: ``metastore sql -e "SELECT count(*) FROM t WHERE ..."`` whole commands on the indexed table and on a
    second table over the same files without indexes, interleaved; the counts must agree with the data.
 
+6. pool crossover (only when asked for, ``--sections 6``): in this process, ``build_parts`` of each index kind
+   on ``--columns`` over the first 1, 2, 4, ... files of the table, scanning in one process against the harvest
+   runner's worker pool (forced on whatever the size), ``--runs`` interleaved rounds, best of each; where the
+   pool starts to pay sets metastore.index.build.PARALLEL_MIN_BYTES.
+
 The load average is printed with every step. Nothing here asserts on time.
 """
 
@@ -430,6 +435,52 @@ def selects(work: Path, qs: list[tuple[str, str]], runs: int) -> list[dict[str, 
     return out
 
 
+# ------------------------------------------------------------------------------------------------ 6. pool crossover
+
+
+def pool_crossover(files: list[Path], columns: list[str], runs: int) -> list[dict[str, Any]]:
+    """build_parts in one process against the worker pool, over growing numbers of files (in this process)."""
+    from metastore.index import build
+    from metastore.index.build import BuildTarget, build_parts
+    from metastore.index.model import IndexKind, IndexLevel, IndexRecord, IndexState
+    from metastore.index.scan import data_file
+
+    all_files = [data_file(str(p)) for p in files]
+    counts = sorted({min(n, len(all_files)) for n in (1, 2, 4, 8, 16, 32, len(all_files))})
+    types = {"id": "bigint", "ts": "bigint", "country": "string"}
+    out = []
+    saved = build.PARALLEL_MIN_BYTES
+    root = Path(tempfile.mkdtemp(prefix="bench-index-pool-"))
+    try:
+        for column in columns:
+            for kind in KINDS:
+                level = IndexLevel.TABLE if kind == "btree" else IndexLevel.STRIPE  # CREATE INDEX's defaults
+                record = IndexRecord(name=f"ix_{column}_{kind}", db_name="bench", table_name="t", column=column,
+                                     column_type=types[column], kind=IndexKind(kind), level=level,
+                                     location=f"file:{root / kind}", state=IndexState.READY)
+                for n in counts:
+                    chosen = tuple(all_files[:n])
+                    seconds: dict[str, list[float]] = {"one": [], "pool": []}
+                    for r in range(runs):
+                        for mode in (("one", "pool") if r % 2 == 0 else ("pool", "one")):
+                            build.PARALLEL_MIN_BYTES = 1 << 62 if mode == "one" else 0
+                            started = time.perf_counter()
+                            report = build_parts(record, [BuildTarget("", chosen)],
+                                                 column_position=list(types).index(column))
+                            seconds[mode].append(time.perf_counter() - started)
+                            for part in report.parts:
+                                Path(part.location.removeprefix("file:")).unlink()
+                    row = {"column": column, "kind": kind, "files": n, "mib": sum(f.size for f in chosen) / 2**20,
+                           "one_s": min(seconds["one"]), "pool_s": min(seconds["pool"]), "load": load()}
+                    out.append(row)
+                    log(f"  {column} {kind:6} {n:3} files ({row['mib']:.1f} MiB): one process {row['one_s']:.3f} s, "
+                        f"pool {row['pool_s']:.3f} s ({row['one_s'] / row['pool_s']:.2f}x) load {row['load']}")
+    finally:
+        build.PARALLEL_MIN_BYTES = saved
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ main
 
 
@@ -453,7 +504,8 @@ def main(argv: list[str] | None = None) -> int:
                              "an earlier run, table creation and the builds are skipped (default: a fresh temporary "
                              "directory, removed)")
     parser.add_argument("--sections", default="1,2,3,4,5",
-                        help="which steps to run (default 1,2,3,4,5: build, size, latency, stripes kept, SELECT)")
+                        help="which steps to run (default 1,2,3,4,5: build, size, latency, stripes kept, SELECT; "
+                             "6: the pool crossover, in process)")
     parser.add_argument("--cold-probe", nargs=3, metavar=("WORK", "INDEX", "WHERE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cold_probe:
@@ -470,13 +522,20 @@ def main(argv: list[str] | None = None) -> int:
     log(f"table: {info['rows']:,} rows, {len(files)} files, {info['stripes']} stripes, {info['bytes'] / 2**20:.1f} MiB, "
         f"{info['compression']}; column bytes: "
         + ", ".join(f"{c} {b / 2**10:.1f} KiB" for c, b in info["column_bytes"].items()))
+    sections = {int(x) for x in args.sections.split(",") if x.strip()}
+    if sections == {6}:  # in process only: no metastore, no index built through the shell
+        log("6. pool crossover: build_parts in one process against the worker pool (in process)")
+        pool = pool_crossover(files, columns, args.runs)
+        if args.json:
+            args.json.write_text(json.dumps({"pool": pool}, indent=1, default=str))
+        log(f"done; load {load()}")
+        return 0
     reuse = args.work is not None and (args.work / "ms.db").exists()
     if args.work is not None:
         args.work.mkdir(parents=True, exist_ok=True)
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-index-"))
     results: dict[str, Any] = {"rows": info["rows"], "files": len(files), "stripes": info["stripes"],
                                "bytes": info["bytes"], "column_bytes": info["column_bytes"]}
-    sections = {int(x) for x in args.sections.split(",") if x.strip()}
     try:
         if not reuse:
             sql(work, f"CREATE DATABASE bench; CREATE EXTERNAL TABLE bench.t (id bigint, ts bigint, country string) "
@@ -511,6 +570,9 @@ def main(argv: list[str] | None = None) -> int:
         if 5 in sections:
             log("5. SELECT count(*) with and without indexes (whole commands)")
             results["select"] = selects(work, qs, args.runs)
+        if 6 in sections:
+            log("6. pool crossover: build_parts in one process against the worker pool (in process)")
+            results["pool"] = pool_crossover(files, columns, args.runs)
         results["load_end"] = load()
     finally:
         if args.json:

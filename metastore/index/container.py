@@ -9,7 +9,8 @@
 A reader checks the trailer, the description's CRC and every block's CRC as it reads it; anything wrong is an
 IndexFileCorrupt naming the file (the split filter then keeps the splits the file would have decided). Only
 the blocks a lookup needs are read (``pread``-style range reads), so a B+tree point lookup touches the trailer,
-the description and one block per tree level. Writing goes to a temporary name in the same directory and is
+the description and one block per tree level; opening reads the file's last TAIL_BYTES in one read (trailer,
+description and the blocks written last, such as a B+tree's root), so a cold lookup costs fewer reads. Writing goes to a temporary name in the same directory and is
 renamed into place, so readers see either the old file or the whole new one. Files are deterministic: the
 same content gives the same bytes.
 """
@@ -39,6 +40,8 @@ MAX_BLOCK_BYTES = 1 << 30
 _CODEC_NONE = 0
 _CODEC_ZSTD = 1
 _ZSTD_LEVEL = 3
+#: bytes at the end of a file read at once when it is opened, and kept for the blocks inside them
+TAIL_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,9 @@ class IndexFileReader:
         self.bytes_read = 0
         #: reads ``length`` bytes at ``offset`` (a ranged read of an object store); local preads without it
         self._fetch = fetch
+        #: the file's last bytes, read when it is opened (offset of the first, the bytes)
+        self._tail_start = size
+        self._tail = b""
         self.description = self._read_description()
 
     @classmethod
@@ -149,6 +155,9 @@ class IndexFileReader:
         if offset < 0 or length < 0 or offset + length > self.size:
             raise IndexFileCorrupt(self.path, f"{what} at bytes {offset}..{offset + length} lies outside the file "
                                    f"of {self.size} bytes (truncated?)")
+        if offset >= self._tail_start:  # inside the tail read when the file was opened
+            start = offset - self._tail_start
+            return self._tail[start : start + length]
         try:
             if self._fetch is not None:
                 data = self._fetch(offset, length)
@@ -170,6 +179,9 @@ class IndexFileReader:
     def _read_description(self) -> dict[str, Any]:
         if self.size < len(MAGIC) + TRAILER_SIZE:
             raise IndexFileCorrupt(self.path, f"{self.size} bytes is too small for an index file (truncated?)")
+        tail_start = max(self.size - TAIL_BYTES, 0)
+        self._tail = self._pread(tail_start, self.size - tail_start, "the trailer")
+        self._tail_start = tail_start
         trailer = self._pread(self.size - TRAILER_SIZE, TRAILER_SIZE, "the trailer")
         offset, length, crc, version, _, _, magic = _TRAILER.unpack(trailer)
         if magic != MAGIC:

@@ -188,3 +188,43 @@ def test_bloom_bits_are_the_positions_of_the_hashes() -> None:
         for p in built._positions(hashes).ravel().tolist():
             expected[p >> 6] |= np.uint64(1) << np.uint64(p & 63)
         assert np.array_equal(built.words, expected)
+
+
+def test_cold_point_lookup_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening an index file reads its tail once (trailer, description and the root written last): a cold point
+    lookup then reads the stripe table and one block per level below the root, nothing else."""
+    import os
+
+    from metastore.index import container
+
+    monkeypatch.setattr(btree, "LEAF_TARGET_BYTES", 2048)
+    monkeypatch.setattr(btree, "FANOUT", 16)
+    keys = np.arange(200_000, dtype=np.int64) * 3
+    stripes = [StripeValues(i * 10, 10, 1000, keys[i::50], 0, 4000) for i in range(50)]
+    path = tmp_path / "t.idx"
+    size = write_part(path, kind="btree", column="c", ctype=INT_TYPE,
+                      files=[FileValues(DataFile("file:/d/a.orc", 1000, 1), stripes)], fpp=0.01)
+    reads: list[tuple[int, int]] = []
+    real = os.pread
+
+    def pread(fd: int, length: int, offset: int) -> bytes:
+        reads.append((offset, length))
+        return real(fd, length, offset)
+
+    monkeypatch.setattr(container.os, "pread", pread)
+    reader = PartReader(str(path), kind="btree", column="c", ctype=INT_TYPE)
+    assert reads[0] == (size - container.TAIL_BYTES, container.TAIL_BYTES)
+    answer = reader.answer(KeyRange("c", 3 * 123_457, True, 3 * 123_457, True))
+    assert answer is not None and np.flatnonzero(answer).tolist() == [123_457 % 50]
+    height = reader._btree.height if reader._btree is not None else 0
+    assert height >= 3
+    # the tail, the stripe table, then at most the inner nodes below the root and the leaf
+    assert 3 <= len(reads) <= 2 + height - 1, reads
+    assert all(offset < size - container.TAIL_BYTES for offset, _ in reads[1:])
+    # without the tail: trailer, description, stripe table, and every level from the root down
+    reads.clear()
+    monkeypatch.setattr(container, "TAIL_BYTES", 0)
+    reader = PartReader(str(path), kind="btree", column="c", ctype=INT_TYPE)
+    again = reader.answer(KeyRange("c", 3 * 123_457, True, 3 * 123_457, True))
+    assert again is not None and np.array_equal(again, answer)
+    assert len(reads) == 3 + height, reads
