@@ -449,7 +449,8 @@ def pool_crossover(files: list[Path], columns: list[str], runs: int) -> list[dic
     counts = sorted({min(n, len(all_files)) for n in (1, 2, 4, 8, 16, 32, len(all_files))})
     types = {"id": "bigint", "ts": "bigint", "country": "string"}
     out = []
-    saved = build.PARALLEL_MIN_BYTES
+    saved = build.PARALLEL_MIN_BYTES, build.POOLED_KINDS
+    build.POOLED_KINDS = frozenset(IndexKind)
     root = Path(tempfile.mkdtemp(prefix="bench-index-pool-"))
     try:
         for column in columns:
@@ -476,7 +477,7 @@ def pool_crossover(files: list[Path], columns: list[str], runs: int) -> list[dic
                     log(f"  {column} {kind:6} {n:3} files ({row['mib']:.1f} MiB): one process {row['one_s']:.3f} s, "
                         f"pool {row['pool_s']:.3f} s ({row['one_s'] / row['pool_s']:.2f}x) load {row['load']}")
     finally:
-        build.PARALLEL_MIN_BYTES = saved
+        build.PARALLEL_MIN_BYTES, build.POOLED_KINDS = saved
         shutil.rmtree(root, ignore_errors=True)
     return out
 

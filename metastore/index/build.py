@@ -92,9 +92,15 @@ def bounds_only(record: IndexRecord) -> bool:
     return record.kind is IndexKind.MINMAX
 
 
-#: Data files of at least this many bytes in all are scanned in worker processes; below it, one process
-#: scans them faster than a pool starts (bench/bench_index.py --sections 6 measures the crossover).
-PARALLEL_MIN_BYTES = 32 << 20
+#: Data files of at least this many bytes in all are scanned in worker processes (for POOLED_KINDS); below it,
+#: one process scans them faster than a pool starts (bench/bench_index.py --sections 6 measures the crossover:
+#: in BENCHMARKS.md, BLOOM and MINMAX gain 1.1-1.2x from 16 MiB and 1.4-1.7x at 97.5 MiB on two cores).
+PARALLEL_MIN_BYTES = 16 << 20
+#: Index kinds whose builds use the pool. Not BTREE: what a worker saves by scanning, the table-wide sort and
+#: write of every key in this process still costs, and sending the keys back costs as much as the scan saved
+#: (0.94-1.02x of one process at 62-97.5 MiB, BENCHMARKS.md), while BLOOM filters and MINMAX bounds are made
+#: where the file is scanned and come back small.
+POOLED_KINDS = frozenset({IndexKind.BLOOM, IndexKind.MINMAX})
 #: processes of a pooled local scan (None: one per CPU, as ANALYZE's harvest runner)
 WORKERS: int | None = None
 
@@ -241,7 +247,8 @@ def build_parts(
             write(i)
     scan = scanner or local_scanner(
         record.column, ctype, column_position, options, bounds=bounds_only(record),
-        bloom_fpp=fpp if record.kind is IndexKind.BLOOM else None, workers=WORKERS,
+        bloom_fpp=fpp if record.kind is IndexKind.BLOOM else None,
+        workers=WORKERS if record.kind in POOLED_KINDS else 1,
     )
     for fv in scan(list(to_scan.values())):
         identity = fv.file.identity

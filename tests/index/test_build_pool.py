@@ -67,6 +67,7 @@ def test_pooled_build_writes_the_same_bytes(tmp_path: Path, monkeypatch: pytest.
                     single = _build(work, written, column, kind, level)
                     assert len(pools) == before  # under the threshold: no pool
                     monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
+                    monkeypatch.setattr(build, "POOLED_KINDS", frozenset(IndexKind))
                     pooled = _build(work, written, column, kind, level)
                     if len(written.files) > 1:
                         assert pools[-1] == 2 and len(pools) == before + 1
@@ -88,9 +89,21 @@ def test_pooled_build_names_an_unreadable_file(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(build, "WORKERS", 2)
     with pytest.raises(IndexBuildError, match="part-001.orc"):
-        _build(tmp_path, tables.WrittenTable(files, written.rows, written.stripe_rows), "i", IndexKind.BTREE,
+        _build(tmp_path, tables.WrittenTable(files, written.rows, written.stripe_rows), "i", IndexKind.BLOOM,
                IndexLevel.TABLE)
     assert pools == [2]
+
+
+def test_btree_builds_stay_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pools: list[int]) -> None:
+    """Above the threshold BLOOM and MINMAX builds start the pool, BTREE builds do not (POOLED_KINDS)."""
+    table = [[[{c: None for c in tables.COLUMNS if c != "seq"}]] for _ in range(3)]
+    written = tables.write_table(tmp_path / "t", table)
+    monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(build, "WORKERS", 2)
+    for kind in IndexKind:
+        before = len(pools)
+        _build(tmp_path, written, "i", kind, IndexLevel.TABLE)
+        assert len(pools) - before == (0 if kind is IndexKind.BTREE else 1), kind
 
 
 @pytest.mark.parametrize("groups", [1, 7, 5000])
