@@ -503,13 +503,14 @@ class StatisticsService:
             return compute()  # a missing table (compute says so) or none of the partitions: nothing to keep
         with self.store.snapshot() as uow:
             version = uow.column_stats.partitions_version(*where)
-            span = uow.column_stats.partitions_span(*where) if version is not None and version[1] > 0 else None
             self._snapshot.uow = uow
             try:
                 reply = compute()
             finally:
                 self._snapshot.uow = None
-        if version is not None and version[1] > 0:
+            keep = version is not None and version[1] > 0 and cache.keeps(len(reply))
+            span = uow.column_stats.partitions_span(*where) if keep else None
+        if keep and version is not None:
             cache.put(key, version, reply, span)
         return reply
 

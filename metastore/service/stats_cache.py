@@ -58,11 +58,15 @@ class ReplyCache:
             self.hits += 1
             return found[1]
 
+    def keeps(self, size: int) -> bool:
+        """Whether put keeps a reply of `size` bytes."""
+        return size <= self.max_bytes // 4
+
     def put(self, key: Hashable, version: Version, reply: bytes, how: Hashable = None) -> None:
         """Store `reply`, computed at `version`, replacing what `key` held; `how` the next version of it is to
         be read (get answers only for a version read so). A reply larger than a quarter of the cache is not
         kept (it would evict everything else for one request)."""
-        if len(reply) > self.max_bytes // 4:
+        if not self.keeps(len(reply)):
             return
         with self._lock:
             old = self._entries.pop(key, None)

@@ -232,6 +232,19 @@ def test_a_run_read_as_a_range_is_never_stale(pg_metastore):
 
 
 @pytest.mark.pg
+def test_a_reply_the_cache_does_not_keep_costs_no_span(pg_metastore):
+    ms = pg_metastore
+    ms.stats.reply_cache = ReplyCache(40)  # keeps replies of up to 10 bytes
+    seen: list[str] = []
+    sa.event.listen(ms.store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    for size in (11, 10):
+        seen.clear()
+        ms.stats.cached_partition_reply("test", "s", "t", PARTS, ["a"], lambda size=size: bytes(size))
+        assert sum('min(pt."PART_NAME")' in sql for sql in seen) == (size == 10)
+    assert len(ms.stats.reply_cache) == 1
+
+
+@pytest.mark.pg
 def test_versions_are_renewed_by_every_change_to_a_partitions_statistics(pg_metastore):
     ms = pg_metastore
 

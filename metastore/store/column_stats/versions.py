@@ -33,12 +33,15 @@ _LOOKED_UP = (
 )
 _MANY = "unnest(string_to_array(:parts, E'\\n')) AS n(name)"
 _JOINED = 'JOIN "PARTITIONS" pt ON pt."TBL_ID" = t."TBL_ID" AND pt."PART_NAME" = n.name'
-# The partitions of one range of names, in index order: one range of UNIQUEPARTITION (TBL_ID, PART_NAME), which
-# the lateral reference to t and the ORDER BY ... LIMIT leave the planner no cheaper way to read whatever its
-# estimates; the LIMIT (one more than the span held) bounds it should partitions have been added in between.
+# The partitions of one range of names, in index order: one range of UNIQUEPARTITION (TBL_ID, PART_NAME). The
+# bounds are scalar subqueries, values the planner cannot look at: it estimates a range of unknown bounds (a
+# few rows) whatever the names and its statistics say, and reads the index (with the bounds as literals, a
+# range over most of a table it believed small was a sequential scan of PARTITIONS). The LIMIT (one more than
+# the span held) bounds the read should partitions have been added in between.
 _IN_RANGE = (
     '(SELECT p."PART_ID", p."STATS_VERSION" FROM "PARTITIONS" p WHERE p."TBL_ID" = t."TBL_ID" '
-    'AND p."PART_NAME" >= :lo AND p."PART_NAME" <= :hi ORDER BY p."PART_NAME" LIMIT :cap) pt'
+    'AND p."PART_NAME" >= (SELECT CAST(:lo AS text)) AND p."PART_NAME" <= (SELECT CAST(:hi AS text)) '
+    'ORDER BY p."PART_NAME" LIMIT :cap) pt'
 )
 _LOOKED_UP_NAMED = (
     'CROSS JOIN LATERAL (SELECT p."PART_NAME" FROM "PARTITIONS" p '
