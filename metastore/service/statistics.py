@@ -508,8 +508,8 @@ class StatisticsService:
                 reply = compute()
             finally:
                 self._snapshot.uow = None
-            keep = version is not None and version[1] > 0 and cache.keeps(len(reply))
-            span = uow.column_stats.partitions_span(*where) if keep else None
+            keep = version is not None and version[1] > 0
+            span = uow.column_stats.partitions_span(*where) if keep and cache.keeps(key, len(reply)) else None
         if keep and version is not None:
             cache.put(key, version, reply, span)
         return reply
@@ -555,7 +555,7 @@ class StatisticsService:
             key = self._reply_key(cache_as, catalog, db_name, table_name, engine, list(partition_names), columns)
             at, how = version[0], (span or [None])[0]
             stream.keep = lambda reply: cache.put(key, at, reply, how)
-            stream.keep_limit = cache.max_bytes // 4
+            stream.keep_limit = cache.keep_limit(key)
         return stream
 
     def _stats_page(
