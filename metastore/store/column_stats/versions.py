@@ -69,7 +69,7 @@ def partitions_version(
 
     span (what partitions_span said of these names earlier): the same triple over the partitions from the
     span's first name to its last, at most one more than it held, read as one index range with no names to
-    match (200 names: 0.06 ms of PostgreSQL instead of 0.23 ms). While that range still holds just the named
+    match (200 of 200 names through the repository: 0.07 ms instead of 0.27 to 0.32 ms). While that range still holds just the named
     partitions, it is their version; once it holds other partitions too (or fewer), the count differs and
     the caller's cached reply misses.
 
@@ -126,7 +126,8 @@ def partitions_span(
     table's partitions from the smallest name to the largest (in the database's collation, as its index orders
     them): a request for a run of partitions, as planners make. Then partitions_version(span=...) reads their
     version as one index range. None otherwise (some name missing, other partitions in between), for a
-    missing table, or off PostgreSQL. Reads at most one partition more than named, whatever the table holds."""
+    missing table, or off PostgreSQL. Besides the lookup of the names (up to LOOKUP_NAMES, each in the index;
+    more, hash-joined as in partitions_version), reads at most one partition more than named."""
     if conn.dialect.name != "postgresql":
         return None
     parts = list(dict.fromkeys(partition_names))
