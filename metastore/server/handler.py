@@ -40,6 +40,7 @@ from metastore.service.statistics import PartitionStatsPage
 from metastore.service.streams import Stream
 from metastore.service.table_filter import table_names_by_filter
 from metastore.stats.model import ColumnStatsEntry
+from metastore.store.partition_listing import RowPage
 from metastore.wire import catalog as convert
 from metastore.wire import file_partials as convert_partials
 from metastore.wire import functions as convert_functions
@@ -54,9 +55,9 @@ from metastore.wire.encoded import (
     partitions_stats_map_header,
     partitions_stats_result,
     string_list_body,
-    struct_list_body,
     table_stats_result,
 )
+from metastore.wire.partition_bytes import PartitionEncoder
 from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 
 log = logging.getLogger("metastore.server")
@@ -212,6 +213,38 @@ def _streamed_list(
             if result.visit is not None:
                 result.visit(values)
             yield encode(values)
+        if sent != stream.count:
+            raise RuntimeError(f"a listing of {stream.count} items read {sent}")
+
+    result.pieces = pieces()
+    return result
+
+
+def _partition_encoder(page: RowPage, result: StreamedResult) -> PartitionEncoder:
+    """The encoder of a partition listing's pages: catName left out when the processor would clear catalog
+    fields (result.visit, set for a Hive 2 client before the pieces are written)."""
+    return PartitionEncoder(
+        page.db_name, page.table_name, None if result.visit is not None else page.catalog, dict(page.columns)
+    )
+
+
+def _streamed_partitions(stream: Stream[RowPage]) -> StreamedResult:
+    """A list<Partition> reply of the stream's pages, each encoded from its rows as it is read."""
+    result = StreamedResult(TType.LIST, (), stream.close)
+
+    def pieces() -> Iterator[bytes]:
+        yield list_header(TType.STRUCT, stream.count)
+        encoder: PartitionEncoder | None = None
+        sent = 0
+        for page in stream.pages:
+            if sent + len(page) > stream.count:
+                raise RuntimeError(f"a listing of {stream.count} items read more")  # the snapshot forbids it
+            sent += len(page)
+            if encoder is None:
+                encoder = _partition_encoder(page, result)
+            else:
+                encoder.columns.update(page.columns)
+            yield encoder.encode(page.rows)
         if sent != stream.count:
             raise RuntimeError(f"a listing of {stream.count} items read {sent}")
 
@@ -629,27 +662,30 @@ class Handler:
         return convert.partition_to_thrift(self.ms.catalog.get_partition_by_name(db_name, tbl_name, part_name))
 
     @_thrift_method
-    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[tt.Partition]:
-        return convert.partitions_to_thrift(self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts)))
+    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
+        # Encoded from rows, a page at a time (see get_partitions_by_filter).
+        return _streamed_partitions(self.ms.catalog.stream_partition_rows(db_name, tbl_name, _max(max_parts)))
 
     @_thrift_method
     def get_partitions_with_auth(
         self, db_name: str, tbl_name: str, max_parts: int, user_name: str | None, group_names: object | None
-    ) -> list[tt.Partition]:
-        return convert.partitions_to_thrift(self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts)))
+    ) -> StreamedResult:
+        return _streamed_partitions(self.ms.catalog.stream_partition_rows(db_name, tbl_name, _max(max_parts)))
 
     @_thrift_method
-    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> list[tt.Partition]:
-        parts = self.ms.catalog.list_partitions_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
-        return convert.partitions_to_thrift(parts)
+    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> StreamedResult:
+        return _streamed_partitions(
+            self.ms.catalog.stream_partition_rows_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
+        )
 
     @_thrift_method
     def get_partitions_ps_with_auth(
         self, db_name: str, tbl_name: str, part_vals: Sequence[str] | None, max_parts: int, user_name: str | None,
         group_names: object | None,
-    ) -> list[tt.Partition]:
-        parts = self.ms.catalog.list_partitions_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
-        return convert.partitions_to_thrift(parts)
+    ) -> StreamedResult:
+        return _streamed_partitions(
+            self.ms.catalog.stream_partition_rows_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
+        )
 
     @_thrift_method
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
@@ -662,9 +698,16 @@ class Handler:
         return self.ms.catalog.list_partition_names_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
 
     @_thrift_method
-    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str] | None) -> list[tt.Partition]:
-        parts = self.ms.catalog.get_partitions_by_names(db_name, tbl_name, list(names or []))
-        return convert.partitions_to_thrift(parts)
+    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str] | None) -> StreamedResult:
+        page = self.ms.catalog.partition_rows_by_names(db_name, tbl_name, list(names or []))
+        result = StreamedResult(TType.LIST, ())
+
+        def pieces() -> Iterator[bytes]:
+            yield list_header(TType.STRUCT, len(page))
+            yield _partition_encoder(page, result).encode(page.rows)
+
+        result.pieces = pieces()
+        return result
 
     @_thrift_method
     def get_partitions_by_names_req(self, req: tt.GetPartitionsByNamesRequest) -> tt.GetPartitionsByNamesResult:
@@ -674,10 +717,9 @@ class Handler:
     @_thrift_method
     def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str | None, max_parts: int) -> StreamedResult:  # noqa: A002
         # Sent as read, a page at a time (see get_partition_names).
-        stream = self.ms.catalog.stream_partitions_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
-        return _streamed_list(
-            TType.STRUCT, stream, lambda page: convert.partitions_to_thrift(page), struct_list_body
-        )
+        # Each page is encoded from its rows (metastore.wire.partition_bytes), no Partition objects.
+        stream = self.ms.catalog.stream_partition_rows_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
+        return _streamed_partitions(stream)
 
     @_thrift_method
     def get_partition_values(self, request: tt.PartitionValuesRequest) -> tt.PartitionValuesResponse:

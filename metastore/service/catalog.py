@@ -22,6 +22,7 @@ from metastore.service.indexes import (
 )
 from metastore.service.streams import Stream, open_stream
 from metastore.store import Store
+from metastore.store.partition_listing import RowPage
 
 log = logging.getLogger(__name__)
 
@@ -367,6 +368,46 @@ class CatalogService:
                 db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog
             ),
         )
+
+    def stream_partition_rows_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> Stream[RowPage]:
+        """list_partitions_by_filter as rows for metastore.wire.partition_bytes, a page at a time, inside one
+        snapshot (close the stream when done)."""
+        return open_stream(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.stream_rows_by_filter(
+                db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog
+            ),
+        )
+
+    def stream_partition_rows(
+        self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> Stream[RowPage]:
+        """list_partitions as rows (see stream_partition_rows_by_filter)."""
+        return open_stream(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.stream_rows(db_name, table_name, max_parts=max_parts, catalog=catalog),
+        )
+
+    def stream_partition_rows_ps(
+        self, db_name: str, table_name: str, values: Sequence[str], max_parts: int = -1,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> Stream[RowPage]:
+        """list_partitions_ps as rows (see stream_partition_rows_by_filter)."""
+        return open_stream(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.stream_rows_by_partial_values(
+                db_name, table_name, values, max_parts=max_parts, catalog=catalog
+            ),
+        )
+
+    def partition_rows_by_names(
+        self, db_name: str, table_name: str, names: Sequence[str], catalog: str = DEFAULT_CATALOG
+    ) -> RowPage:
+        """get_partitions_by_names as rows for metastore.wire.partition_bytes."""
+        with self.store.read() as uow:
+            return uow.partitions.rows_by_names(db_name, table_name, names, catalog=catalog)
 
     def count_partitions_by_filter(
         self, db_name: str, table_name: str, filter_text: str, catalog: str = DEFAULT_CATALOG

@@ -9,11 +9,12 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from metastore.catalog import DEFAULT_CATALOG, FieldSchema, Partition, StorageDescriptor
 from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, InvalidOperation, NoSuchObject
@@ -26,6 +27,13 @@ from metastore.store.identifiers import normalize, validate_columns
 from metastore.store.ids import allocate_ids
 from metastore.store.parameters import PARTITION_PARAMETERS
 from metastore.store.partition_filter import compile_filter, register_sqlite_functions
+from metastore.store.partition_listing import (
+    RowPage,
+    columns_of,
+    new_column_descriptors,
+    object_page,
+    page_statement,
+)
 from metastore.store.refs import TableRef, partition_keys, table_ref
 from metastore.store.schema import PARTITION_KEY_VALS, PARTITIONS, SDS
 from metastore.store.storage import (
@@ -156,10 +164,12 @@ class PartitionRepository:
         limit: int | None,
         page: int,
         columns: Sequence[sa.ColumnElement[Any]],
+        wrap: Callable[[sa.Select[Any]], sa.Select[Any]] | None = None,
     ) -> Iterator[Sequence[sa.Row[Any]]]:
         """The rows _rows returns, `page` at a time in name order, at most `limit` in all: each page starts
         after the last name of the one before (the unique index (TBL_ID, PART_NAME) serves each page), so a
-        table of any size is listed without holding more than a page."""
+        table of any size is listed without holding more than a page. wrap: what runs instead of each page's
+        select (a statement over it whose rows have its PART_NAME, in its order)."""
         last: str | None = None
         left = limit
         while left is None or left > 0:
@@ -170,7 +180,7 @@ class PartitionRepository:
             if last is not None:
                 query = query.where(PARTITIONS.c.PART_NAME > last)
             query = (joins or _KeyValueJoins()).apply(query).order_by(PARTITIONS.c.PART_NAME).limit(size)
-            rows = self._conn.execute(query).all()
+            rows = self._conn.execute(wrap(query) if wrap is not None else query).all()
             if rows:
                 yield rows
             if len(rows) < size:
@@ -187,12 +197,13 @@ class PartitionRepository:
         max_parts: int,
         page: int,
         columns: Sequence[sa.ColumnElement[Any]],
+        wrap: Callable[[sa.Select[Any]], sa.Select[Any]] | None = None,
     ) -> tuple[int, Iterator[Sequence[sa.Row[Any]]]]:
         """(how many rows _rows would return, those rows a page at a time). A listing that fits one page costs
         one statement, as _rows; a longer one a count besides. Run inside one snapshot (Store.snapshot), so
         the count and the pages agree."""
         limit = _limit(max_parts)
-        pages = self._pages(ref, condition, joins, limit, page, columns)
+        pages = self._pages(ref, condition, joins, limit, page, columns, wrap)
         first = next(pages, ())
         if len(first) < page or (limit is not None and len(first) == limit):
             count = len(first)
@@ -449,6 +460,84 @@ class PartitionRepository:
         condition, joins = self._filter(ref, keys, filter_text)
         count, pages = self._counted_pages(ref, condition, joins, max_parts, page, _ROW_COLUMNS)
         return count, (self._load(ref, rows) for rows in pages)
+
+    def _row_pages(
+        self,
+        ref: TableRef,
+        condition: sa.ColumnElement[bool] | None,
+        joins: _KeyValueJoins | None,
+        max_parts: int,
+        page: int,
+    ) -> tuple[int, Iterator[RowPage]]:
+        """What _counted_pages gives, each page as a RowPage (rows for partition_bytes, no Partition objects
+        on PostgreSQL: one statement a page, partition_listing.page_statement)."""
+        if self._conn.dialect.name != "postgresql":
+            count, pages = self._counted_pages(ref, condition, joins, max_parts, page, _ROW_COLUMNS)
+            return count, (
+                object_page(ref.db_name, ref.table_name, ref.catalog, self._load(ref, rows)) for rows in pages
+            )
+        count, pages = self._counted_pages(ref, condition, joins, max_parts, page, _ROW_COLUMNS, page_statement)
+        seen: set[Any] = set()
+
+        def row_pages() -> Iterator[RowPage]:
+            for rows in pages:
+                new = new_column_descriptors(rows, seen)
+                columns = columns_of(load_columns(self._conn, new)) if new else {}
+                yield RowPage(ref.db_name, ref.table_name, ref.catalog, rows, columns)
+
+        return count, row_pages()
+
+    def stream_rows_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> tuple[int, Iterator[RowPage]]:
+        """stream_by_filter as rows (RowPage) for partition_bytes; inside one snapshot (Store.snapshot)."""
+        ref, keys = self._filtered_table(db_name, table_name, catalog)
+        condition, joins = self._filter(ref, keys, filter_text)
+        return self._row_pages(ref, condition, joins, max_parts, page)
+
+    def stream_rows(
+        self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> tuple[int, Iterator[RowPage]]:
+        """list as rows (RowPage), a page at a time; inside one snapshot (Store.snapshot)."""
+        ref, _ = self._table(db_name, table_name, catalog)
+        return self._row_pages(ref, None, None, max_parts, page)
+
+    def stream_rows_by_partial_values(
+        self, db_name: str, table_name: str, values: Sequence[str], *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> tuple[int, Iterator[RowPage]]:
+        """list_by_partial_values as rows (RowPage), a page at a time; inside one snapshot (Store.snapshot)."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        condition, joins = self._partial(ref, keys, values)
+        return self._row_pages(ref, condition, joins, max_parts, page)
+
+    def rows_by_names(
+        self, db_name: str, table_name: str, names: Sequence[str], *, catalog: str = DEFAULT_CATALOG
+    ) -> RowPage:
+        """get_by_names as one RowPage (ordered by name)."""
+        if self._conn.dialect.name != "postgresql":
+            ref, _ = self._table(db_name, table_name, catalog)
+            return object_page(ref.db_name, ref.table_name, ref.catalog, self.get_by_names(
+                db_name, table_name, names, catalog=catalog
+            ))
+        ref, keys = self._table(db_name, table_name, catalog)
+        canonical = []
+        for n in names:
+            try:
+                canonical.append(self._canonical_name(ref, keys, n))
+            except NoSuchObject:
+                continue
+        if not canonical:
+            return RowPage(ref.db_name, ref.table_name, ref.catalog, [])
+        condition = PARTITIONS.c.PART_NAME == sa.any_(
+            sa.bindparam(None, list(dict.fromkeys(canonical)), type_=postgresql.ARRAY(PARTITIONS.c.PART_NAME.type))
+        )
+        _, pages = self._row_pages(ref, condition, None, -1, len(canonical) + 1)
+        page = next(pages, RowPage(ref.db_name, ref.table_name, ref.catalog, []))
+        page.rows = sorted(page.rows, key=lambda r: r[0])  # by name as Python orders, as get_by_names
+        return page
 
     def count(self, db_name: str, table_name: str, *, catalog: str = DEFAULT_CATALOG) -> int:
         """How many partitions the table has."""
