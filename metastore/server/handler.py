@@ -35,6 +35,7 @@ from metastore.errors import (
 )
 from metastore.partnames import parse_part_name
 from metastore.service import Metastore, StatsWrite, transactional
+from metastore.service.listing_cache import ListingReply
 from metastore.service.meta_conf import ConnectionMetaConf
 from metastore.service.statistics import PartitionStatsPage
 from metastore.service.streams import Stream
@@ -228,25 +229,45 @@ def _partition_encoder(page: RowPage, result: StreamedResult) -> PartitionEncode
     )
 
 
-def _streamed_partitions(stream: Stream[RowPage]) -> StreamedResult:
-    """A list<Partition> reply of the stream's pages, each encoded from its rows as it is read."""
-    result = StreamedResult(TType.LIST, (), stream.close)
+def _listing_reply(listing: ListingReply) -> StreamedResult:
+    """A list<Partition> reply: from the listing cache, or each page encoded from its rows as it is read
+    (and the whole reply kept in the cache when it may be)."""
+    result = StreamedResult(TType.LIST, (), listing.close)
 
     def pieces() -> Iterator[bytes]:
-        yield list_header(TType.STRUCT, stream.count)
+        catalog = result.visit is None  # a Hive 2 client's answers leave catName out
+        hit = listing.cached(catalog)
+        if hit is not None:
+            yield hit
+            return
+        count, pages = listing.open()
+        kept: list[bytes] | None = [] if listing.caching else None
+        header = list_header(TType.STRUCT, count)
+        size = len(header)
+        if kept is not None:
+            kept.append(header)
+        yield header
         encoder: PartitionEncoder | None = None
         sent = 0
-        for page in stream.pages:
-            if sent + len(page) > stream.count:
-                raise RuntimeError(f"a listing of {stream.count} items read more")  # the snapshot forbids it
+        for page in pages:
+            if sent + len(page) > count:
+                raise RuntimeError(f"a listing of {count} items read more")  # the snapshot forbids it
             sent += len(page)
             if encoder is None:
                 encoder = _partition_encoder(page, result)
             else:
                 encoder.columns.update(page.columns)
-            yield encoder.encode(page.rows)
-        if sent != stream.count:
-            raise RuntimeError(f"a listing of {stream.count} items read {sent}")
+            piece = encoder.encode(page.rows)
+            if kept is not None:
+                kept.append(piece)
+                size += len(piece)
+                if size > listing.keep_limit:
+                    kept = None  # too large to keep: not collected
+            yield piece
+        if sent != count:
+            raise RuntimeError(f"a listing of {count} items read {sent}")
+        if kept is not None:
+            listing.keep(catalog, b"".join(kept))
 
     result.pieces = pieces()
     return result
@@ -664,18 +685,18 @@ class Handler:
     @_thrift_method
     def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
         # Encoded from rows, a page at a time (see get_partitions_by_filter).
-        return _streamed_partitions(self.ms.catalog.stream_partition_rows(db_name, tbl_name, _max(max_parts)))
+        return _listing_reply(self.ms.catalog.partition_listing(db_name, tbl_name, _max(max_parts)))
 
     @_thrift_method
     def get_partitions_with_auth(
         self, db_name: str, tbl_name: str, max_parts: int, user_name: str | None, group_names: object | None
     ) -> StreamedResult:
-        return _streamed_partitions(self.ms.catalog.stream_partition_rows(db_name, tbl_name, _max(max_parts)))
+        return _listing_reply(self.ms.catalog.partition_listing(db_name, tbl_name, _max(max_parts)))
 
     @_thrift_method
     def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> StreamedResult:
-        return _streamed_partitions(
-            self.ms.catalog.stream_partition_rows_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
+        return _listing_reply(
+            self.ms.catalog.partition_listing_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
         )
 
     @_thrift_method
@@ -683,8 +704,8 @@ class Handler:
         self, db_name: str, tbl_name: str, part_vals: Sequence[str] | None, max_parts: int, user_name: str | None,
         group_names: object | None,
     ) -> StreamedResult:
-        return _streamed_partitions(
-            self.ms.catalog.stream_partition_rows_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
+        return _listing_reply(
+            self.ms.catalog.partition_listing_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
         )
 
     @_thrift_method
@@ -717,9 +738,11 @@ class Handler:
     @_thrift_method
     def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str | None, max_parts: int) -> StreamedResult:  # noqa: A002
         # Sent as read, a page at a time (see get_partition_names).
-        # Each page is encoded from its rows (metastore.wire.partition_bytes), no Partition objects.
-        stream = self.ms.catalog.stream_partition_rows_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
-        return _streamed_partitions(stream)
+        # Each page is encoded from its rows (metastore.wire.partition_bytes), no Partition objects; or the
+        # whole reply comes from the listing cache when the table's partitions have not changed since.
+        return _listing_reply(
+            self.ms.catalog.partition_listing_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
+        )
 
     @_thrift_method
     def get_partition_values(self, request: tt.PartitionValuesRequest) -> tt.PartitionValuesResponse:

@@ -10,7 +10,7 @@ databases read the page as objects (PartitionRepository._load) and turn them int
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.sql.selectable import LateralFromClause
 
 from metastore.catalog import FieldSchema, Partition, SkewedInfo
+from metastore.store.refs import TableRef
 from metastore.store.schema import (
     BUCKETING_COLS,
     PARTITION_KEY_VALS,
@@ -105,6 +106,17 @@ def new_column_descriptors(rows: Sequence[Sequence[Any]], seen: set[Any]) -> lis
 
 
 Columns = Sequence[tuple[str, str, str | None]]
+
+
+@dataclass
+class Listing:
+    """A partition listing checked and ready to read (inside the snapshot it was made in): its table, what
+    besides the table's partitions decides its reply (the request and the table's partition keys), and
+    `read`, which returns (how many partitions, the RowPages in order)."""
+
+    ref: TableRef
+    key: tuple[Any, ...]
+    read: Callable[[], tuple[int, Iterator[RowPage]]]
 
 
 @dataclass

@@ -28,6 +28,7 @@ from metastore.store.ids import allocate_ids
 from metastore.store.parameters import PARTITION_PARAMETERS
 from metastore.store.partition_filter import compile_filter, register_sqlite_functions
 from metastore.store.partition_listing import (
+    Listing,
     RowPage,
     columns_of,
     new_column_descriptors,
@@ -66,6 +67,14 @@ PAGE_ROWS = 2000
 # Names per page of a name listing (stream_names): a name is a short string (about 1.5 MB of Python objects for
 # 20,000), and every page is a statement, so a listing of up to this many names is one statement (no count).
 NAME_PAGE_ROWS = 20_000
+
+
+# The listing version of a table's partitions (PostgreSQL): their LISTING_VERSION in name order (the unique
+# index (TBL_ID, PART_NAME) gives that order), as one digest.
+_LISTING_VERSION = sa.text(
+    'SELECT count(*), md5(coalesce(string_agg("LISTING_VERSION"::text, \',\' ORDER BY "PART_NAME"), \'\')) '
+    'FROM "PARTITIONS" WHERE "TBL_ID" = :tbl_id'
+)
 
 
 def _limit(max_parts: int) -> int | None:
@@ -487,31 +496,82 @@ class PartitionRepository:
 
         return count, row_pages()
 
+    def _listing(
+        self,
+        ref: TableRef,
+        keys: Sequence[FieldSchema],
+        request: tuple[Any, ...],
+        condition: sa.ColumnElement[bool] | None,
+        joins: _KeyValueJoins | None,
+        max_parts: int,
+        page: int,
+    ) -> Listing:
+        return Listing(
+            ref,
+            (*request, max_parts, tuple((k.name, k.type) for k in keys)),
+            lambda: self._row_pages(ref, condition, joins, max_parts, page),
+        )
+
+    def listing_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> Listing:
+        """list_by_filter as a Listing (rows for partition_bytes, read a page at a time by Listing.read);
+        inside one snapshot (Store.snapshot). InvalidInput for a bad filter, here, before anything is read."""
+        ref, keys = self._filtered_table(db_name, table_name, catalog)
+        condition, joins = self._filter(ref, keys, filter_text)
+        return self._listing(ref, keys, ("filter", filter_text), condition, joins, max_parts, page)
+
+    def listing(
+        self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> Listing:
+        """list as a Listing (see listing_by_filter)."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        return self._listing(ref, keys, ("all",), None, None, max_parts, page)
+
+    def listing_by_partial_values(
+        self, db_name: str, table_name: str, values: Sequence[str], *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> Listing:
+        """list_by_partial_values as a Listing (see listing_by_filter)."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        condition, joins = self._partial(ref, keys, values)
+        return self._listing(ref, keys, ("ps", tuple(values)), condition, joins, max_parts, page)
+
     def stream_rows_by_filter(
         self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[int, Iterator[RowPage]]:
-        """stream_by_filter as rows (RowPage) for partition_bytes; inside one snapshot (Store.snapshot)."""
-        ref, keys = self._filtered_table(db_name, table_name, catalog)
-        condition, joins = self._filter(ref, keys, filter_text)
-        return self._row_pages(ref, condition, joins, max_parts, page)
+        """listing_by_filter, read."""
+        return self.listing_by_filter(
+            db_name, table_name, filter_text, max_parts=max_parts, page=page, catalog=catalog
+        ).read()
 
     def stream_rows(
         self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[int, Iterator[RowPage]]:
-        """list as rows (RowPage), a page at a time; inside one snapshot (Store.snapshot)."""
-        ref, _ = self._table(db_name, table_name, catalog)
-        return self._row_pages(ref, None, None, max_parts, page)
+        """listing, read."""
+        return self.listing(db_name, table_name, max_parts=max_parts, page=page, catalog=catalog).read()
 
     def stream_rows_by_partial_values(
         self, db_name: str, table_name: str, values: Sequence[str], *, max_parts: int = -1, page: int = PAGE_ROWS,
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[int, Iterator[RowPage]]:
-        """list_by_partial_values as rows (RowPage), a page at a time; inside one snapshot (Store.snapshot)."""
-        ref, keys = self._table(db_name, table_name, catalog)
-        condition, joins = self._partial(ref, keys, values)
-        return self._row_pages(ref, condition, joins, max_parts, page)
+        """listing_by_partial_values, read."""
+        return self.listing_by_partial_values(
+            db_name, table_name, values, max_parts=max_parts, page=page, catalog=catalog
+        ).read()
+
+    def listing_version(self, tbl_id: int) -> tuple[int, str] | None:
+        """(number of partitions, digest of their LISTING_VERSION in name order) of a table on PostgreSQL,
+        where triggers renew a partition's version whenever anything a listing sends of it changes (migration
+        0008): equal in two snapshots only if the table's partitions are. None elsewhere (not kept)."""
+        if self._conn.dialect.name != "postgresql":
+            return None
+        row = self._conn.execute(_LISTING_VERSION, {"tbl_id": tbl_id}).one()
+        return int(row[0]), str(row[1])
 
     def rows_by_names(
         self, db_name: str, table_name: str, names: Sequence[str], *, catalog: str = DEFAULT_CATALOG

@@ -14,7 +14,16 @@ import pytest
 import sqlalchemy as sa
 
 from metastore.api.hive_metastore import ttypes as tt
-from metastore.catalog import Database, FieldSchema, Order, Partition, SerDeInfo, SkewedInfo, StorageDescriptor, Table
+from metastore.catalog import (
+    Database,
+    FieldSchema,
+    Order,
+    Partition,
+    SerDeInfo,
+    SkewedInfo,
+    StorageDescriptor,
+    Table,
+)
 from metastore.service import CatalogService
 from metastore.store import Store, migrate
 from metastore.store.partition_listing import RowPage
@@ -177,13 +186,14 @@ def test_rows_encode_to_the_object_paths_bytes(store: Store, seed: int) -> None:
 def test_the_server_sends_the_object_paths_partitions(store: Store) -> None:
     """Through the handler and the processor's writing of the streamed reply, decoded by the generated client
     code: the partitions equal the object path's."""
+    from types import SimpleNamespace
+
     from thrift.protocol.TBinaryProtocol import TBinaryProtocol
     from thrift.transport.TTransport import TMemoryBuffer
 
-    from metastore.api.hive_metastore import ThriftHiveMetastore as gen
+    from metastore.api.hive_metastore import ThriftHiveMetastore as gen  # noqa: N813
     from metastore.config import Settings
     from metastore.server.handler import Handler
-    from types import SimpleNamespace
 
     rng = random.Random(9)
     CatalogService(store, "/tmp/warehouse").create_database(Database(name="lst", location_uri="/tmp/warehouse/lst.db"))
