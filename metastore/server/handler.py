@@ -42,6 +42,7 @@ from metastore.service.streams import Stream
 from metastore.service.table_filter import table_names_by_filter
 from metastore.stats.model import ColumnStatsEntry
 from metastore.store.partition_listing import RowPage
+from metastore.store.partitions import NamesPage
 from metastore.wire import catalog as convert
 from metastore.wire import file_partials as convert_partials
 from metastore.wire import functions as convert_functions
@@ -196,7 +197,7 @@ def _keeping(stream: Stream[Any], pieces: Iterator[bytes]) -> Iterator[bytes]:
 
 
 def _streamed_list(
-    element_type: int, stream: Stream[list[Any]], convert: Callable[[list[Any]], list[Any]],
+    element_type: int, stream: Stream[Any], convert: Callable[[Any], list[Any]],
     encode: Callable[[list[Any]], bytes],
 ) -> StreamedResult:
     """A list reply of the stream's items: each page converted to Thrift values by `convert` and encoded by
@@ -219,6 +220,12 @@ def _streamed_list(
 
     result.pieces = pieces()
     return result
+
+
+def _names_body(pages: list[NamesPage]) -> bytes:
+    """The list<string> elements of a page of partition names (as the database encoded them, or encoded here)."""
+    (page,) = pages
+    return page.data if page.data is not None else string_list_body(page.names or [])
 
 
 def _partition_encoder(page: RowPage, result: StreamedResult) -> PartitionEncoder:
@@ -711,8 +718,9 @@ class Handler:
     @_thrift_method
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
         # Sent as read, a page at a time: a table of 100,000 partitions is never one list here.
+        # On PostgreSQL the database encodes each page (NamesPage.data).
         stream = self.ms.catalog.stream_partition_names(db_name, tbl_name, _max(max_parts))
-        return _streamed_list(TType.STRING, stream, list, string_list_body)
+        return _streamed_list(TType.STRING, stream, lambda page: [page], _names_body)
 
     @_thrift_method
     def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> list[str]:

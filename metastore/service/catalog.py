@@ -24,6 +24,7 @@ from metastore.service.listing_cache import ListingCache, ListingReply, open_lis
 from metastore.service.streams import Stream, open_stream
 from metastore.store import Store
 from metastore.store.partition_listing import RowPage
+from metastore.store.partitions import NamesPage
 
 log = logging.getLogger(__name__)
 
@@ -333,7 +334,7 @@ class CatalogService:
 
     def stream_partition_names(
         self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
-    ) -> Stream[list[str]]:
+    ) -> Stream[NamesPage]:
         """list_partition_names a page at a time, inside one snapshot (close the stream when done)."""
         return open_stream(
             self.store.snapshot(),

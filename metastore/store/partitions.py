@@ -10,7 +10,7 @@ import builtins
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -75,6 +75,29 @@ _LISTING_VERSION = sa.text(
     'SELECT count(*), md5(coalesce(string_agg("LISTING_VERSION"::text, \',\' ORDER BY "PART_NAME"), \'\')) '
     'FROM "PARTITIONS" WHERE "TBL_ID" = :tbl_id'
 )
+
+
+# A page of a table's partition names (PostgreSQL), after :last in name order, encoded by the database as the
+# elements of a Thrift list<string> (each a big-endian length and UTF-8 bytes): (how many, the bytes, the last).
+_NAME_BYTES = (
+    "SELECT count(*), string_agg(int4send(length(b)) || b, ''::bytea ORDER BY n), max(n) FROM ("
+    'SELECT "PART_NAME" AS n, convert_to("PART_NAME", \'UTF8\') AS b FROM "PARTITIONS" '
+    'WHERE "TBL_ID" = :tbl_id {after}ORDER BY "PART_NAME" LIMIT :size) s'
+)
+_NAME_BYTES_FIRST = sa.text(_NAME_BYTES.format(after=""))
+_NAME_BYTES_NEXT = sa.text(_NAME_BYTES.format(after='AND "PART_NAME" > :last '))
+
+
+@dataclass
+class NamesPage:
+    """A page of partition names: `names`, or (PostgreSQL) `data`, their TBinaryProtocol list elements."""
+
+    count: int
+    names: list[str] | None = None
+    data: bytes | None = None
+
+    def __len__(self) -> int:
+        return self.count
 
 
 def _limit(max_parts: int) -> int | None:
@@ -453,11 +476,53 @@ class PartitionRepository:
     def stream_names(
         self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = NAME_PAGE_ROWS,
         catalog: str = DEFAULT_CATALOG,
-    ) -> tuple[int, Iterator[builtins.list[str]]]:
-        """list_names as (how many, the names a page at a time); inside one snapshot (Store.snapshot)."""
+    ) -> tuple[int, Iterator[NamesPage]]:
+        """list_names as (how many, the names a page at a time); inside one snapshot (Store.snapshot). On
+        PostgreSQL each page comes encoded as the elements of a Thrift list<string> (NamesPage.data: the
+        database encodes, one row a page), elsewhere as names."""
         ref, _ = self._table(db_name, table_name, catalog)
+        if self._conn.dialect.name == "postgresql":
+            return self._encoded_names(ref, _limit(max_parts), page)
         count, pages = self._counted_pages(ref, None, None, max_parts, page, [PARTITIONS.c.PART_NAME])
-        return count, ([r.PART_NAME for r in rows] for rows in pages)
+        return count, (NamesPage(len(rows), names=[r.PART_NAME for r in rows]) for rows in pages)
+
+    def _encoded_names(self, ref: TableRef, limit: int | None, page: int) -> tuple[int, Iterator[NamesPage]]:
+        def read(last: str | None, size: int) -> tuple[NamesPage, str | None]:
+            stmt = _NAME_BYTES_FIRST if last is None else _NAME_BYTES_NEXT
+            n, data, last_name = self._conn.execute(
+                stmt, {"tbl_id": ref.tbl_id, "last": last, "size": size}
+            ).one()
+            return NamesPage(n, data=bytes(data) if data is not None else b""), last_name
+
+        size = page if limit is None else min(page, limit)
+        first, last = read(None, size)
+        if first.count < size or (limit is not None and first.count == limit):
+            count = first.count
+        else:
+            count = self._conn.execute(
+                sa.select(sa.func.count()).select_from(PARTITIONS).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
+            ).scalar_one()
+            if limit is not None:
+                count = min(count, limit)
+
+        def pages() -> Iterator[NamesPage]:
+            nonlocal last
+            if first.count:
+                yield first
+            left = None if limit is None else limit - first.count
+            got = first.count
+            while got == page and (left is None or left > 0):
+                size = page if left is None else min(page, left)
+                current, last = read(last, size)
+                if current.count:
+                    yield current
+                got = current.count
+                if left is not None:
+                    left -= got
+                if got < size:
+                    return
+
+        return count, pages()
 
     def stream_by_filter(
         self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, page: int = PAGE_ROWS,

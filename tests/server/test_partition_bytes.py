@@ -215,3 +215,34 @@ def test_the_server_sends_the_object_paths_partitions(store: Store) -> None:
         result.read(TBinaryProtocol(TMemoryBuffer(buf.getvalue())))
         assert result.success == expected, name
         assert all(isinstance(p, tt.Partition) and p.catName == "hive" for p in result.success)
+    buf = TMemoryBuffer()
+    handler.get_partition_names("lst", "t", -1).write(TBinaryProtocol(buf))
+    names = gen.get_partition_names_result()
+    names.read(TBinaryProtocol(TMemoryBuffer(buf.getvalue())))
+    with store.read() as uow:
+        assert names.success == uow.partitions.list_names("lst", "t")
+
+
+def test_name_pages_encode_to_the_names(store: Store) -> None:
+    """get_partition_names' pages (encoded by PostgreSQL, NamesPage.data) are the list<string> elements of the
+    names list_names returns, in order, for any page size and max_parts; elsewhere they are the names."""
+    from metastore.wire.encoded import string_list_body
+
+    rng = random.Random(4)
+    CatalogService(store, "/tmp/warehouse").create_database(Database(name="lst", location_uri="/tmp/warehouse/lst.db"))
+    _make_table(store, rng, "t", 40)
+    with store.snapshot() as uow:
+        repo = uow.partitions
+        for max_parts in (-1, 0, 1, 7, 40, 41, 1000):
+            names = repo.list_names("lst", "t", max_parts=max_parts)
+            assert len(names) == (40 if max_parts < 0 else min(40, max_parts))
+            for page in (1, 3, 40, 20000):
+                count, pages = repo.stream_names("lst", "t", max_parts=max_parts, page=page)
+                got = list(pages)
+                assert count == sum(len(p) for p in got) == len(names), (max_parts, page)
+                assert all(len(p) > 0 for p in got)
+                body = b"".join(
+                    p.data if p.data is not None else string_list_body(p.names or []) for p in got
+                )
+                assert body == string_list_body(names), (max_parts, page)
+                assert all((p.data is not None) == (store.engine.dialect.name == "postgresql") for p in got)
