@@ -541,7 +541,7 @@ class StatisticsService:
             key = self._reply_key(cache_as, catalog, db_name, table_name, engine, list(partition_names), columns)
             at = version[0]
             stream.keep = lambda reply: cache.put(key, at, reply)
-            stream.keep_limit = cache.max_bytes // 4
+            stream.keep_limit = cache.keep_limit(key)
         return stream
 
     def _stats_page(
