@@ -11,6 +11,14 @@ Every partition holds a value from the sequence PART_LISTING_VERSION_SEQ; a new 
   PARTITION_PARAMS (by PART_ID); SDS, SD_PARAMS, BUCKETING_COLS, SORT_COLS (by SD_ID); SERDES and SERDE_PARAMS
   (by SERDE_ID, through SDS); COLUMNS_V2 (by CD_ID, through SDS). Statement-level triggers over the transition
   tables (for UPDATE both the old and the new rows), so a batch renews each partition once per statement.
+  A partition whose row this transaction already wrote after its first listing trigger ran is left as it is:
+  no other snapshot has seen the version it got here, and every later snapshot sees the transaction's end
+  state with it, so one row version is enough (adding 1,000 partitions or writing their statistics does not
+  rewrite their rows once per child table). "Written here" is: its xmin is this transaction's id and its
+  version is above the transaction's floor (a value drawn from the sequence by the transaction's first listing
+  trigger, kept in the transaction-local setting metastore.listing_floor). The floor rules out a row whose
+  32-bit xmin only equals this id after wraparound: such a row got its version 2^31 transactions earlier,
+  long before the floor was drawn.
 A new partition gets a fresh value (the column's default); a dropped one takes its value with it. Values are
 never reused, so the list of a table's partitions' versions in name order is the same in two snapshots only if
 every partition's listing data is: the server's listing reply cache (metastore.service.listing_cache) compares
@@ -59,8 +67,19 @@ def _pg_up() -> list[str]:
         f"CREATE SEQUENCE {_SEQ}",
         f'ALTER TABLE "PARTITIONS" ALTER COLUMN "LISTING_VERSION" SET DEFAULT {_NEXT}',
         f'UPDATE "PARTITIONS" SET "LISTING_VERSION" = {_NEXT}',
+        f"""CREATE FUNCTION metastore_listing_floor() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    f text := current_setting('metastore.listing_floor', true);
+BEGIN
+    IF f IS NULL OR f = '' THEN
+        f := {_NEXT}::text;
+        PERFORM set_config('metastore.listing_floor', f, true);
+    END IF;
+    RETURN f::bigint;
+END $$""",
         f"""CREATE FUNCTION metastore_partition_listing_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    PERFORM metastore_listing_floor();
     NEW."LISTING_VERSION" := {_NEXT};
     RETURN NEW;
 END $$""",
@@ -77,8 +96,11 @@ END $$""",
                 referencing = f"REFERENCING {'OLD' if event == 'DELETE' else 'NEW'} TABLE AS changed"
             out.append(
                 f"""CREATE FUNCTION {_function(table, event)}() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    floor bigint := metastore_listing_floor();
 BEGIN
-    UPDATE "PARTITIONS" p SET "LISTING_VERSION" = {_NEXT} WHERE {where.format(ids=ids)};
+    UPDATE "PARTITIONS" p SET "LISTING_VERSION" = {_NEXT} WHERE {where.format(ids=ids)}
+        AND NOT (p."LISTING_VERSION" > floor AND p.xmin::text::bigint = txid_current() % 4294967296);
     RETURN NULL;
 END $$"""
             )
@@ -98,6 +120,7 @@ def _pg_down() -> list[str]:
     out += [
         'DROP TRIGGER "PARTITIONS_LISTING_VERSION" ON "PARTITIONS"',
         "DROP FUNCTION metastore_partition_listing_changed()",
+        "DROP FUNCTION metastore_listing_floor()",
         'ALTER TABLE "PARTITIONS" ALTER COLUMN "LISTING_VERSION" SET DEFAULT 0',
         f"DROP SEQUENCE {_SEQ}",
     ]

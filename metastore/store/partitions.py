@@ -31,6 +31,7 @@ from metastore.store.partition_listing import (
     Listing,
     RowPage,
     columns_of,
+    names_body,
     new_column_descriptors,
     object_page,
     page_statement,
@@ -69,23 +70,19 @@ PAGE_ROWS = 2000
 NAME_PAGE_ROWS = 20_000
 
 
-# The listing version of a table's partitions (PostgreSQL): their LISTING_VERSION in name order (the unique
-# index (TBL_ID, PART_NAME) gives that order), as one digest.
+# The listing version of a table's partitions (PostgreSQL): their LISTING_VERSION values in order, as one digest.
+# Each value is given to one state of one partition only (a sequence), so the sorted values stand for the states.
 _LISTING_VERSION = sa.text(
-    'SELECT count(*), md5(coalesce(string_agg("LISTING_VERSION"::text, \',\' ORDER BY "PART_NAME"), \'\')) '
+    'SELECT count(*), md5(coalesce(string_agg("LISTING_VERSION"::text, \',\' ORDER BY "LISTING_VERSION"), \'\')) '
     'FROM "PARTITIONS" WHERE "TBL_ID" = :tbl_id'
 )
 
 
-# A page of a table's partition names (PostgreSQL), after :last in name order, encoded by the database as the
-# elements of a Thrift list<string> (each a big-endian length and UTF-8 bytes): (how many, the bytes, the last).
-_NAME_BYTES = (
-    "SELECT count(*), string_agg(int4send(length(b)) || b, ''::bytea ORDER BY n), max(n) FROM ("
-    'SELECT "PART_NAME" AS n, convert_to("PART_NAME", \'UTF8\') AS b FROM "PARTITIONS" '
-    'WHERE "TBL_ID" = :tbl_id {after}ORDER BY "PART_NAME" LIMIT :size) s'
-)
-_NAME_BYTES_FIRST = sa.text(_NAME_BYTES.format(after=""))
-_NAME_BYTES_NEXT = sa.text(_NAME_BYTES.format(after='AND "PART_NAME" > :last '))
+# A page of a table's partition names (PostgreSQL), after %(last)s in name order; read through the driver's cursor
+# (NamesPage: no SQLAlchemy row per name) and encoded at once.
+_NAMES = 'SELECT "PART_NAME" FROM "PARTITIONS" WHERE "TBL_ID" = %(tbl_id)s {after}ORDER BY "PART_NAME" LIMIT %(size)s'
+_NAMES_FIRST = _NAMES.format(after="")
+_NAMES_NEXT = _NAMES.format(after='AND "PART_NAME" > %(last)s ')
 
 
 @dataclass
@@ -478,8 +475,8 @@ class PartitionRepository:
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[int, Iterator[NamesPage]]:
         """list_names as (how many, the names a page at a time); inside one snapshot (Store.snapshot). On
-        PostgreSQL each page comes encoded as the elements of a Thrift list<string> (NamesPage.data: the
-        database encodes, one row a page), elsewhere as names."""
+        PostgreSQL each page comes encoded as the elements of a Thrift list<string> (NamesPage.data, read
+        without a SQLAlchemy row per name), elsewhere as names."""
         ref, _ = self._table(db_name, table_name, catalog)
         if self._conn.dialect.name == "postgresql":
             return self._encoded_names(ref, _limit(max_parts), page)
@@ -488,11 +485,14 @@ class PartitionRepository:
 
     def _encoded_names(self, ref: TableRef, limit: int | None, page: int) -> tuple[int, Iterator[NamesPage]]:
         def read(last: str | None, size: int) -> tuple[NamesPage, str | None]:
-            stmt = _NAME_BYTES_FIRST if last is None else _NAME_BYTES_NEXT
-            n, data, last_name = self._conn.execute(
-                stmt, {"tbl_id": ref.tbl_id, "last": last, "size": size}
-            ).one()
-            return NamesPage(n, data=bytes(data) if data is not None else b""), last_name
+            result = self._conn.exec_driver_sql(
+                _NAMES_FIRST if last is None else _NAMES_NEXT, {"tbl_id": ref.tbl_id, "last": last, "size": size}
+            )
+            try:
+                names = [name for (name,) in result.cursor.fetchall()]
+            finally:
+                result.close()
+            return NamesPage(len(names), data=names_body(names)), (names[-1] if names else None)
 
         size = page if limit is None else min(page, limit)
         first, last = read(None, size)
@@ -630,7 +630,7 @@ class PartitionRepository:
         ).read()
 
     def listing_version(self, tbl_id: int) -> tuple[int, str] | None:
-        """(number of partitions, digest of their LISTING_VERSION in name order) of a table on PostgreSQL,
+        """(number of partitions, digest of their LISTING_VERSION values, sorted) of a table on PostgreSQL,
         where triggers renew a partition's version whenever anything a listing sends of it changes (migration
         0008): equal in two snapshots only if the table's partitions are. None elsewhere (not kept)."""
         if self._conn.dialect.name != "postgresql":

@@ -178,3 +178,20 @@ def test_a_renamed_table_is_listed_under_its_new_name(store: Store) -> None:
     got = _bytes(handler.get_partitions_by_filter("lc", "t2", FILTER, -1))
     assert got == _bytes(plain.get_partitions_by_filter("lc", "t2", FILTER, -1))
     assert b"\x00\x00\x00\x02t2" in got and cache.hits == 0
+
+
+def test_adding_partitions_writes_each_partition_row_once(store: Store) -> None:
+    """The child tables' triggers leave alone rows the same transaction wrote (no second row version per
+    partition and child table), and the version still changes for everyone else (test above)."""
+    catalog = _setup(store)
+    table = catalog.get_table("lc", "t")
+    with store.transaction() as uow:
+        uow.partitions.add([
+            Partition(db_name="lc", table_name="t", values=["c", str(i)], parameters={"a": "1", "b": "2"},
+                      sd=replace(table.sd, location=f"/tmp/warehouse/lc.db/t/c{i}"))
+            for i in range(50)
+        ])
+        updated = uow.connection.execute(sa.text(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = 'PARTITIONS'"
+        )).one()
+        assert tuple(updated) == (0, 0)
