@@ -477,7 +477,7 @@ class PartitionRepository:
         """list_names as (how many, the names a page at a time); inside one snapshot (Store.snapshot). On
         PostgreSQL each page comes encoded as the elements of a Thrift list<string> (NamesPage.data, read
         without a SQLAlchemy row per name), elsewhere as names."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)  # (the partition keys are not needed)
         if self._conn.dialect.name == "postgresql":
             return self._encoded_names(ref, _limit(max_parts), page)
         count, pages = self._counted_pages(ref, None, None, max_parts, page, [PARTITIONS.c.PART_NAME])
