@@ -55,6 +55,8 @@ ProcessorFactory = Callable[[], Processor]
 # How long a worker with more open connections than another leaves a new connection to the other workers before
 # taking it itself (a worker that is stuck or gone must not keep connections waiting for long).
 ACCEPT_DEFER_SECONDS = 0.1
+# How long the server waits for every worker to accept before it says it is listening.
+WORKERS_READY_SECONDS = 10.0
 
 
 class ConnectionBalance:
@@ -66,9 +68,14 @@ class ConnectionBalance:
     who got the connections at start-up decides how the load spreads for hours: measured with 4 JVM clients on
     2 workers, a 3-and-1 split served a cheap call at two thirds of the throughput of a 2-and-2 split."""
 
+    # The count of a worker that is not accepting (starting, stopping, gone): never deferred to.
+    NOT_ACCEPTING = 1 << 62
+
     def __init__(self, workers: int) -> None:
         self._map = mmap.mmap(-1, 8 * workers)  # anonymous and shared: the same pages in every forked worker
         self._counts = memoryview(self._map).cast("q")
+        for slot in range(workers):
+            self._counts[slot] = self.NOT_ACCEPTING
 
     def set(self, slot: int, connections: int) -> None:
         self._counts[slot] = connections
@@ -76,8 +83,11 @@ class ConnectionBalance:
     def counts(self) -> list[int]:
         return list(self._counts)
 
+    def all_accepting(self) -> bool:
+        return all(n != self.NOT_ACCEPTING for n in self._counts)
+
     def should_defer(self, slot: int) -> bool:
-        """True when the worker in `slot` holds more connections than some other worker."""
+        """True when the worker in `slot` holds more connections than some other (accepting) worker."""
         mine = self._counts[slot]
         return any(n < mine for i, n in enumerate(self._counts) if i != slot)
 
@@ -137,8 +147,6 @@ class Worker:
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._busy = 0
-        if balance is not None:
-            balance.set(slot, 0)  # a restarted worker's slot starts from none
 
     def install_signal_handlers(self) -> None:
         """SIGTERM/SIGINT stop this worker (a request that arrives while it starts up is kept); SIGHUP reloads
@@ -164,6 +172,8 @@ class Worker:
         self._listener.settimeout(0.0)
         poller = select.poll()
         poller.register(self._listener, select.POLLIN)
+        with self._lock:
+            self._publish_count()  # accepting from here on (a restarted worker's slot starts from none)
         while not self._stop_requested:
             if self._reload_requested:
                 self._reload_requested = False
@@ -206,20 +216,26 @@ class Worker:
                 log.error("cannot serve the connection from %s: %s", peer, exc)
                 self._untrack(conn)
                 conn.close()
-        self._stopping.set()
+        with self._lock:
+            self._stopping.set()
+            if self._balance is not None:
+                self._balance.set(self._slot, ConnectionBalance.NOT_ACCEPTING)
         self._drain()
 
     def _track(self, conn: socket.socket) -> None:
         with self._lock:
             self._connections.add(conn)
-            if self._balance is not None:
-                self._balance.set(self._slot, len(self._connections))
+            self._publish_count()
 
     def _untrack(self, conn: socket.socket) -> None:
         with self._lock:
             self._connections.discard(conn)
-            if self._balance is not None:
-                self._balance.set(self._slot, len(self._connections))
+            self._publish_count()
+
+    def _publish_count(self) -> None:
+        """Tell the other workers how many connections this one holds, while it accepts (under self._lock)."""
+        if self._balance is not None and not self._stopping.is_set():
+            self._balance.set(self._slot, len(self._connections))
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self._stop_requested = True
@@ -488,6 +504,12 @@ def serve_forever(
     signal.signal(signal.SIGHUP, on_reload)
     for first in range(options.workers):
         spawn(first)
+    # Say "listening" once every worker accepts: clients that connect right away then spread over all of them
+    # (a worker still starting would otherwise leave them all to the first one ready). Bounded: a worker that
+    # fails to start is restarted by the loop below.
+    deadline = time.monotonic() + WORKERS_READY_SECONDS
+    while not stopping and not balance.all_accepting() and time.monotonic() < deadline:
+        time.sleep(0.01)
     on_ready()
     restarts: list[float] = []
     while children:
@@ -498,6 +520,8 @@ def serve_forever(
         except InterruptedError:
             continue
         slot = children.pop(pid, None)
+        if slot is not None:
+            balance.set(slot, ConnectionBalance.NOT_ACCEPTING)
         if slot is None or stopping:
             continue
         code = os.waitstatus_to_exitcode(status)

@@ -25,11 +25,14 @@ from server.test_tls import _tls_thrift_client, make_pki
 
 def test_balance_counts_are_shared_and_defer_only_the_busier_worker() -> None:
     balance = ConnectionBalance(3)
-    assert balance.counts() == [0, 0, 0]
+    gone = ConnectionBalance.NOT_ACCEPTING
+    assert balance.counts() == [gone] * 3 and not balance.all_accepting()
+    balance.set(0, 1)
+    assert not balance.should_defer(0)  # workers that do not accept (yet) are never deferred to
     balance.set(0, 2)
     balance.set(1, 1)
     balance.set(2, 2)
-    assert balance.counts() == [2, 1, 2]
+    assert balance.counts() == [2, 1, 2] and balance.all_accepting()
     assert balance.should_defer(0) and balance.should_defer(2)
     assert not balance.should_defer(1)
     balance.set(1, 2)
@@ -87,6 +90,8 @@ def test_a_busier_worker_leaves_new_connections_to_a_less_busy_one(
 ) -> None:
     worker, listener, balance = worker_in_slot_0
     port = listener.getsockname()[1]
+    balance.set(1, 0)  # the other worker accepts, with no connections
+    assert _wait_for(lambda: balance.counts()[0] == 0, 5.0), balance.counts()  # this one accepts too
     monkeypatch.setattr(loop, "ACCEPT_DEFER_SECONDS", 1.5)
     clients: list[socket.socket] = []
     try:
@@ -121,6 +126,8 @@ def test_a_busier_worker_leaves_new_connections_to_a_less_busy_one(
         for c in clients:
             c.close()
     assert _wait_for(lambda: balance.counts()[0] == 0, 5.0), balance.counts()
+    worker._stop_requested = True  # a stopping worker takes itself out of the balance
+    assert _wait_for(lambda: balance.counts()[0] == ConnectionBalance.NOT_ACCEPTING, 5.0), balance.counts()
 
 
 def _connections_per_worker(server: ServerProcess) -> list[int]:
