@@ -235,7 +235,10 @@ class _ResultMerge:
         self.cache = cache
         self.progress = progress
         self.versions: dict[str, str] = {}  # object versions of the files in flight, for the cache
-        self.pending: list[FilePartials] = []  # fresh per-file results not yet sent to the cache
+        # fresh per-file results of targets still out: sent to the cache once their target succeeds, dropped if
+        # it fails (as the local runner does: a failed partition leaves nothing behind)
+        self.unfinished: dict[int, list[FilePartials]] = {}
+        self.pending: list[FilePartials] = []  # fresh per-file results of finished targets not yet sent
         self.pending_bytes = 0
         self.files_done = 0
         self.held = 0
@@ -262,6 +265,10 @@ class _ResultMerge:
         merged = merge.complete(file, analysis)
         self._hold(-merged)
         self.files_done += 1
+        if merge.finished and target in self.unfinished:
+            finished = self.unfinished.pop(target)
+            self.pending.extend(finished)
+            self.pending_bytes += sum(len(e) for f in finished for e in f.entries.values())
 
     def add(self, target: int, file: int, piece: int, pieces: int, task: int, result: bytes | None,
             error: str | None) -> None:
@@ -271,6 +278,7 @@ class _ResultMerge:
             return
         if error is not None:
             merge.error = error
+            self.unfinished.pop(target, None)
             # the target's held results are dropped: nothing of it is written
             self._hold(-sum(len(s.pieces) + (s.done is not None) for s in merge.slots.values()))
             merge.slots.clear()
@@ -295,8 +303,7 @@ class _ResultMerge:
             analysis = replace(analysis, columns={**slot.have, **analysis.columns})
         version = self.versions.pop(analysis.path, "")
         if self.cache is not None:
-            self.pending.append(stored_partials(outcome, version, merge.target.name))
-            self.pending_bytes += sum(map(len, outcome.entries.values()))
+            self.unfinished.setdefault(target, []).append(stored_partials(outcome, version, merge.target.name))
         self._complete(target, file, analysis)
         if len(self.pending) >= _CACHE_BATCH_FILES or self.pending_bytes >= _CACHE_BATCH_BYTES:
             self.flush()

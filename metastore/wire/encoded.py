@@ -53,7 +53,17 @@ class EncodedResult:
         """Write the whole result struct ({0: the value}) to the protocol's transport."""
         trans = oprot.trans
         trans.write(b"\x0c\x00\x00")  # field 0 (success), a struct
-        trans.write(self.struct_bytes)
+        data = self.struct_bytes
+        send = getattr(trans, "send_pending", None)
+        if send is None or len(data) <= STREAM_SEND_BYTES:
+            trans.write(data)
+        else:
+            # A large reply (a cached 23 MB one) leaves STREAM_SEND_BYTES at a time over the buffered transport,
+            # which would otherwise copy it whole into one send buffer.
+            view = memoryview(data)
+            for start in range(0, len(data), STREAM_SEND_BYTES):
+                trans.write(view[start : start + STREAM_SEND_BYTES])
+                send()
         trans.write(b"\x00")  # end of the result struct
 
 

@@ -190,13 +190,22 @@ def test_a_corrupt_file_fails_its_partition_only(spark, data: Path, tmp_path: Pa
     bad.write_bytes(b"ORC" + os.urandom(3000))
     (tmp_path / "db").mkdir()
     url, client = _make(tmp_path / "db", copy)
-    summary = analyze_table(spark, "sales.events", ["id", "name"], metastore=url, cache=None)
+    cache = tmp_path / "cache"
+    summary = analyze_table(spark, "sales.events", ["id", "name"], metastore=url, cache=str(cache))
     assert summary.failed == (f"ds={DAYS[2]}: cannot analyze {bad}: not a readable ORC file: "
                               + summary.failed[0].split("not a readable ORC file: ", 1)[1],)
     assert [r[0] for r in summary.rows] == [f"ds={d}" for d in DAYS if d != DAYS[2]]
     assert str(bad) in summary.message and "1 partition(s) failed" in summary.message
     stored = client.partition_statistics("sales", "events", client.list_partition_names("sales", "events"), ["id"])
     assert sorted(stored) == [f"ds={d}" for d in DAYS if d != DAYS[2]]
+    # the failed partition left nothing in the per-file cache (as the local runner): once the bad file is gone,
+    # every file of it is read again; the other partitions' files were kept
+    bad.unlink()
+    files = len(list(bad.parent.glob("*.orc")))
+    repaired = analyze_table(spark, "sales.events", ["id", "name"], {"ds": DAYS[2]}, metastore=url, cache=str(cache))
+    assert not repaired.failed and repaired.rows[0][5:] == [files, 0]
+    kept = analyze_table(spark, "sales.events", ["id", "name"], {"ds": DAYS[1]}, metastore=url, cache=str(cache))
+    assert kept.rows[0][5:] == [0, len(list((copy / f"ds={DAYS[1]}").glob("*.orc")))]
     client.close()
 
 

