@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE
 from metastore.errors import InvalidInput, InvalidObject, MetastoreError, NoSuchObject
@@ -32,6 +32,7 @@ from metastore.stats.validate import normalize_entry
 from metastore.store import Store, UnitOfWork
 from metastore.store.chunking import IN_LIST_LIMIT, chunks
 from metastore.store.column_stats import ColumnSums, StatsRepository, TableTarget
+from metastore.store.column_stats.versions import Span
 from metastore.store.refs import catalog_prefix
 
 
@@ -65,6 +66,11 @@ def _basic_row_count(num_rows: str | None, stats_accurate: str | None) -> int | 
         return int(num_rows) if basic_accurate(stats_accurate) else None
     except ValueError:
         return None
+
+
+def _span(how: object) -> Span | None:
+    """The span a reply-cache entry keeps (put by this service: a Span or None)."""
+    return cast("Span | None", how)
 
 
 def check_names(
@@ -462,11 +468,13 @@ class StatisticsService:
         if cache is None or not self.store.features.partition_stats_versions:
             return None
         parts = list(partition_names)
+        key = self._reply_key(kind, catalog, db_name, table_name, engine, parts, columns)
+        span = _span(cache.how(key))
         with self.store.autocommit() as uow:
-            version = uow.column_stats.partitions_version(catalog, db_name, table_name, parts, prepared=True)
+            version = uow.column_stats.partitions_version(catalog, db_name, table_name, parts, prepared=True, span=span)
         if version is None:
             return None
-        return cache.get(self._reply_key(kind, catalog, db_name, table_name, engine, parts, columns), version)
+        return cache.get(key, version, span)
 
     def cached_partition_reply(
         self, kind: str, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str],
@@ -484,10 +492,11 @@ class StatisticsService:
         parts = list(partition_names)
         where = (catalog, db_name, table_name, parts)
         key = self._reply_key(kind, catalog, db_name, table_name, engine, parts, columns)
+        span = _span(cache.how(key))
         with self.store.autocommit() as uow:
-            version = uow.column_stats.partitions_version(*where, prepared=True)
+            version = uow.column_stats.partitions_version(*where, prepared=True, span=span)
             if version is not None:
-                hit = cache.get(key, version)
+                hit = cache.get(key, version, span)
                 if hit is not None:
                     return hit
         if version is None or version[1] == 0:
@@ -499,8 +508,10 @@ class StatisticsService:
                 reply = compute()
             finally:
                 self._snapshot.uow = None
-        if version is not None and version[1] > 0:
-            cache.put(key, version, reply)
+            keep = version is not None and version[1] > 0
+            span = uow.column_stats.partitions_span(*where) if keep and cache.keeps(key, len(reply)) else None
+        if keep and version is not None:
+            cache.put(key, version, reply, span)
         return reply
 
     def partitions_stats_stream(
@@ -519,6 +530,7 @@ class StatisticsService:
         engine = engine or DEFAULT_ENGINE
         batch = self.batch
         version: list[tuple[int, int, int] | None] = []
+        span: list[Span | None] = []  # of the partitions when they are a run (versions.partitions_span)
         cache = self.reply_cache if self.store.features.partition_stats_versions else None
 
         def start(uow: UnitOfWork) -> tuple[int, Iterator[PartitionStatsPage]]:
@@ -526,6 +538,8 @@ class StatisticsService:
             _target(repo, catalog, db_name, table_name)
             if cache is not None and cache_as is not None:
                 version.append(repo.partitions_version(catalog, db_name, table_name, list(partition_names)))
+                if version[0] is not None and version[0][1] > 0:
+                    span.append(repo.partitions_span(catalog, db_name, table_name, list(partition_names)))
             count = sum(
                 repo.count_partitions_with_stats(catalog, db_name, table_name, names, cols, engine)
                 for names in chunks(parts, batch)
@@ -539,8 +553,8 @@ class StatisticsService:
         stream = open_stream(self.store.snapshot(), start)
         if cache is not None and cache_as is not None and version and version[0] is not None and version[0][1] > 0:
             key = self._reply_key(cache_as, catalog, db_name, table_name, engine, list(partition_names), columns)
-            at = version[0]
-            stream.keep = lambda reply: cache.put(key, at, reply)
+            at, how = version[0], (span or [None])[0]
+            stream.keep = lambda reply: cache.put(key, at, reply, how)
             stream.keep_limit = cache.keep_limit(key)
         return stream
 

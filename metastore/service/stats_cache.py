@@ -11,6 +11,10 @@ Large replies (more than a quarter of the cache, up to half of it: get_partition
 partitions × 30 columns is 23 MB) are kept from the second time their request is seen: a planner asking again
 for a big table's statistics is then answered from memory, while a one-off large read never evicts the entries
 of the requests that repeat. The cache's bytes stay within max_bytes whatever is kept.
+
+An entry may also keep how its version was read (`how`: for the store, the span of a run of partitions, whose
+version it then reads as one index range): the next check reads it the same way, and only a version read that
+way answers for the entry.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ class ReplyCache:
         if max_bytes < 0:
             raise ValueError(f"cache size must be >= 0 bytes, got {max_bytes}")
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[Hashable, tuple[Version, bytes]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[Version, bytes, Hashable]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -73,21 +77,33 @@ class ReplyCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: Hashable, version: Version) -> bytes | None:
-        """The reply stored under `key` if it was computed at `version`; None otherwise."""
+    def how(self, key: Hashable) -> Hashable:
+        """How the version of the entry under `key` is to be read (see put); None without an entry."""
         with self._lock:
             found = self._entries.get(key)
-            if found is None or found[0] != version:
+        return None if found is None else found[2]
+
+    def get(self, key: Hashable, version: Version, how: Hashable = None) -> bytes | None:
+        """The reply stored under `key` if it was computed at `version`, read as `how` says; None otherwise."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None or found[0] != version or found[2] != how:
                 self.misses += 1
                 return None
             self._entries.move_to_end(key)
             self.hits += 1
             return found[1]
 
-    def put(self, key: Hashable, version: Version, reply: bytes) -> None:
-        """Store `reply`, computed at `version`, replacing what `key` held. A reply larger than small_bytes is
-        kept only if `key` was seen before (by put or keep_limit) and it is at most large_bytes: one large
-        request alone does not evict the rest."""
+    def keeps(self, key: Hashable, size: int) -> bool:
+        """Whether put would keep a reply of `size` bytes to `key` now (remembers nothing)."""
+        with self._lock:
+            return size <= self.small_bytes or (size <= self.large_bytes and key in self._seen)
+
+    def put(self, key: Hashable, version: Version, reply: bytes, how: Hashable = None) -> None:
+        """Store `reply`, computed at `version`, replacing what `key` held; `how` the next version of it is to
+        be read (get answers only for a version read so). A reply larger than small_bytes is kept only if `key`
+        was seen before (by put or keep_limit) and it is at most large_bytes: one large request alone does not
+        evict the rest."""
         size = len(reply)
         if size > self.large_bytes:
             return
@@ -97,8 +113,8 @@ class ReplyCache:
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= len(old[1])
-            self._entries[key] = (version, reply)
+            self._entries[key] = (version, reply, how)
             self._bytes += size
             while self._bytes > self.max_bytes:
-                _, (_, evicted) = self._entries.popitem(last=False)
+                _, (_, evicted, _) = self._entries.popitem(last=False)
                 self._bytes -= len(evicted)

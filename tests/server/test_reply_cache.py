@@ -66,7 +66,7 @@ def test_cache_is_consistent_under_threads():
         th.start()
     for th in threads:
         th.join()
-    assert cache.size_bytes == sum(len(v) for _, v in cache._entries.values()) <= 10_000
+    assert cache.size_bytes == sum(len(entry[1]) for entry in cache._entries.values()) <= 10_000
 
 
 # ---------------------------------------------------------------- in process, PostgreSQL: what a hit costs
@@ -133,10 +133,115 @@ def test_a_repeated_request_costs_one_version_query(pg_metastore):
     sa.event.listen(ms.store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
     assert ms.stats.cached_partition_reply("test", "s", "t", PARTS, ["A", "b"], compute) == first
     assert len(calls) == 1
-    assert len(seen) == 1 and "EXECUTE metastore_partitions_version" in seen[0]
+    executed = [sql for sql in seen if not sql.startswith("PREPARE ")]  # a connection prepares it on first use
+    # PARTS are all the table's partitions from ds=1 to ds=3: their version is read as that one index range.
+    assert len(executed) == 1 and "EXECUTE metastore_partitions_version_in_range" in executed[0]
     ms.stats.write([StatsWrite("s", "t", [_long("a", 100)], partition_name="ds=2")])
     second = ms.stats.cached_partition_reply("test", "s", "t", PARTS, ["a", "b"], compute)
     assert len(calls) == 2 and second != first and b"low=100" in second
+
+
+def _add(ms, *values: str) -> None:
+    ms.catalog.add_partitions(
+        "s", "t", [Partition("s", "t", [v], sd=StorageDescriptor(location=f"/tmp/wh/t/ds={v}")) for v in values]
+    )
+
+
+@pytest.mark.pg
+def test_a_span_is_a_run_of_existing_partitions_and_its_version_is_theirs(pg_metastore):
+    """partitions_span: the named partitions, all present, are every partition from the smallest name to the
+    largest; the version read over that range is then the version read name by name."""
+    ms = pg_metastore
+    _add(ms, "5", "7")  # the table: ds=1, ds=2, ds=3, ds=5, ds=7
+    with ms.store.autocommit() as uow:
+        repo = uow.column_stats
+
+        def span(*names: str):
+            return repo.partitions_span("hive", "s", "t", list(names))
+
+        assert span("ds=3", "ds=1", "ds=2", "ds=1") == ("ds=1", "ds=3", 3)  # any order, repeats
+        assert span("ds=5") == ("ds=5", "ds=5", 1)
+        assert span("ds=1", "ds=3") is None  # ds=2 lies between
+        assert span("ds=1", "ds=2", "ds=4") is None  # ds=4 is not a partition
+        assert span("ds=7", "ds=5", "ds=3", "ds=2", "ds=1") == ("ds=1", "ds=7", 5)
+        assert span() is None and span("ds=absent") is None
+        assert repo.partitions_span("hive", "s", "missing", ["ds=1"]) is None
+        for names in (["ds=1", "ds=2", "ds=3"], ["ds=5"], ["ds=1", "ds=2", "ds=3", "ds=5", "ds=7"]):
+            found = span(*names)
+            by_name = repo.partitions_version("hive", "s", "t", names)
+            assert repo.partitions_version("hive", "s", "t", names, span=found) == by_name
+            assert repo.partitions_version("hive", "s", "t", names, span=found, prepared=True) == by_name
+        # Another partition in the range: the range's version is no longer the names' (one more found).
+        run = span("ds=1", "ds=2", "ds=3")
+        _add(ms, "2a")
+        assert repo.partitions_version("hive", "s", "t", ["ds=1"], span=run)[1] == 4
+        assert span("ds=1", "ds=2", "ds=3") is None
+
+
+@pytest.mark.pg
+def test_a_run_read_as_a_range_is_never_stale(pg_metastore):
+    """A reply cached for a run of partitions is checked over their range of names: every change to what the
+    reply stands for misses, including partitions coming and going inside the range or at a requested name."""
+    ms = pg_metastore
+    calls: list[int] = []
+
+    def reply(names: list[str]) -> bytes:
+        def compute() -> bytes:
+            calls.append(1)
+            return repr(sorted(ms.stats.partitions_stats("s", "t", names, ["a"]).items())).encode()
+
+        return ms.stats.cached_partition_reply("test", "s", "t", names, ["a"], compute)
+
+    def fresh(names: list[str]) -> bytes:
+        return repr(sorted(ms.stats.partitions_stats("s", "t", names, ["a"]).items())).encode()
+
+    def cached_how(names: list[str]):
+        return ms.stats.reply_cache.how(ms.stats._reply_key("test", "hive", "s", "t", "hive", names, ["a"]))
+
+    run = ["ds=1", "ds=2", "ds=3"]
+    assert reply(run) == reply(run) == fresh(run) and len(calls) == 1
+    assert cached_how(run) == ("ds=1", "ds=3", 3)
+    # A partition added inside the range, without statistics: a miss (the range holds 4), then read by name.
+    _add(ms, "2a")
+    assert reply(run) == fresh(run) and len(calls) == 2
+    assert cached_how(run) is None
+    ms.stats.write([StatsWrite("s", "t", [_long("a", 50)], partition_name="ds=2a")])  # not requested: a hit
+    assert reply(run) == fresh(run) and len(calls) == 2
+    # A requested name missing when the reply was cached, then added after the range's last name.
+    names = ["ds=1", "ds=2", "ds=9"]
+    _add(ms, "0")
+    first = reply(names)
+    assert cached_how(names) is None  # ds=9 is no partition: not a run
+    _add(ms, "9")
+    ms.stats.write([StatsWrite("s", "t", [_long("a", 90)], partition_name="ds=9")])
+    assert reply(names) == fresh(names) != first
+    # A run whose partition is dropped while another takes its place in the range: same count, a miss.
+    run = ["ds=3"]
+    _add(ms, "4")
+    before = reply(run)
+    assert cached_how(run) == ("ds=3", "ds=3", 1)
+    ms.catalog.drop_partitions("s", "t", names=["ds=3"], delete_data=False)
+    _add(ms, "3")
+    assert reply(run) == fresh(run) != before
+    # Statistics written by hand to a partition of a run.
+    run = ["ds=2a", "ds=3", "ds=4"]
+    assert reply(run) == fresh(run) and cached_how(run) == ("ds=2a", "ds=4", 3)
+    with ms.store.engine.begin() as conn:
+        conn.execute(sa.text('UPDATE "PART_COL_STATS" SET "NUM_NULLS" = 77 WHERE "COLUMN_NAME" = \'a\''))
+    assert reply(run) == fresh(run) and b"77" in reply(run)
+
+
+@pytest.mark.pg
+def test_a_reply_the_cache_does_not_keep_costs_no_span(pg_metastore):
+    ms = pg_metastore
+    ms.stats.reply_cache = ReplyCache(40)  # keeps replies of up to 10 bytes
+    seen: list[str] = []
+    sa.event.listen(ms.store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    for size in (11, 10):
+        seen.clear()
+        ms.stats.cached_partition_reply("test", "s", "t", PARTS, ["a"], lambda size=size: bytes(size))
+        assert sum('min(pt."PART_NAME")' in sql for sql in seen) == (size == 10)
+    assert len(ms.stats.reply_cache) == 1
 
 
 @pytest.mark.pg

@@ -122,7 +122,8 @@ def test_a_large_streamed_reply_is_kept_from_the_second_request_and_never_stale(
     seen: list[str] = []
     sa.event.listen(ms.store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
     assert _read(h) == (first, True)  # from the cache, after one version query
-    assert len(seen) == 1 and "PART_COL_STATS" not in seen[0]
+    executed = [sql for sql in seen if not sql.startswith("PREPARE ")]  # a connection prepares it on first use
+    assert len(executed) == 1 and "PART_COL_STATS" not in executed[0]
     ms.stats.write([StatsWrite("s", "t", [_long("a", 100)], partition_name="ds=4")])
     changed, cached = _read(h)
     assert not cached and changed != first and len(changed) == size

@@ -3,7 +3,10 @@ table as it was (until autovacuum analyses it). The hot statements of get_aggr_s
 get_partitions_statistics_req over 100 partitions must keep their plan then (issue 15 §3): each name looked up
 in UNIQUEPARTITION, each partition's statistics in PART_COL_STATS_UNIQUE, no scan of either table, and the same
 plan once the database is analysed. The mechanism chosen is the statements' shape (see
-metastore.store.column_stats.statements.named_partition_stats); this checks it with EXPLAIN, not with timings."""
+metastore.store.column_stats.statements.named_partition_stats); this checks it with EXPLAIN, not with timings.
+The reply cache's version of a run of partitions is read as one range of UNIQUEPARTITION
+(metastore.store.column_stats.versions): that plan too must hold whatever the estimates, prepared (a generic
+plan, as the server runs it) or not."""
 
 from __future__ import annotations
 
@@ -79,15 +82,38 @@ def test_hot_statements_keep_their_plan_right_after_a_bulk_add(pg_url: str) -> N
         assert reader.aggregate("plans", "big", wanted, COLUMNS).parts_found == 100
         assert len(reader.partitions_stats_encoded("plans", "big", wanted, COLUMNS) or []) == 100
         assert len(reader.partitions_stats("plans", "big", wanted, COLUMNS)) == 100
+        sparse = names[::100]  # 100 names over the whole table: no run
         with store.autocommit() as uow:
-            assert uow.column_stats.count_partitions_with_stats("hive", "plans", "big", wanted, COLUMNS, "hive") == 100
-            assert uow.column_stats.partitions_version("hive", "plans", "big", wanted)[1] == 100
-        statements = [(sql, params) for sql, params in seen if '"PARTITIONS"' in sql and not sql.startswith("EXECUTE")]
-        assert len(statements) >= 5
+            repo = uow.column_stats
+            assert repo.count_partitions_with_stats("hive", "plans", "big", wanted, COLUMNS, "hive") == 100
+            by_name = repo.partitions_version("hive", "plans", "big", wanted)
+            assert by_name[1] == 100
+            span = repo.partitions_span("hive", "plans", "big", wanted)
+            assert span == (wanted[0], wanted[-1], 100)
+            assert repo.partitions_version("hive", "plans", "big", wanted, span=span) == by_name
+            assert repo.partitions_span("hive", "plans", "big", sparse) is None
+            whole = repo.partitions_span("hive", "plans", "big", names)  # the hash-joined shape: > 1,000 names
+            assert whole == (names[0], names[-1], BULK)
+            assert repo.partitions_version("hive", "plans", "big", names, span=whole)[1] == BULK
+        with store.autocommit() as uow:
+            assert uow.column_stats.partitions_version("hive", "plans", "big", wanted, span=span, prepared=True) == by_name
+        statements = [
+            (sql, params) for sql, params in seen
+            if '"PARTITIONS"' in sql and not sql.startswith(("EXECUTE", "PREPARE"))
+            and "string_to_array" not in sql  # > 1,000 names: one hash join by design (versions.partitions_version)
+        ]
+        assert len(statements) >= 8
+        # The prepared statement as the server runs it, with the plan PostgreSQL keeps for every call.
+        prepares = [sql for sql, _ in seen if sql.startswith("PREPARE metastore_partitions_version_in_range")]
+        executes = [(sql, params) for sql, params in seen if sql.startswith("EXECUTE metastore_partitions_version_in_range")]
+        assert len(prepares) == 1 and len(executes) == 1
         with admin.connect() as conn:
-            stale = _scans(conn, statements)
+            conn.exec_driver_sql(prepares[0])
+            conn.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+            stale = _scans(conn, [*statements, *executes])
             conn.exec_driver_sql("ANALYZE")
-            analysed = _scans(conn, statements)
+            analysed = _scans(conn, [*statements, *executes])
+        statements = [*statements, *executes]
         lookups = {"PARTITIONS": "UNIQUEPARTITION", "PART_COL_STATS": "PART_COL_STATS_UNIQUE"}
         for (sql, _), scans in zip(statements, stale, strict=True):
             looked_up = {(rel, index) for kind, index, rel in scans if rel in lookups and kind.startswith("Index")}

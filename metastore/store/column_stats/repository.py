@@ -120,9 +120,19 @@ class StatsRepository:
 
     def partitions_version(
         self, catalog: str, db_name: str, table_name: str, partition_names: Sequence[str], *, prepared: bool = False,
+        span: versions.Span | None = None,
     ) -> tuple[int, int, int] | None:
-        """A version of the named partitions' statistics (PostgreSQL; None elsewhere or for a missing table)."""
-        return versions.partitions_version(self.conn, catalog, db_name, table_name, partition_names, prepared=prepared)
+        """A version of the named partitions' statistics (PostgreSQL; None elsewhere or for a missing table);
+        with their span (partitions_span), read over that range of names (versions.partitions_version)."""
+        return versions.partitions_version(
+            self.conn, catalog, db_name, table_name, partition_names, prepared=prepared, span=span
+        )
+
+    def partitions_span(
+        self, catalog: str, db_name: str, table_name: str, partition_names: Sequence[str]
+    ) -> versions.Span | None:
+        """The range of names the named partitions fill when they are every partition in it (versions.partitions_span)."""
+        return versions.partitions_span(self.conn, catalog, db_name, table_name, partition_names)
 
     def sum_partition_stats(
         self, catalog: str, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str],
