@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import io
 import logging
 import os
 import time
@@ -178,22 +179,21 @@ def _max(value: int | None) -> int:
 
 def _keeping(stream: Stream[Any], pieces: Iterator[bytes]) -> Iterator[bytes]:
     """The pieces as they come; at the end, the whole reply goes to stream.keep (the reply cache) if it is
-    at most stream.keep_limit bytes (a larger one is not collected)."""
+    at most stream.keep_limit bytes (a larger one is not collected). Collected into one growing buffer, kept as
+    it is: a 23 MB reply then costs the server 23 MB, not the pieces and their joined copy at once."""
     if stream.keep is None:
         yield from pieces
         return
-    kept: list[bytes] | None = []
-    size = 0
+    kept: io.BytesIO | None = io.BytesIO()
     for piece in pieces:
         if kept is not None:
-            size += len(piece)
-            if size <= stream.keep_limit:
-                kept.append(piece)
+            if kept.tell() + len(piece) <= stream.keep_limit:
+                kept.write(piece)
             else:
                 kept = None
         yield piece
     if kept is not None:
-        stream.keep(b"".join(kept))
+        stream.keep(kept.getvalue())  # CPython hands over the buffer itself, without a copy
 
 
 def _streamed_list(
