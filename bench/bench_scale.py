@@ -194,7 +194,10 @@ def plan(shape: Shape) -> list[Row]:
     if n > 100:
         rows.append(Row("stats-100", "get_partitions_statistics_req, 100 partitions", "get_partitions_statistics_req", 100))
     rows.append(Row("names", f"get_partition_names, whole table ({n:,})", "get_partition_names", n))
+    rows.append(Row("names-floor", "  client-decoding floor of get_partition_names", "floor:get_partition_names", n))
     rows.append(Row("filter", f"get_partitions_by_filter, whole table ({n:,})", "get_partitions_by_filter", n))
+    rows.append(Row("filter-floor", "  client-decoding floor of get_partitions_by_filter",
+                    "floor:get_partitions_by_filter", n))
     b = min(n, BATCH)
     rows.append(Row("update", "update_partition_column_statistics (1 partition × all columns), reader running",
                     "update_partition_column_statistics", b, True))
@@ -203,8 +206,8 @@ def plan(shape: Shape) -> list[Row]:
     return rows
 
 
-CALL_KEYS = ["aggr-all", "aggr-10000", "aggr-100", "stats-10000", "floor", "stats-100", "names", "filter", "update",
-             "set-aggr"]
+CALL_KEYS = ["aggr-all", "aggr-10000", "aggr-100", "stats-10000", "floor", "stats-100", "names", "names-floor",
+             "filter", "filter-floor", "update", "set-aggr"]
 
 
 def fmt_ms(x: float) -> str:

@@ -12,10 +12,11 @@ run rather than inferred from another day's numbers.
 Each mode gets its own long-lived JVM clients (one process and one connection each), connected once, as Spark's
 driver keeps its metastore connection: handshakes and the clients' JIT compilation happen before any timing
 (every call runs untimed first, --jit-warmup). Each call then runs for a fixed time from all clients of a mode,
-in rounds that rotate which mode goes first. Prints ops/s, p50/p99, the ratio of each mode to our plaintext
-server (over all rounds, and round by round) and to the reference per call, and the server's and clients' CPU per
-call. Every request goes to
-127.0.0.1 only; every loop is bounded in time and count.
+in rounds that rotate which mode goes first. Prints how each of our servers spread the clients' connections over
+its worker processes (an uneven split, e.g. 3 and 1, serves the cheap calls markedly slower), then ops/s, p50/p99,
+the ratio of each mode to our plaintext server (over all rounds, and round by round) and to the reference per
+call, and the server's and clients' CPU per call. Every request goes to 127.0.0.1 only; every loop is bounded in
+time and count.
 
     python bench/bench_security.py                    # 4 JVM clients, 3 rounds of 10 s per call per mode
     python bench/bench_security.py --modes plain tls kerberos      # without the reference
@@ -182,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
                     options, env = client_opts[mode]
                     sessions[mode] = bench_hms.JvmSession(classpath, "127.0.0.1", servers[mode].port, shape,
                                                           args.clients, jvm_options=options, env=env)
+                for mode in modes:
+                    if mode in OURS:
+                        split = connections_per_worker(servers[mode].process.pid, servers[mode].port)
+                        print(f"{mode}: connections per worker process {split}", flush=True)
                 t0 = time.perf_counter()
                 for call in calls:
                     for mode in modes:
@@ -228,6 +233,38 @@ def main(argv: list[str] | None = None) -> int:
         if ref_db is not None:
             drop_scratch_database(ref_db)
     return 0
+
+
+def connections_per_worker(server_pid: int, port: int) -> list[int]:
+    """Established connections to `port` held by each worker process of the server `server_pid` (Linux /proc)."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":  # local port, ESTABLISHED
+                inodes.add(fields[9])
+    table = bench_hms._proc_table()
+    workers = sorted(bench_hms.process_tree(table, server_pid) - {server_pid})
+    counts = []
+    for pid in workers:
+        held = 0
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if target.startswith("socket:[") and target[8:-1] in inodes:
+                    held += 1
+        except OSError:
+            continue
+        counts.append(held)
+    return counts
 
 
 def _ops(sample: bench_hms.Sample) -> float:

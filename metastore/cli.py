@@ -74,6 +74,14 @@ def add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
         help="return KLL histograms in statistics (Hive's metastore.stats.fetch.kll; off by default)",
     )
     p.add_argument(
+        "--listing-cache-mb",
+        type=int,
+        metavar="MIB",
+        help="MiB per worker of partition listing replies (get_partitions_by_filter, get_partitions, "
+        "get_partitions_ps) kept for repeated requests, checked against the database on every call "
+        "(PostgreSQL; default 40, 0 turns it off)",
+    )
+    p.add_argument(
         "--stats-cache-mb",
         type=int,
         metavar="MIB",
@@ -142,6 +150,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         fetch_bitvector=args.fetch_bitvector,
         fetch_kll=args.fetch_kll,
         stats_cache_mb=args.stats_cache_mb,
+        listing_cache_mb=args.listing_cache_mb,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         tls_client_ca=args.tls_client_ca,

@@ -64,6 +64,9 @@ class Settings:
     # planners asking again (PostgreSQL only; every hit is checked against the partitions' statistics
     # version, so a reply is never stale). 0 turns the cache off.
     stats_cache_mb: int = 64
+    # Encoded partition listings kept per worker (MiB; 0 = none; PostgreSQL only), validated on every call; a
+    # reply larger than half of it is not kept. 10,000 partitions x 30 columns is about 12-16 MB.
+    listing_cache_mb: int = 40
     # TLS on the Thrift port (PEM files; empty = plaintext). With tls_client_ca, clients must present a
     # certificate signed by that CA. SIGHUP reloads the certificate and key.
     tls_cert: str = ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import io
 import logging
 import os
 import time
@@ -35,11 +36,14 @@ from metastore.errors import (
 )
 from metastore.partnames import parse_part_name
 from metastore.service import Metastore, StatsWrite, transactional
+from metastore.service.listing_cache import ListingReply
 from metastore.service.meta_conf import ConnectionMetaConf
 from metastore.service.statistics import PartitionStatsPage
 from metastore.service.streams import Stream
 from metastore.service.table_filter import table_names_by_filter
 from metastore.stats.model import ColumnStatsEntry
+from metastore.store.partition_listing import RowPage
+from metastore.store.partitions import NamesPage
 from metastore.wire import catalog as convert
 from metastore.wire import file_partials as convert_partials
 from metastore.wire import functions as convert_functions
@@ -54,9 +58,9 @@ from metastore.wire.encoded import (
     partitions_stats_map_header,
     partitions_stats_result,
     string_list_body,
-    struct_list_body,
     table_stats_result,
 )
+from metastore.wire.partition_bytes import PartitionEncoder
 from metastore.wire.stats import entry_from_thrift, entry_to_thrift
 
 log = logging.getLogger("metastore.server")
@@ -175,26 +179,25 @@ def _max(value: int | None) -> int:
 
 def _keeping(stream: Stream[Any], pieces: Iterator[bytes]) -> Iterator[bytes]:
     """The pieces as they come; at the end, the whole reply goes to stream.keep (the reply cache) if it is
-    at most stream.keep_limit bytes (a larger one is not collected)."""
+    at most stream.keep_limit bytes (a larger one is not collected). Collected into one growing buffer, kept as
+    it is: a 23 MB reply then costs the server 23 MB, not the pieces and their joined copy at once."""
     if stream.keep is None:
         yield from pieces
         return
-    kept: list[bytes] | None = []
-    size = 0
+    kept: io.BytesIO | None = io.BytesIO()
     for piece in pieces:
         if kept is not None:
-            size += len(piece)
-            if size <= stream.keep_limit:
-                kept.append(piece)
+            if kept.tell() + len(piece) <= stream.keep_limit:
+                kept.write(piece)
             else:
                 kept = None
         yield piece
     if kept is not None:
-        stream.keep(b"".join(kept))
+        stream.keep(kept.getvalue())  # CPython hands over the buffer itself, without a copy
 
 
 def _streamed_list(
-    element_type: int, stream: Stream[list[Any]], convert: Callable[[list[Any]], list[Any]],
+    element_type: int, stream: Stream[Any], convert: Callable[[Any], list[Any]],
     encode: Callable[[list[Any]], bytes],
 ) -> StreamedResult:
     """A list reply of the stream's items: each page converted to Thrift values by `convert` and encoded by
@@ -214,6 +217,64 @@ def _streamed_list(
             yield encode(values)
         if sent != stream.count:
             raise RuntimeError(f"a listing of {stream.count} items read {sent}")
+
+    result.pieces = pieces()
+    return result
+
+
+def _names_body(pages: list[NamesPage]) -> bytes:
+    """The list<string> elements of a page of partition names (as the database encoded them, or encoded here)."""
+    (page,) = pages
+    return page.data if page.data is not None else string_list_body(page.names or [])
+
+
+def _partition_encoder(page: RowPage, result: StreamedResult) -> PartitionEncoder:
+    """The encoder of a partition listing's pages: catName left out when the processor would clear catalog
+    fields (result.visit, set for a Hive 2 client before the pieces are written)."""
+    return PartitionEncoder(
+        page.db_name, page.table_name, None if result.visit is not None else page.catalog, dict(page.columns)
+    )
+
+
+def _listing_reply(listing: ListingReply) -> StreamedResult:
+    """A list<Partition> reply: from the listing cache, or each page encoded from its rows as it is read
+    (and the whole reply kept in the cache when it may be)."""
+    result = StreamedResult(TType.LIST, (), listing.close)
+
+    def pieces() -> Iterator[bytes]:
+        catalog = result.visit is None  # a Hive 2 client's answers leave catName out
+        hit = listing.cached(catalog)
+        if hit is not None:
+            yield hit
+            return
+        count, pages = listing.open()
+        kept: list[bytes] | None = [] if listing.caching else None
+        header = list_header(TType.STRUCT, count)
+        size = len(header)
+        if kept is not None:
+            kept.append(header)
+        yield header
+        encoder: PartitionEncoder | None = None
+        sent = 0
+        for page in pages:
+            if sent + len(page) > count:
+                raise RuntimeError(f"a listing of {count} items read more")  # the snapshot forbids it
+            sent += len(page)
+            if encoder is None:
+                encoder = _partition_encoder(page, result)
+            else:
+                encoder.columns.update(page.columns)
+            piece = encoder.encode(page.rows)
+            if kept is not None:
+                kept.append(piece)
+                size += len(piece)
+                if size > listing.keep_limit:
+                    kept = None  # too large to keep: not collected
+            yield piece
+        if sent != count:
+            raise RuntimeError(f"a listing of {count} items read {sent}")
+        if kept is not None:
+            listing.keep(catalog, b"".join(kept))
 
     result.pieces = pieces()
     return result
@@ -629,42 +690,53 @@ class Handler:
         return convert.partition_to_thrift(self.ms.catalog.get_partition_by_name(db_name, tbl_name, part_name))
 
     @_thrift_method
-    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[tt.Partition]:
-        return convert.partitions_to_thrift(self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts)))
+    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
+        # Encoded from rows, a page at a time (see get_partitions_by_filter).
+        return _listing_reply(self.ms.catalog.partition_listing(db_name, tbl_name, _max(max_parts)))
 
     @_thrift_method
     def get_partitions_with_auth(
         self, db_name: str, tbl_name: str, max_parts: int, user_name: str | None, group_names: object | None
-    ) -> list[tt.Partition]:
-        return convert.partitions_to_thrift(self.ms.catalog.list_partitions(db_name, tbl_name, _max(max_parts)))
+    ) -> StreamedResult:
+        return _listing_reply(self.ms.catalog.partition_listing(db_name, tbl_name, _max(max_parts)))
 
     @_thrift_method
-    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> list[tt.Partition]:
-        parts = self.ms.catalog.list_partitions_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
-        return convert.partitions_to_thrift(parts)
+    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> StreamedResult:
+        return _listing_reply(
+            self.ms.catalog.partition_listing_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
+        )
 
     @_thrift_method
     def get_partitions_ps_with_auth(
         self, db_name: str, tbl_name: str, part_vals: Sequence[str] | None, max_parts: int, user_name: str | None,
         group_names: object | None,
-    ) -> list[tt.Partition]:
-        parts = self.ms.catalog.list_partitions_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
-        return convert.partitions_to_thrift(parts)
+    ) -> StreamedResult:
+        return _listing_reply(
+            self.ms.catalog.partition_listing_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
+        )
 
     @_thrift_method
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
         # Sent as read, a page at a time: a table of 100,000 partitions is never one list here.
+        # On PostgreSQL the database encodes each page (NamesPage.data).
         stream = self.ms.catalog.stream_partition_names(db_name, tbl_name, _max(max_parts))
-        return _streamed_list(TType.STRING, stream, list, string_list_body)
+        return _streamed_list(TType.STRING, stream, lambda page: [page], _names_body)
 
     @_thrift_method
     def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> list[str]:
         return self.ms.catalog.list_partition_names_ps(db_name, tbl_name, list(part_vals or []), _max(max_parts))
 
     @_thrift_method
-    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str] | None) -> list[tt.Partition]:
-        parts = self.ms.catalog.get_partitions_by_names(db_name, tbl_name, list(names or []))
-        return convert.partitions_to_thrift(parts)
+    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str] | None) -> StreamedResult:
+        page = self.ms.catalog.partition_rows_by_names(db_name, tbl_name, list(names or []))
+        result = StreamedResult(TType.LIST, ())
+
+        def pieces() -> Iterator[bytes]:
+            yield list_header(TType.STRUCT, len(page))
+            yield _partition_encoder(page, result).encode(page.rows)
+
+        result.pieces = pieces()
+        return result
 
     @_thrift_method
     def get_partitions_by_names_req(self, req: tt.GetPartitionsByNamesRequest) -> tt.GetPartitionsByNamesResult:
@@ -674,9 +746,10 @@ class Handler:
     @_thrift_method
     def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str | None, max_parts: int) -> StreamedResult:  # noqa: A002
         # Sent as read, a page at a time (see get_partition_names).
-        stream = self.ms.catalog.stream_partitions_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
-        return _streamed_list(
-            TType.STRUCT, stream, lambda page: convert.partitions_to_thrift(page), struct_list_body
+        # Each page is encoded from its rows (metastore.wire.partition_bytes), no Partition objects; or the
+        # whole reply comes from the listing cache when the table's partitions have not changed since.
+        return _listing_reply(
+            self.ms.catalog.partition_listing_by_filter(db_name, tbl_name, filter or "", _max(max_parts))
         )
 
     @_thrift_method

@@ -12,6 +12,7 @@ from metastore.service.catalog import CatalogService
 from metastore.service.file_partials import FilePartialsService
 from metastore.service.functions import FunctionService
 from metastore.service.indexes import IndexService, default_index_root
+from metastore.service.listing_cache import ListingCache
 from metastore.service.statistics import AggregateResult, StatisticsService, StatsWrite
 from metastore.service.stats_cache import ReplyCache
 from metastore.service.user_types import TypeService
@@ -57,8 +58,11 @@ class Metastore:
         index_root = settings.index_root or default_index_root(settings.warehouse)
         return cls(
             store=store,
-            catalog=CatalogService(store, settings.warehouse, index_root,
-                                   spark_statistics=settings.spark_statistics),
+            catalog=CatalogService(
+                store, settings.warehouse, index_root, spark_statistics=settings.spark_statistics,
+                listing_cache=ListingCache(settings.listing_cache_mb * 1024 * 1024)
+                if settings.listing_cache_mb > 0 else None,
+            ),
             stats=StatisticsService(
                 store, fetch_bitvector=settings.fetch_bitvector, fetch_kll=settings.fetch_kll,
                 synchronous_commit=settings.stats_synchronous_commit,

@@ -20,8 +20,11 @@ from metastore.service.indexes import (
     drop_partition_indexes,
     drop_table_indexes,
 )
+from metastore.service.listing_cache import ListingCache, ListingReply, open_listing
 from metastore.service.streams import Stream, open_stream
 from metastore.store import Store
+from metastore.store.partition_listing import RowPage
+from metastore.store.partitions import NamesPage
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +83,12 @@ class CatalogService:
     """Databases, tables and partitions, one transaction per call."""
 
     def __init__(
-        self, store: Store, warehouse: str, index_root: str | None = None, *, spark_statistics: bool = True
+        self, store: Store, warehouse: str, index_root: str | None = None, *, spark_statistics: bool = True,
+        listing_cache: ListingCache | None = None,
     ) -> None:
         self.store = store
+        #: encoded partition listings, validated against PARTITIONS.LISTING_VERSION on every call (PostgreSQL)
+        self.listing_cache = listing_cache
         self.warehouse = locations.qualify_directory(warehouse)
         #: index files of dropped tables and partitions are deleted only inside it
         self.index_root = index_root or default_index_root(warehouse)
@@ -328,7 +334,7 @@ class CatalogService:
 
     def stream_partition_names(
         self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
-    ) -> Stream[list[str]]:
+    ) -> Stream[NamesPage]:
         """list_partition_names a page at a time, inside one snapshot (close the stream when done)."""
         return open_stream(
             self.store.snapshot(),
@@ -367,6 +373,49 @@ class CatalogService:
                 db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog
             ),
         )
+
+    def partition_listing_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> ListingReply:
+        """list_partitions_by_filter as rows for metastore.wire.partition_bytes (or its cached reply), a page at
+        a time, inside one snapshot (close the reply when done). A missing table or a bad filter is raised here."""
+        return open_listing(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.listing_by_filter(
+                db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog
+            ),
+            self.listing_cache,
+        )
+
+    def partition_listing(
+        self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> ListingReply:
+        """list_partitions as a listing (see partition_listing_by_filter)."""
+        return open_listing(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.listing(db_name, table_name, max_parts=max_parts, catalog=catalog),
+            self.listing_cache,
+        )
+
+    def partition_listing_ps(
+        self, db_name: str, table_name: str, values: Sequence[str], max_parts: int = -1,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> ListingReply:
+        """list_partitions_ps as a listing (see partition_listing_by_filter)."""
+        return open_listing(
+            self.store.snapshot(),
+            lambda uow: uow.partitions.listing_by_partial_values(
+                db_name, table_name, values, max_parts=max_parts, catalog=catalog
+            ),
+            self.listing_cache,
+        )
+
+    def partition_rows_by_names(
+        self, db_name: str, table_name: str, names: Sequence[str], catalog: str = DEFAULT_CATALOG
+    ) -> RowPage:
+        """get_partitions_by_names as rows for metastore.wire.partition_bytes."""
+        with self.store.read() as uow:
+            return uow.partitions.rows_by_names(db_name, table_name, names, catalog=catalog)
 
     def count_partitions_by_filter(
         self, db_name: str, table_name: str, filter_text: str, catalog: str = DEFAULT_CATALOG

@@ -33,7 +33,9 @@ class ParameterTable:
             rows = conn.execute(sa.select(self.owner_column, t.c.PARAM_KEY, t.c.PARAM_VALUE).where(condition))
             for owner_id, key, value in rows:
                 out[owner_id][key] = value
-        return out
+        # Ordered by key (the database returns them in any order): replies are the same bytes every time, and
+        # those of the partition listings' row path (partition_listing), which reads them so ordered.
+        return {oid: dict(sorted(params.items())) if len(params) > 1 else params for oid, params in out.items()}
 
     def values_of(self, conn: sa.Connection, owner_ids: Sequence[int], key: str) -> dict[int, str]:
         """{owner id: value of `key`} for the owners that have it."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from metastore.catalog import DEFAULT_CATALOG, FieldSchema, Partition, StorageDescriptor
 from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, InvalidOperation, NoSuchObject
@@ -26,6 +27,15 @@ from metastore.store.identifiers import normalize, validate_columns
 from metastore.store.ids import allocate_ids
 from metastore.store.parameters import PARTITION_PARAMETERS
 from metastore.store.partition_filter import compile_filter, register_sqlite_functions
+from metastore.store.partition_listing import (
+    Listing,
+    RowPage,
+    columns_of,
+    names_body,
+    new_column_descriptors,
+    object_page,
+    page_statement,
+)
 from metastore.store.refs import TableRef, partition_keys, table_ref
 from metastore.store.schema import PARTITION_KEY_VALS, PARTITIONS, SDS
 from metastore.store.storage import (
@@ -58,6 +68,33 @@ PAGE_ROWS = 2000
 # Names per page of a name listing (stream_names): a name is a short string (about 1.5 MB of Python objects for
 # 20,000), and every page is a statement, so a listing of up to this many names is one statement (no count).
 NAME_PAGE_ROWS = 20_000
+
+
+# The listing version of a table's partitions (PostgreSQL): their LISTING_VERSION values in order, as one digest.
+# Each value is given to one state of one partition only (a sequence), so the sorted values stand for the states.
+_LISTING_VERSION = sa.text(
+    'SELECT count(*), md5(coalesce(string_agg("LISTING_VERSION"::text, \',\' ORDER BY "LISTING_VERSION"), \'\')) '
+    'FROM "PARTITIONS" WHERE "TBL_ID" = :tbl_id'
+)
+
+
+# A page of a table's partition names (PostgreSQL), after %(last)s in name order; read through the driver's cursor
+# (NamesPage: no SQLAlchemy row per name) and encoded at once.
+_NAMES = 'SELECT "PART_NAME" FROM "PARTITIONS" WHERE "TBL_ID" = %(tbl_id)s {after}ORDER BY "PART_NAME" LIMIT %(size)s'
+_NAMES_FIRST = _NAMES.format(after="")
+_NAMES_NEXT = _NAMES.format(after='AND "PART_NAME" > %(last)s ')
+
+
+@dataclass
+class NamesPage:
+    """A page of partition names: `names`, or (PostgreSQL) `data`, their TBinaryProtocol list elements."""
+
+    count: int
+    names: list[str] | None = None
+    data: bytes | None = None
+
+    def __len__(self) -> int:
+        return self.count
 
 
 def _limit(max_parts: int) -> int | None:
@@ -156,10 +193,12 @@ class PartitionRepository:
         limit: int | None,
         page: int,
         columns: Sequence[sa.ColumnElement[Any]],
+        wrap: Callable[[sa.Select[Any]], sa.Select[Any]] | None = None,
     ) -> Iterator[Sequence[sa.Row[Any]]]:
         """The rows _rows returns, `page` at a time in name order, at most `limit` in all: each page starts
         after the last name of the one before (the unique index (TBL_ID, PART_NAME) serves each page), so a
-        table of any size is listed without holding more than a page."""
+        table of any size is listed without holding more than a page. wrap: what runs instead of each page's
+        select (a statement over it whose rows have its PART_NAME, in its order)."""
         last: str | None = None
         left = limit
         while left is None or left > 0:
@@ -170,7 +209,7 @@ class PartitionRepository:
             if last is not None:
                 query = query.where(PARTITIONS.c.PART_NAME > last)
             query = (joins or _KeyValueJoins()).apply(query).order_by(PARTITIONS.c.PART_NAME).limit(size)
-            rows = self._conn.execute(query).all()
+            rows = self._conn.execute(wrap(query) if wrap is not None else query).all()
             if rows:
                 yield rows
             if len(rows) < size:
@@ -187,12 +226,13 @@ class PartitionRepository:
         max_parts: int,
         page: int,
         columns: Sequence[sa.ColumnElement[Any]],
+        wrap: Callable[[sa.Select[Any]], sa.Select[Any]] | None = None,
     ) -> tuple[int, Iterator[Sequence[sa.Row[Any]]]]:
         """(how many rows _rows would return, those rows a page at a time). A listing that fits one page costs
         one statement, as _rows; a longer one a count besides. Run inside one snapshot (Store.snapshot), so
         the count and the pages agree."""
         limit = _limit(max_parts)
-        pages = self._pages(ref, condition, joins, limit, page, columns)
+        pages = self._pages(ref, condition, joins, limit, page, columns, wrap)
         first = next(pages, ())
         if len(first) < page or (limit is not None and len(first) == limit):
             count = len(first)
@@ -433,11 +473,56 @@ class PartitionRepository:
     def stream_names(
         self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = NAME_PAGE_ROWS,
         catalog: str = DEFAULT_CATALOG,
-    ) -> tuple[int, Iterator[builtins.list[str]]]:
-        """list_names as (how many, the names a page at a time); inside one snapshot (Store.snapshot)."""
-        ref, _ = self._table(db_name, table_name, catalog)
+    ) -> tuple[int, Iterator[NamesPage]]:
+        """list_names as (how many, the names a page at a time); inside one snapshot (Store.snapshot). On
+        PostgreSQL each page comes encoded as the elements of a Thrift list<string> (NamesPage.data, read
+        without a SQLAlchemy row per name), elsewhere as names."""
+        ref = table_ref(self._conn, catalog, db_name, table_name)  # (the partition keys are not needed)
+        if self._conn.dialect.name == "postgresql":
+            return self._encoded_names(ref, _limit(max_parts), page)
         count, pages = self._counted_pages(ref, None, None, max_parts, page, [PARTITIONS.c.PART_NAME])
-        return count, ([r.PART_NAME for r in rows] for rows in pages)
+        return count, (NamesPage(len(rows), names=[r.PART_NAME for r in rows]) for rows in pages)
+
+    def _encoded_names(self, ref: TableRef, limit: int | None, page: int) -> tuple[int, Iterator[NamesPage]]:
+        def read(last: str | None, size: int) -> tuple[NamesPage, str | None]:
+            result = self._conn.exec_driver_sql(
+                _NAMES_FIRST if last is None else _NAMES_NEXT, {"tbl_id": ref.tbl_id, "last": last, "size": size}
+            )
+            try:
+                names = [name for (name,) in result.cursor.fetchall()]
+            finally:
+                result.close()
+            return NamesPage(len(names), data=names_body(names)), (names[-1] if names else None)
+
+        size = page if limit is None else min(page, limit)
+        first, last = read(None, size)
+        if first.count < size or (limit is not None and first.count == limit):
+            count = first.count
+        else:
+            count = self._conn.execute(
+                sa.select(sa.func.count()).select_from(PARTITIONS).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
+            ).scalar_one()
+            if limit is not None:
+                count = min(count, limit)
+
+        def pages() -> Iterator[NamesPage]:
+            nonlocal last
+            if first.count:
+                yield first
+            left = None if limit is None else limit - first.count
+            got = first.count
+            while got == page and (left is None or left > 0):
+                size = page if left is None else min(page, left)
+                current, last = read(last, size)
+                if current.count:
+                    yield current
+                got = current.count
+                if left is not None:
+                    left -= got
+                if got < size:
+                    return
+
+        return count, pages()
 
     def stream_by_filter(
         self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
@@ -449,6 +534,135 @@ class PartitionRepository:
         condition, joins = self._filter(ref, keys, filter_text)
         count, pages = self._counted_pages(ref, condition, joins, max_parts, page, _ROW_COLUMNS)
         return count, (self._load(ref, rows) for rows in pages)
+
+    def _row_pages(
+        self,
+        ref: TableRef,
+        condition: sa.ColumnElement[bool] | None,
+        joins: _KeyValueJoins | None,
+        max_parts: int,
+        page: int,
+    ) -> tuple[int, Iterator[RowPage]]:
+        """What _counted_pages gives, each page as a RowPage (rows for partition_bytes, no Partition objects
+        on PostgreSQL: one statement a page, partition_listing.page_statement)."""
+        if self._conn.dialect.name != "postgresql":
+            count, pages = self._counted_pages(ref, condition, joins, max_parts, page, _ROW_COLUMNS)
+            return count, (
+                object_page(ref.db_name, ref.table_name, ref.catalog, self._load(ref, rows)) for rows in pages
+            )
+        count, pages = self._counted_pages(ref, condition, joins, max_parts, page, _ROW_COLUMNS, page_statement)
+        seen: set[Any] = set()
+
+        def row_pages() -> Iterator[RowPage]:
+            for rows in pages:
+                new = new_column_descriptors(rows, seen)
+                columns = columns_of(load_columns(self._conn, new)) if new else {}
+                yield RowPage(ref.db_name, ref.table_name, ref.catalog, rows, columns)
+
+        return count, row_pages()
+
+    def _listing(
+        self,
+        ref: TableRef,
+        keys: Sequence[FieldSchema],
+        request: tuple[Any, ...],
+        condition: sa.ColumnElement[bool] | None,
+        joins: _KeyValueJoins | None,
+        max_parts: int,
+        page: int,
+    ) -> Listing:
+        return Listing(
+            ref,
+            (*request, max_parts, tuple((k.name, k.type) for k in keys)),
+            lambda: self._row_pages(ref, condition, joins, max_parts, page),
+        )
+
+    def listing_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> Listing:
+        """list_by_filter as a Listing (rows for partition_bytes, read a page at a time by Listing.read);
+        inside one snapshot (Store.snapshot). InvalidInput for a bad filter, here, before anything is read."""
+        ref, keys = self._filtered_table(db_name, table_name, catalog)
+        condition, joins = self._filter(ref, keys, filter_text)
+        return self._listing(ref, keys, ("filter", filter_text), condition, joins, max_parts, page)
+
+    def listing(
+        self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> Listing:
+        """list as a Listing (see listing_by_filter)."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        return self._listing(ref, keys, ("all",), None, None, max_parts, page)
+
+    def listing_by_partial_values(
+        self, db_name: str, table_name: str, values: Sequence[str], *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> Listing:
+        """list_by_partial_values as a Listing (see listing_by_filter)."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        condition, joins = self._partial(ref, keys, values)
+        return self._listing(ref, keys, ("ps", tuple(values)), condition, joins, max_parts, page)
+
+    def stream_rows_by_filter(
+        self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> tuple[int, Iterator[RowPage]]:
+        """listing_by_filter, read."""
+        return self.listing_by_filter(
+            db_name, table_name, filter_text, max_parts=max_parts, page=page, catalog=catalog
+        ).read()
+
+    def stream_rows(
+        self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> tuple[int, Iterator[RowPage]]:
+        """listing, read."""
+        return self.listing(db_name, table_name, max_parts=max_parts, page=page, catalog=catalog).read()
+
+    def stream_rows_by_partial_values(
+        self, db_name: str, table_name: str, values: Sequence[str], *, max_parts: int = -1, page: int = PAGE_ROWS,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> tuple[int, Iterator[RowPage]]:
+        """listing_by_partial_values, read."""
+        return self.listing_by_partial_values(
+            db_name, table_name, values, max_parts=max_parts, page=page, catalog=catalog
+        ).read()
+
+    def listing_version(self, tbl_id: int) -> tuple[int, str] | None:
+        """(number of partitions, digest of their LISTING_VERSION values, sorted) of a table on PostgreSQL,
+        where triggers renew a partition's version whenever anything a listing sends of it changes (migration
+        0008): equal in two snapshots only if the table's partitions are. None elsewhere (not kept)."""
+        if self._conn.dialect.name != "postgresql":
+            return None
+        row = self._conn.execute(_LISTING_VERSION, {"tbl_id": tbl_id}).one()
+        return int(row[0]), str(row[1])
+
+    def rows_by_names(
+        self, db_name: str, table_name: str, names: Sequence[str], *, catalog: str = DEFAULT_CATALOG
+    ) -> RowPage:
+        """get_by_names as one RowPage (ordered by name)."""
+        if self._conn.dialect.name != "postgresql":
+            ref, _ = self._table(db_name, table_name, catalog)
+            return object_page(ref.db_name, ref.table_name, ref.catalog, self.get_by_names(
+                db_name, table_name, names, catalog=catalog
+            ))
+        ref, keys = self._table(db_name, table_name, catalog)
+        canonical = []
+        for n in names:
+            try:
+                canonical.append(self._canonical_name(ref, keys, n))
+            except NoSuchObject:
+                continue
+        if not canonical:
+            return RowPage(ref.db_name, ref.table_name, ref.catalog, [])
+        condition = PARTITIONS.c.PART_NAME == sa.any_(
+            sa.bindparam(None, list(dict.fromkeys(canonical)), type_=postgresql.ARRAY(PARTITIONS.c.PART_NAME.type))
+        )
+        _, pages = self._row_pages(ref, condition, None, -1, len(canonical) + 1)
+        page = next(pages, RowPage(ref.db_name, ref.table_name, ref.catalog, []))
+        page.rows = sorted(page.rows, key=lambda r: r[0])  # by name as Python orders, as get_by_names
+        return page
 
     def count(self, db_name: str, table_name: str, *, catalog: str = DEFAULT_CATALOG) -> int:
         """How many partitions the table has."""

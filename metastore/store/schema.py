@@ -204,6 +204,10 @@ PARTITIONS = sa.Table(
     # partition's statistics rows or its name change (migration 0003); the statistics reply cache validates
     # its entries against it. Unused (0) on SQLite.
     sa.Column("STATS_VERSION", sa.BigInteger, nullable=False, server_default="0"),
+    # Not Hive's: on PostgreSQL, a value from PART_LISTING_VERSION_SEQ that triggers renew whenever anything a
+    # partition listing sends of the partition changes (migration 0008); the listing reply cache validates its
+    # entries against it. Unused (0) on SQLite.
+    sa.Column("LISTING_VERSION", sa.BigInteger, nullable=False, server_default="0"),
     # (TBL_ID, PART_NAME) rather than Hive's (PART_NAME, TBL_ID): every query starts from one table and
     # listings come back ordered by name straight from this index.
     sa.UniqueConstraint("TBL_ID", "PART_NAME", name="UNIQUEPARTITION"),
