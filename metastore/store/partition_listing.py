@@ -9,7 +9,6 @@ databases read the page as objects (PartitionRepository._load) and turn them int
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.sql.selectable import LateralFromClause
 
-from metastore.catalog import FieldSchema, Partition, SkewedInfo
+from metastore.catalog import FieldSchema, Partition
 from metastore.store.refs import TableRef
 from metastore.store.schema import (
     BUCKETING_COLS,
@@ -31,6 +30,7 @@ from metastore.store.schema import (
     SERDES,
     SORT_COLS,
 )
+from metastore.store.storage import skewed_text
 
 
 def _agg(column: sa.ColumnElement[Any], order: sa.ColumnElement[Any], label: str) -> sa.Label[Any]:
@@ -180,22 +180,10 @@ def partition_row(p: Partition) -> tuple[tuple[Any, ...], tuple[tuple[str, str, 
         serde.name, serde.serialization_lib, list(serde.parameters), list(serde.parameters.values()),
         list(sd.bucket_cols), [o.col for o in sd.sort_cols], [o.order for o in sd.sort_cols],
         list(sd.parameters), list(sd.parameters.values()),
-        _skewed_text(sd.skewed_info), sd.stored_as_sub_directories,
+        skewed_text(sd.skewed_info), sd.stored_as_sub_directories,
     )
     return row, cols
 
 
-def _skewed_text(info: SkewedInfo | None) -> str | None:
-    if info is None:
-        return None
-    return json.dumps(
-        {
-            "names": list(info.skewed_col_names),
-            "values": [list(v) for v in info.skewed_col_values],
-            "locations": [[list(k), v] for k, v in info.skewed_col_value_location_maps.items()],
-        },
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
 
 

@@ -442,17 +442,22 @@ class PartitionRepository:
         except InvalidObject as exc:
             raise NoSuchObject(f"partition {name!r} of {ref.qualified_name} does not exist: {exc}") from None
 
-    def get_by_names(
-        self, db_name: str, table_name: str, names: Sequence[str], *, catalog: str = DEFAULT_CATALOG
-    ) -> list[Partition]:
-        """The partitions that exist among `names`, ordered by name (missing or malformed names are left out)."""
-        ref, keys = self._table(db_name, table_name, catalog)
+    def _canonical_names(self, ref: TableRef, keys: Sequence[FieldSchema], names: Sequence[str]) -> list[str]:
+        """The canonical forms of `names`, leaving out malformed names and names of other keys."""
         canonical = []
         for n in names:
             try:
                 canonical.append(self._canonical_name(ref, keys, n))
             except NoSuchObject:
                 continue
+        return canonical
+
+    def get_by_names(
+        self, db_name: str, table_name: str, names: Sequence[str], *, catalog: str = DEFAULT_CATALOG
+    ) -> list[Partition]:
+        """The partitions that exist among `names`, ordered by name (missing or malformed names are left out)."""
+        ref, keys = self._table(db_name, table_name, catalog)
+        canonical = self._canonical_names(ref, keys, names)
         rows = sorted(self._rows_by_names(ref, canonical).values(), key=lambda r: r.PART_NAME)
         return self._load(ref, rows)
 
@@ -648,12 +653,7 @@ class PartitionRepository:
                 db_name, table_name, names, catalog=catalog
             ))
         ref, keys = self._table(db_name, table_name, catalog)
-        canonical = []
-        for n in names:
-            try:
-                canonical.append(self._canonical_name(ref, keys, n))
-            except NoSuchObject:
-                continue
+        canonical = self._canonical_names(ref, keys, names)
         if not canonical:
             return RowPage(ref.db_name, ref.table_name, ref.catalog, [])
         condition = PARTITIONS.c.PART_NAME == sa.any_(

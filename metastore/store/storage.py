@@ -103,7 +103,8 @@ class StorageRef:
     cd_id: int | None
 
 
-def _skewed_to_text(info: SkewedInfo | None) -> str | None:
+def skewed_text(info: SkewedInfo | None) -> str | None:
+    """SDS.SKEWED_INFO as this store keeps it (compact JSON; None without skew information)."""
     if info is None:
         return None
     return json.dumps(
@@ -138,7 +139,7 @@ def _sd_row(sd: StorageDescriptor, cd_id: int | None, serde_id: int) -> dict[str
         "IS_COMPRESSED": bool(sd.compressed),
         "IS_STOREDASSUBDIRECTORIES": bool(sd.stored_as_sub_directories),
         "NUM_BUCKETS": sd.num_buckets,
-        "SKEWED_INFO": _skewed_to_text(sd.skewed_info),
+        "SKEWED_INFO": skewed_text(sd.skewed_info),
     }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.catalog import Partition
 from metastore.store.partition_listing import partition_row
-from metastore.wire.encoded import encode_struct
+from metastore.wire.encoded import encode_struct, string_list_body
 
 # One partition as the listing reads it (PostgreSQL returns exactly these columns, partition_listing.PAGE_COLUMNS):
 ROW_FIELDS = (
@@ -52,13 +52,6 @@ def _string_field(fid: int, value: str) -> bytes:
     return struct.pack(">bhi", _T_STRING, fid, len(data)) + data
 
 
-def _strings(values: Iterable[str]) -> bytes:
-    out = []
-    for v in values:
-        data = v.encode("utf-8")
-        out.append(_i32(len(data)))
-        out.append(data)
-    return b"".join(out)
 
 
 def _string_map_field(fid: int, keys: Sequence[str] | None, values: Sequence[str] | None) -> bytes:
@@ -148,7 +141,7 @@ class PartitionEncoder:
         for row in rows:
             values = row[4] or ()
             append(_field_list(_T_LIST, 1, _T_STRING, len(values)))
-            append(_strings(values))
+            append(string_list_body(values))
             append(names)
             append(_field_i32(_T_I32, 4, row[1]))
             append(_field_i32(_T_I32, 5, row[2]))
