@@ -19,6 +19,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.sql.selectable import LateralFromClause
 
 from metastore.catalog import FieldSchema, Partition
+from metastore.listing_rows import partition_row
 from metastore.store.refs import TableRef
 from metastore.store.schema import (
     BUCKETING_COLS,
@@ -30,7 +31,6 @@ from metastore.store.schema import (
     SERDES,
     SORT_COLS,
 )
-from metastore.store.storage import skewed_text
 
 
 def _agg(column: sa.ColumnElement[Any], order: sa.ColumnElement[Any], label: str) -> sa.Label[Any]:
@@ -166,23 +166,6 @@ def object_page(db_name: str, table_name: str, catalog: str, parts: Sequence[Par
     return page
 
 
-def partition_row(p: Partition) -> tuple[tuple[Any, ...], tuple[tuple[str, str, str | None], ...] | None]:
-    """A Partition as a listing row, with its columns as its cols_key (for partitions read as objects)."""
-    sd = p.sd
-    cols: tuple[tuple[str, str, str | None], ...] | None = (
-        None if sd.cols_unset else tuple((c.name, c.type, c.comment) for c in sd.cols)
-    )
-    params = p.parameters
-    serde = sd.serde_info
-    row = (
-        None, p.create_time, p.last_access_time, p.write_id, list(p.values), list(params), list(params.values()),
-        True, cols, sd.location, sd.input_format, sd.output_format, sd.compressed, sd.num_buckets,
-        serde.name, serde.serialization_lib, list(serde.parameters), list(serde.parameters.values()),
-        list(sd.bucket_cols), [o.col for o in sd.sort_cols], [o.order for o in sd.sort_cols],
-        list(sd.parameters), list(sd.parameters.values()),
-        skewed_text(sd.skewed_info), sd.stored_as_sub_directories,
-    )
-    return row, cols
 
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from metastore.catalog import FieldSchema, Order, SerDeInfo, SkewedInfo, StorageDescriptor
+from metastore.listing_rows import skewed_text
 from metastore.store.chunking import chunks, id_conditions
 from metastore.store.ids import allocate_ids
 from metastore.store.parameters import SD_PARAMETERS, SERDE_PARAMETERS
@@ -103,19 +104,6 @@ class StorageRef:
     cd_id: int | None
 
 
-def skewed_text(info: SkewedInfo | None) -> str | None:
-    """SDS.SKEWED_INFO as this store keeps it (compact JSON; None without skew information)."""
-    if info is None:
-        return None
-    return json.dumps(
-        {
-            "names": list(info.skewed_col_names),
-            "values": [list(v) for v in info.skewed_col_values],
-            "locations": [[list(k), v] for k, v in info.skewed_col_value_location_maps.items()],
-        },
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
 
 
 def _skewed_from_text(text: str | None) -> SkewedInfo | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from metastore.api.hive_metastore import ttypes as tt
 from metastore.catalog import Partition
-from metastore.store.partition_listing import partition_row
+from metastore.listing_rows import partition_row
 from metastore.wire.encoded import encode_struct, string_list_body
 
 # One partition as the listing reads it (PostgreSQL returns exactly these columns, partition_listing.PAGE_COLUMNS):

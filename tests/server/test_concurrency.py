@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import re
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -123,15 +124,20 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _hammer(port: int, db: str, want_pid: int, calls: int) -> int:
-    """Connect until served by worker `want_pid`, then make `calls` statistics reads; returns the pid."""
-    for _ in range(200):
+    """Connect until served by worker `want_pid`, then make `calls` statistics reads; returns the pid.
+
+    Workers keep their shares of connections even, so while the wanted worker holds more connections than the
+    other, new ones go to the other: keep trying (for up to 60 s) until the others' connections let it in."""
+    deadline = time.monotonic() + 60
+    while True:
         client = connect(port)
         pid = int(re.search(r"pid (\d+)", client.getStatusDetails()).group(1))
         if pid == want_pid:
             break
         client._iprot.trans.close()
-    else:
-        return -1
+        if time.monotonic() > deadline:
+            return -1
+        time.sleep(0.005)
     req = tt.TableStatsRequest(dbName=db, tblName="t", colNames=["l"])
     try:
         for _ in range(calls):
