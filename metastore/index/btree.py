@@ -71,8 +71,9 @@ class Postings:
         return cls(domain, keys, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint32))
 
     @classmethod
-    def from_pairs(cls, domain: Domain, keys: np.ndarray, ids: np.ndarray) -> Postings:
-        """Group (key, stripe id) pairs; each pair at most once, in any order."""
+    def from_pairs(cls, domain: Domain, keys: np.ndarray, ids: np.ndarray, *, grouped: bool = False) -> Postings:
+        """Group (key, stripe id) pairs; each pair at most once, in any order (``grouped``: pairs of equal keys
+        come in id order along the arrays, so a stable sort by key orders them)."""
         if len(keys) == 0:
             return cls.empty(domain)
         if domain is not Domain.INT64:
@@ -81,7 +82,8 @@ class Postings:
             i = np.asarray(ids, dtype=np.uint32)[order]
             new_key = np.concatenate(([True], k[1:] != k[:-1]))
         else:
-            k, i, new_key = _int_pairs_order(np.asarray(keys, dtype=np.int64), np.asarray(ids, dtype=np.uint32))
+            k, i, new_key = _int_pairs_order(np.asarray(keys, dtype=np.int64), np.asarray(ids, dtype=np.uint32),
+                                             grouped)
         if bool(new_key.all()):  # every key in one stripe only (a unique column): no grouping to do
             return cls(domain, k, np.arange(len(k) + 1, dtype=np.int64), i)
         starts = np.flatnonzero(new_key)
@@ -89,27 +91,28 @@ class Postings:
         return cls(domain, k[starts], offsets, i)
 
 
-def _int_pairs_order(keys: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _int_pairs_order(keys: np.ndarray, ids: np.ndarray, grouped: bool = False,
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """int64 (key, stripe id) pairs ordered by key, then id (what ``np.lexsort((ids, keys))`` gives), and per
     position whether it starts a new key.
 
-    When the ids do not decrease along the array (a scan's pairs: stripe after stripe, each stripe's keys
-    sorted), a stable sort of the keys alone already gives the lexsort's order, and numpy's stable sort (a
-    timsort) merges the sorted runs it finds: 1,000 runs of 10 M keys in a third of a quicksort's time, one
-    run (a sorted column) in linear time. Otherwise an unstable argsort of the keys leaves pairs of equal keys
-    in any order; their ids are then put in order by one sort of (key group, id) numbers, which gives the same
-    pairs as the lexsort."""
-    by_stripe = len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1]))
-    if by_stripe and bool(np.all(keys[1:] > keys[:-1])):  # a sorted unique column: nothing to order
-        k, i = keys, ids
+    When equal keys come in id order along the array (``grouped``, or ids that do not decrease: a scan's
+    pairs, stripe after stripe, each stripe's keys sorted), a stable sort of the keys alone gives the lexsort's
+    order, and numpy's stable sort (a timsort) merges the sorted runs it finds: 1,000 runs of 10 M keys in a
+    third of a quicksort's time. Keys already ascending and distinct need no sort. Otherwise an unstable argsort of the keys
+    leaves pairs of equal keys in any order; their ids are then put in order by one sort of (key group, id)
+    numbers, which gives the same pairs as the lexsort."""
+    in_order = grouped or len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1]))
+    if bool(np.all(keys[1:] > keys[:-1])):
+        k, i = keys, ids  # keys already ascending and distinct (a sorted column): nothing to order
     else:
-        order = np.argsort(keys, kind="stable" if by_stripe else None)
+        order = np.argsort(keys, kind="stable" if in_order else None)
         k = keys[order]
         i = ids[order]
     new_key = np.empty(len(k), dtype=bool)
     new_key[:1] = True
     np.not_equal(k[1:], k[:-1], out=new_key[1:])
-    if len(k) and not by_stripe and not bool(new_key.all()):
+    if len(k) and not in_order and not bool(new_key.all()):
         group = np.cumsum(new_key, dtype=np.int64) - 1
         width = int(i.max()) + 1
         if int(group[-1]) < (1 << 62) // width:
@@ -132,19 +135,27 @@ def _object_order(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
 
 
 def postings_of(files: Sequence[FileValues], domain: Domain) -> Postings:
-    """The postings of scanned files (stripe ids in coverage order)."""
+    """The postings of scanned files (stripe ids in coverage order). Along the concatenated keys (stripe after
+    stripe, or a file's merged run), equal keys come in stripe-id order, so a stable sort by key alone orders
+    the pairs (Postings.from_pairs with ``grouped``)."""
     key_parts: list[np.ndarray] = []
-    counts: list[int] = []
+    id_parts: list[np.ndarray] = []
+    base = 0
     for f in files:
-        for s in f.stripes:
-            if len(s.distinct):
-                key_parts.append(s.distinct)
-            counts.append(len(s.distinct))
+        if f.merged is not None:
+            keys, local = f.merged
+            if len(keys):
+                key_parts.append(keys)
+                id_parts.append(local.astype(np.uint32) + np.uint32(base))
+        else:
+            counts = [len(s.distinct) for s in f.stripes]
+            key_parts.extend(s.distinct for s in f.stripes if len(s.distinct))
+            if sum(counts):
+                id_parts.append(np.repeat(np.arange(base, base + len(counts), dtype=np.uint32), counts))
+        base += len(f.stripes)
     if not key_parts:
         return Postings.empty(domain)
-    keys = np.concatenate(key_parts)
-    ids = np.repeat(np.arange(len(counts), dtype=np.uint32), counts)
-    return Postings.from_pairs(domain, keys, ids)
+    return Postings.from_pairs(domain, np.concatenate(key_parts), np.concatenate(id_parts), grouped=True)
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -155,6 +166,11 @@ def _leaf_bounds(domain: Domain, postings: Postings) -> list[int]:
     n = len(postings.keys)
     if n == 0:
         return [0]
+    if domain is Domain.INT64 and len(postings.ids) == n:
+        # one stripe per key: every key counts 12 bytes, so the rule below cuts every LEAF_TARGET_BYTES // 12
+        # keys (the same bounds, without a cumulative sum over every key)
+        step = min(max(LEAF_TARGET_BYTES // 12, 1), MAX_LEAF_KEYS)
+        return [*range(0, n, step), n]
     per_key = np.diff(postings.offsets) * 4 + 8
     if domain is Domain.BYTES:
         per_key = per_key + np.fromiter((len(k) for k in postings.keys), dtype=np.int64, count=n)
@@ -525,10 +541,10 @@ def write_stripe_sets(writer: IndexFileWriter, files: Sequence[FileValues]) -> d
     values: list[int] = []
     stripe_id = 0
     for f in files:
-        for s in f.stripes:
+        for s, count in zip(f.stripes, f.distinct_counts(), strict=True):
             if s.nulls:
                 nulls.append(stripe_id)
-            if len(s.distinct):
+            if count:
                 values.append(stripe_id)
             stripe_id += 1
     return {
