@@ -390,9 +390,17 @@ def harvest_targets(
     merge = _ResultMerge(targets, names, cache, progress)
     units: list[Unit] = []
     reused_any = False
+    # every target's stored results in one call where the store can (the metastore's: one round trip), else one
+    # lookup per target
+    lookup_many = getattr(cache, "lookup_many", None)
+    every: dict[str, FilePartials] | None = None
+    if lookup_many is not None and len(targets) > 1:
+        every = lookup_many({t.name: t.files for t in targets if t.files})
     for ti, target in enumerate(targets):
-        # one lookup per target: a PartialStore in the metastore answers it in one call
-        stored = cache.lookup(target.files, target.name) if cache is not None and target.files else {}
+        if every is not None:
+            stored = every
+        else:
+            stored = cache.lookup(target.files, target.name) if cache is not None and target.files else {}
         for fi, ref in enumerate(target.files):
             reused = cached_partials(stored.get(ref.url), ref, list(specs), options)
             if reused is not None and len(reused[1]) == len(specs):
