@@ -27,6 +27,7 @@ from metastore.sql.analysis import (
     list_targets,
     outcome_of,
     persist_outcomes,
+    retain_outcomes,
     spec_values,
     statistics_columns,
     summarize,
@@ -147,9 +148,7 @@ def analyze_table(
                 split_bytes=split_bytes, task_bytes=task_bytes, parallelism=parallelism, storage_options=storage,
             )
             if opened is not None:  # results of files deleted from storage are forgotten
-                for outcome in outcomes:
-                    if not outcome.failed:
-                        opened.retain(outcome.target.files, outcome.target.name)
+                retain_outcomes(opened, outcomes)
         finally:
             bar.close()
             if opened is not None:
