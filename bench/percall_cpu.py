@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_hms  # noqa: E402 - the benchmark's set-up, requests and /proc readers are reused as they are
+import bench_hms  # the benchmark's set-up, requests and /proc readers, reused as they are
 
 
 def _backends(table: dict[int, tuple[int, str, float]], database: str) -> dict[int, float]:
