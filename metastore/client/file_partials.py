@@ -142,6 +142,28 @@ class MetastorePartialStore:
                 self.db_name, self.table_name, None if partition is None else [partition], gone
             )
 
+    def retain_many(self, groups: Mapping[str | None, Sequence[FileRef]]) -> None:
+        """:meth:`retain` for several partitions (partition name -> its files now): the stored files gone from
+        all of them forgotten in one call (partitions whose stored paths no lookup saw are read first)."""
+        if not self.supported or None in groups or len(groups) < 2:
+            for partition, files in groups.items():
+                self.retain(files, partition)
+            return
+        unseen = [str(p) for p in groups if p not in self._stored_paths]
+        if unseen:
+            for f in self.client.get_file_partials(self.db_name, self.table_name, unseen):
+                self._stored_paths.setdefault(f.partition, set()).add(f.path)
+        gone: dict[str, list[str]] = {}
+        for partition, files in groups.items():
+            stored = self._stored_paths.pop(partition, set())
+            missing = sorted(stored - {f.url for f in files})
+            if missing:
+                gone[str(partition)] = missing
+        if gone:
+            # partitions and paths both given: only those paths of those partitions are deleted
+            self.client.delete_file_partials(self.db_name, self.table_name, list(gone),
+                                             [path for paths in gone.values() for path in paths])
+
     def close(self) -> None:
         """Close the fallback store, if any (the client belongs to the caller)."""
         close = getattr(self.fallback, "close", None)

@@ -21,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 
 from metastore.index.bloom import stripe_filter
-from metastore.index.columns import ColumnType, column_type, require_indexable
+from metastore.index.columns import ColumnType, Domain, column_type, require_indexable
 from metastore.index.coverage import FileValues, StripeValues
 from metastore.index.errors import IndexBuildError
 from metastore.index.model import DataFile, IndexKind, IndexLevel, IndexPart, IndexRecord
@@ -96,24 +96,27 @@ def bounds_only(record: IndexRecord) -> bool:
 #: one process scans them faster than a pool starts (bench/bench_index.py --sections 6 measures the crossover:
 #: in BENCHMARKS.md, BLOOM and MINMAX gain 1.1-1.2x from 16 MiB and 1.4-1.7x at 97.5 MiB on two cores).
 PARALLEL_MIN_BYTES = 16 << 20
-#: Index kinds whose builds use the pool. Not BTREE: what a worker saves by scanning, the table-wide sort and
-#: write of every key in this process still costs, and sending the keys back costs as much as the scan saved
-#: (0.94-1.02x of one process at 62-97.5 MiB, BENCHMARKS.md), while BLOOM filters and MINMAX bounds are made
-#: where the file is scanned and come back small.
-POOLED_KINDS = frozenset({IndexKind.BLOOM, IndexKind.MINMAX})
+#: Index kinds whose builds use the pool: all. BLOOM filters and MINMAX bounds are made where the file is
+#: scanned and come back small; a BTREE's worker sends its file's keys back as one sorted run (scan_file's
+#: ``merge``), so the table-wide sort left in this process merges 50 runs instead of 1,000 (10 M keys: 2.2-2.8
+#: -> 1.4-1.5 s of this process's CPU in process; BENCHMARKS.md has the whole commands at 10 M and 50 M rows).
+POOLED_KINDS = frozenset({IndexKind.BTREE, IndexKind.BLOOM, IndexKind.MINMAX})
 #: processes of a pooled local scan (None: one per CPU, as ANALYZE's harvest runner)
 WORKERS: int | None = None
 
 
 def scan_file(
     file: DataFile, column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
-    *, bounds: bool = False, bloom_fpp: float | None = None,
+    *, bounds: bool = False, bloom_fpp: float | None = None, merge: bool = False,
 ) -> FileValues:
     """One data file's values as a build uses them: per stripe its distinct keys (``bounds``: only the smallest
     and largest), or, with ``bloom_fpp``, the stripe's bloom filter at that rate instead of its keys (what a
     BLOOM part is written from; computed where the file is scanned, so a worker process returns filters, not
-    keys)."""
+    keys). ``merge`` (a BTREE's worker, int64 keys): the stripes' keys as one sorted run of the file
+    (FileValues.merged), so the worker does part of the sort the tree needs."""
     values = scan_column(file, column, ctype, position, options, bounds_only=bounds)
+    if merge and ctype.domain is Domain.INT64:
+        return values.merge_stripes()
     if bloom_fpp is None:
         return values
     domain = ctype.domain
@@ -127,11 +130,12 @@ def scan_file(
 def local_scanner(
     column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
     *, bounds: bool = False, bloom_fpp: float | None = None, workers: int | None = None,
-    parallel_min_bytes: int | None = None,
+    parallel_min_bytes: int | None = None, merge: bool = False,
 ) -> Scanner:
     """Scan files in this process, or in ``workers`` processes (default: one per CPU) when there are several
     files of at least ``parallel_min_bytes`` (default PARALLEL_MIN_BYTES) in all; see scan_file for ``bounds``
-    and ``bloom_fpp``. Files come back as they finish."""
+    and ``bloom_fpp``; ``merge``: pooled workers send each file's int64 keys as one sorted run (scan_file).
+    Files come back as they finish."""
     threshold = PARALLEL_MIN_BYTES if parallel_min_bytes is None else parallel_min_bytes
 
     def scan(files: Sequence[DataFile]) -> Iterable[FileValues]:
@@ -142,14 +146,14 @@ def local_scanner(
             for f in files:
                 yield scan_file(f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp)
             return
-        yield from _pooled(files, pool_size, column, ctype, position, options, bounds, bloom_fpp)
+        yield from _pooled(files, pool_size, column, ctype, position, options, bounds, bloom_fpp, merge)
 
     return scan
 
 
 def _pooled(
     files: Sequence[DataFile], pool_size: int, column: str, ctype: ColumnType, position: int | None,
-    options: StorageOptions | None, bounds: bool, bloom_fpp: float | None,
+    options: StorageOptions | None, bounds: bool, bloom_fpp: float | None, merge: bool = False,
 ) -> Iterator[FileValues]:
     """Files shared out to the harvest runner's pool (forked workers that keep freed memory), largest first so
     the last file to finish is a small one; results as they finish. The first error stops the scan."""
@@ -158,7 +162,8 @@ def _pooled(
     pool = worker_pool(pool_size)
     try:
         pending = {
-            pool.submit(scan_file, f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp)
+            pool.submit(scan_file, f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp,
+                        merge=merge)
             for f in sorted(files, key=lambda f: -f.size)
         }
         while pending:
@@ -248,7 +253,7 @@ def build_parts(
     scan = scanner or local_scanner(
         record.column, ctype, column_position, options, bounds=bounds_only(record),
         bloom_fpp=fpp if record.kind is IndexKind.BLOOM else None,
-        workers=WORKERS if record.kind in POOLED_KINDS else 1,
+        workers=WORKERS if record.kind in POOLED_KINDS else 1, merge=record.kind is IndexKind.BTREE,
     )
     for fv in scan(list(to_scan.values())):
         identity = fv.file.identity

@@ -31,7 +31,10 @@ import cramjam
 from metastore.index.errors import IndexFileCorrupt
 
 MAGIC = b"MSIDX\x00\x01\n"
-FORMAT_VERSION = 1
+#: 2: B+tree leaves with delta-encoded int64 keys and 16-bit stripe ids where they fit (btree.py); files of
+#: version 1 (plain leaves) are still read
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _TRAILER = struct.Struct("<QIIHHI8s")
 TRAILER_SIZE = _TRAILER.size
 #: A description larger than this is not one we wrote (guards allocations against corrupt lengths).
@@ -85,6 +88,8 @@ class IndexFileWriter:
         self._file.write(MAGIC)
         self._offset = len(MAGIC)
         self._done = False
+        #: the format version written in the trailer (what the kinds' block layouts follow)
+        self.version = FORMAT_VERSION
 
     def add_block(self, data: bytes | bytearray | memoryview, *, compress: bool = True) -> BlockRef:
         """Append a block; returns its reference (for the description or a parent block)."""
@@ -105,7 +110,7 @@ class IndexFileWriter:
         text = json.dumps(description, sort_keys=True, separators=(",", ":")).encode("utf-8")
         offset = self._offset
         self._file.write(text)
-        self._file.write(_TRAILER.pack(offset, len(text), zlib.crc32(text), FORMAT_VERSION, 0, 0, MAGIC))
+        self._file.write(_TRAILER.pack(offset, len(text), zlib.crc32(text), self.version, 0, 0, MAGIC))
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
@@ -140,6 +145,8 @@ class IndexFileReader:
         #: the file's last bytes, read when it is opened (offset of the first, the bytes)
         self._tail_start = size
         self._tail = b""
+        #: the format version from the trailer (READABLE_VERSIONS)
+        self.version = FORMAT_VERSION
         self.description = self._read_description()
 
     @classmethod
@@ -186,8 +193,10 @@ class IndexFileReader:
         offset, length, crc, version, _, _, magic = _TRAILER.unpack(trailer)
         if magic != MAGIC:
             raise IndexFileCorrupt(self.path, "not an index file (no trailer magic; truncated or overwritten?)")
-        if version != FORMAT_VERSION:
-            raise IndexFileCorrupt(self.path, f"format version {version} is not known (this code reads {FORMAT_VERSION})")
+        if version not in READABLE_VERSIONS:
+            raise IndexFileCorrupt(self.path, f"format version {version} is not known (this code reads "
+                                   f"{', '.join(map(str, READABLE_VERSIONS))})")
+        self.version = version
         if length > MAX_DESCRIPTION_BYTES or offset + length != self.size - TRAILER_SIZE:
             raise IndexFileCorrupt(self.path, "the trailer points outside the file")
         text = self._pread(offset, length, "the description")

@@ -54,10 +54,31 @@ class StripeValues:
 
 @dataclass
 class FileValues:
-    """Every stripe of one data file."""
+    """Every stripe of one data file. ``merged`` (a BTREE build's worker sends it instead of the stripes'
+    ``distinct``, which are then empty): every (key, stripe) pair of the file as int64 keys and stripe numbers
+    in the file, ordered by key, then stripe."""
 
     file: DataFile
     stripes: list[StripeValues]
+    merged: tuple[np.ndarray, np.ndarray] | None = None
+
+    def distinct_counts(self) -> list[int]:
+        """Per stripe, how many distinct non-null keys it holds."""
+        if self.merged is None:
+            return [len(s.distinct) for s in self.stripes]
+        return np.bincount(self.merged[1], minlength=len(self.stripes)).tolist()
+
+    def merge_stripes(self) -> FileValues:
+        """The same values with the stripes' int64 keys merged into ``merged`` (one sorted run of the file)."""
+        parts = [s.distinct for s in self.stripes if len(s.distinct)]
+        counts = [len(s.distinct) for s in self.stripes]
+        keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        id_type = np.uint16 if len(self.stripes) <= 0x10000 else np.uint32
+        ids = np.repeat(np.arange(len(self.stripes), dtype=id_type), counts)
+        order = np.argsort(keys, kind="stable")  # merges the stripes' sorted runs; equal keys stay in stripe order
+        stripes = [StripeValues(s.offset, s.length, s.rows, s.distinct[:0], s.nulls, s.values, s.bloom)
+                   for s in self.stripes]
+        return FileValues(self.file, stripes, (keys[order], ids[order]))
 
 
 @dataclass(frozen=True)

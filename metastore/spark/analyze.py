@@ -27,6 +27,7 @@ from metastore.sql.analysis import (
     list_targets,
     outcome_of,
     persist_outcomes,
+    retain_outcomes,
     spec_values,
     statistics_columns,
     summarize,
@@ -46,12 +47,20 @@ from metastore.stats.orc_convert import hive_kind
 from metastore.stats.partial_store import FilePartials
 from metastore.storage import StorageOptions
 
-__all__ = ["DEFAULT_SPLIT_BYTES", "DEFAULT_TASK_BYTES", "analyze_table", "harvest_targets", "plan_tasks"]
+__all__ = [
+    "DEFAULT_DRIVER_BYTES", "DEFAULT_SPLIT_BYTES", "DEFAULT_TASK_BYTES", "analyze_table", "harvest_targets",
+    "plan_tasks",
+]
 
 #: Files are grouped into tasks of about this many bytes (Spark's spark.sql.files.maxPartitionBytes).
 DEFAULT_TASK_BYTES = 128 << 20
 #: Files larger than this are split into pieces of stripes, one task each.
 DEFAULT_SPLIT_BYTES = 256 << 20
+#: A re-run (some files' results reused from the cache) whose remaining files hold at most this many bytes reads
+#: them in the driver's process with the same per-file code instead of starting a Spark job: a job's fixed cost
+#: (scheduling, a Python worker, results back through the JVM) is about 0.3 s even on an idle machine, about what
+#: one core takes to harvest 8-16 MiB of ORC.
+DEFAULT_DRIVER_BYTES = 16 << 20
 #: Smallest task worth scheduling when tasks are made smaller to keep every core busy (openCostInBytes).
 _MIN_TASK_BYTES = 4 << 20
 #: Tasks per core a small table is cut into (a large one gets tasks of task_bytes, hence many more).
@@ -120,20 +129,34 @@ def analyze_table(
             return summarize(tbl, wanted, True, [], time.monotonic() - started, engine="Spark")
         bar = FileProgress(progress, _stderr(), sum(len(t.files) for t in targets), f"analyze {qualified(tbl)}")
         opened = _open_cache(cache_choice(cache, metastore), client, tbl)
+        kept: frozenset[str | None] = frozenset()
+        table_kept = False
+        if opened is not None and wanted:
+            # as the shell does: targets whose files and stored statistics are those of an earlier run
+            # (metastore.sql.fingerprints) are not written again. Every target is still harvested (from the cache,
+            # which this fills where it lacks a file): the table level is merged from every file's sketches.
+            from metastore.sql.fingerprints import find_unchanged
+
+            unchanged = find_unchanged(client, tbl, targets, wanted, histograms=histograms,
+                                       partitions_total=partitions_total)
+            kept = unchanged.targets
+            covers_table = not tbl.partition_keys or len(targets) == partitions_total
+            table_kept = unchanged.table_level_kept(bool(tbl.partition_keys), covers_table)
         try:
             outcomes = harvest_targets(
                 spark, targets, tbl, wanted, histograms=histograms, cache=opened, progress=bar,
                 split_bytes=split_bytes, task_bytes=task_bytes, parallelism=parallelism, storage_options=storage,
             )
             if opened is not None:  # results of files deleted from storage are forgotten
-                for outcome in outcomes:
-                    if not outcome.failed:
-                        opened.retain(outcome.target.files, outcome.target.name)
+                retain_outcomes(opened, outcomes)
         finally:
             bar.close()
             if opened is not None:
                 opened.close()
-        persist_outcomes(client, tbl, wanted, outcomes, partitions_total, histograms=histograms)
+        for outcome in outcomes:
+            outcome.unchanged = not outcome.failed and outcome.target.name in kept
+        persist_outcomes(client, tbl, wanted, outcomes, partitions_total, histograms=histograms, unchanged=kept,
+                         table_unchanged=table_kept)
         return summarize(tbl, wanted, True, outcomes, time.monotonic() - started, engine="Spark")
     finally:
         client.close()
@@ -270,9 +293,9 @@ class _ResultMerge:
             self.pending.extend(finished)
             self.pending_bytes += sum(len(e) for f in finished for e in f.entries.values())
 
-    def add(self, target: int, file: int, piece: int, pieces: int, task: int, result: bytes | None,
+    def add(self, target: int, file: int, piece: int, pieces: int, task: int, result: bytes | FilePiece | None,
             error: str | None) -> None:
-        """One result row: a pickled FilePiece, or the error that fails its target."""
+        """One result row: a FilePiece (pickled, as executors send it), or the error that fails its target."""
         merge = self.merges[target]
         if merge.error is not None:
             return
@@ -288,7 +311,7 @@ class _ResultMerge:
             self.duplicates += 1
             return
         assert result is not None
-        slot.pieces[piece] = pickle.loads(result)
+        slot.pieces[piece] = pickle.loads(result) if isinstance(result, bytes) else result
         slot.tasks.add(task)
         self._hold(1)
         if len(slot.pieces) < pieces:
@@ -348,11 +371,14 @@ def harvest_targets(
     task_bytes: int = DEFAULT_TASK_BYTES,
     parallelism: int | None = None,
     storage_options: StorageOptions | None = None,
+    driver_bytes: int = DEFAULT_DRIVER_BYTES,
 ) -> list[TargetOutcome]:
     """Each target's outcome computed on Spark: column statistics of ``columns`` (none: basic statistics from the
     footers), equal to what the local runner gives. A target with an unreadable file fails alone, naming it.
     Executors read object stores with ``storage_options``. ``spark`` is a session, or a function returning one
-    (called only when some file is not in the cache: a re-run with nothing changed starts no Spark)."""
+    (called only when some file is not in the cache: a re-run with nothing changed starts no Spark). A re-run
+    that reuses some files' results from the cache and has at most ``driver_bytes`` left to read reads them in
+    this process (the same per-file code and merge, so the same results) and starts no Spark job either."""
     started = time.perf_counter()
     if split_bytes < 1 or task_bytes < 1:
         raise InvalidInput("split_bytes and task_bytes must be positive")
@@ -362,15 +388,25 @@ def harvest_targets(
     options = ScanOptions(want_ndv=True, want_histograms=histograms, scan=True)
     merge = _ResultMerge(targets, names, cache, progress)
     units: list[Unit] = []
+    reused_any = False
+    # every target's stored results in one call where the store can (the metastore's: one round trip), else one
+    # lookup per target
+    lookup_many = getattr(cache, "lookup_many", None)
+    every: dict[str, FilePartials] | None = None
+    if lookup_many is not None and len(targets) > 1:
+        every = lookup_many({t.name: t.files for t in targets if t.files})
     for ti, target in enumerate(targets):
-        # one lookup per target: a PartialStore in the metastore answers it in one call
-        stored = cache.lookup(target.files, target.name) if cache is not None and target.files else {}
+        if every is not None:
+            stored = every
+        else:
+            stored = cache.lookup(target.files, target.name) if cache is not None and target.files else {}
         for fi, ref in enumerate(target.files):
             reused = cached_partials(stored.get(ref.url), ref, list(specs), options)
             if reused is not None and len(reused[1]) == len(specs):
                 info, partials = reused
                 merge.reuse(ti, fi, FileAnalysis(ref.url, ref.size, ref.mtime_ns, info["rows"], info["raw"],
                                                  partials, "cache"))
+                reused_any = True
                 continue
             have = reused[1] if reused is not None else {}
             if have:
@@ -384,7 +420,13 @@ def harvest_targets(
                          for k in range(pieces))
     merge.flush()
 
-    if units:
+    if units and reused_any and sum(u.size // u.pieces for u in units) <= driver_bytes:
+        _log.info("%d file(s) left to read (%d bytes): read on the driver, no Spark job", len(units),
+                  sum(u.size // u.pieces for u in units))
+        for row in _driver_rows(units, specs, options, storage_options or StorageOptions()):
+            merge.add(*row)
+        merge.flush()
+    elif units:
         session = spark() if callable(spark) else spark
         cores = parallelism or _default_parallelism(session)
         tasks = plan_tasks(units, cores, task_bytes, specs, options, storage_options or StorageOptions())
@@ -399,6 +441,23 @@ def harvest_targets(
     _log.info("at most %d result(s) held on the driver at once; %d repeated result(s) dropped", merge.peak_held,
               merge.duplicates)
     return merge.outcomes(hive_types, options, time.perf_counter() - started)
+
+
+def _driver_rows(units: Sequence[Unit], specs: tuple[ColumnSpec, ...], options: ScanOptions,
+                 storage: StorageOptions) -> Iterator[tuple[Any, ...]]:
+    """The result rows of ``units`` harvested in this process, as executors would return them (task -1; the
+    FilePiece itself instead of its pickle): the same analyze_file_piece call as tasks.harvest_tasks makes."""
+    from metastore.stats.harvest.scan import HarvestError, analyze_file_piece
+
+    for unit in units:
+        wanted = tuple(specs[i] for i in unit.columns)
+        try:
+            piece = analyze_file_piece(unit.path, unit.size, unit.mtime_ns, wanted, options, unit.piece, unit.pieces,
+                                       storage_options=storage, version=unit.version)
+        except HarvestError as exc:
+            yield unit.target, unit.file, unit.piece, unit.pieces, -1, None, str(exc)
+            continue
+        yield unit.target, unit.file, unit.piece, unit.pieces, -1, piece, None
 
 
 def plan_tasks(units: Sequence[Unit], cores: int, task_bytes: int, specs: tuple[ColumnSpec, ...],

@@ -248,6 +248,18 @@ def human_bytes(n: int) -> str:
 # ------------------------------------------------------------------------------------------- persisting
 
 
+def retain_outcomes(cache: Any, outcomes: Sequence[TargetOutcome]) -> None:
+    """Stored per-file results of files deleted from storage since are forgotten, for every target that did not
+    fail (a failed target keeps its own): in one call where the store can (``retain_many``)."""
+    groups = {o.target.name: o.target.files for o in outcomes if not o.failed}
+    retain_many = getattr(cache, "retain_many", None)
+    if retain_many is not None:
+        retain_many(groups)
+        return
+    for name, files in groups.items():
+        cache.retain(files, name)
+
+
 def _persist_parameters(
     client: MetastoreClient, table: Table, outcomes: Sequence[TargetOutcome],
     stamp: Callable[[dict[str, str], TargetOutcome], dict[str, str]],

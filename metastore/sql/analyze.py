@@ -35,6 +35,7 @@ from metastore.sql.analysis import (
     list_targets,
     outcome_of,
     persist_outcomes,
+    retain_outcomes,
     statistics_columns,
     summarize,
 )
@@ -244,10 +245,7 @@ def analyze(ex: Session, st: Analyze) -> Result:
         else:
             outcomes, run = _analyze_local(ex, work, table, columns, st.mode, cache, progress, kept)
         if cache is not None:
-            # stored results of files deleted from storage since are forgotten (a failed target keeps its own)
-            for outcome in outcomes:
-                if not outcome.failed:
-                    cache.retain(outcome.target.files, outcome.target.name)
+            retain_outcomes(cache, outcomes)
     finally:
         progress.close()
         if cache is not None:

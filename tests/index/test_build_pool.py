@@ -94,8 +94,9 @@ def test_pooled_build_names_an_unreadable_file(tmp_path: Path, monkeypatch: pyte
     assert pools == [2]
 
 
-def test_btree_builds_stay_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pools: list[int]) -> None:
-    """Above the threshold BLOOM and MINMAX builds start the pool, BTREE builds do not (POOLED_KINDS)."""
+def test_every_kind_builds_in_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pools: list[int]) -> None:
+    """Above the threshold every kind's build starts the pool (POOLED_KINDS); BTREE's workers send merged
+    sorted runs of int64 keys (the pooled BTREE's bytes are checked by test_pooled_build_writes_the_same_bytes)."""
     table = [[[{c: None for c in tables.COLUMNS if c != "seq"}]] for _ in range(3)]
     written = tables.write_table(tmp_path / "t", table)
     monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
@@ -103,7 +104,7 @@ def test_btree_builds_stay_in_one_process(tmp_path: Path, monkeypatch: pytest.Mo
     for kind in IndexKind:
         before = len(pools)
         _build(tmp_path, written, "i", kind, IndexLevel.TABLE)
-        assert len(pools) - before == (0 if kind is IndexKind.BTREE else 1), kind
+        assert len(pools) - before == 1, kind
 
 
 @pytest.mark.parametrize("groups", [1, 7, 5000])
@@ -140,3 +141,34 @@ def test_probe_positions_are_the_formula() -> None:
             expected = (bloom._mix(seeds) % np.uint64(bits)).astype(np.int64)
             got = bloom.probe_positions(hashes, k, bits)
             assert got.shape == (n, k) and np.array_equal(got, expected)
+
+
+def test_merged_runs_give_the_same_postings_and_stripe_sets() -> None:
+    """postings_of over files whose keys come as one merged run each (a pooled BTREE's workers), over the plain
+    per-stripe files, and over a mix of both, equals the lexsort of every (key, stripe id) pair; distinct_counts
+    (what the value-stripe set is written from) is the same either way, empty stripes included."""
+    from metastore.index.coverage import FileValues, StripeValues
+    from metastore.index.model import DataFile
+
+    rng = np.random.default_rng(21)
+    files = []
+    for f in range(4):
+        stripes = []
+        for s in range(int(rng.integers(1, 6))):
+            n = int(rng.integers(0, 40))
+            distinct = np.unique(rng.integers(-50, 50, n, dtype=np.int64))
+            stripes.append(StripeValues(10 * s, 10, n, distinct, int(n == 0), len(distinct)))
+        files.append(FileValues(DataFile(f"file:/d/{f}.orc", 100, 1), stripes))
+    merged = [f.merge_stripes() for f in files]
+    keys = np.concatenate([s.distinct for f in files for s in f.stripes])
+    ids = np.repeat(np.arange(sum(len(f.stripes) for f in files)),
+                    [len(s.distinct) for f in files for s in f.stripes]).astype(np.uint32)
+    lex = np.lexsort((ids, keys))
+    for variant in (files, merged, [merged[0], files[1], merged[2], files[3]]):
+        got = btree.postings_of(variant, Domain.INT64)
+        pairs = [(int(k), int(i)) for k, a, b in zip(got.keys, got.offsets[:-1], got.offsets[1:], strict=True)
+                 for i in got.ids[a:b]]
+        assert pairs == list(zip(keys[lex].tolist(), ids[lex].tolist(), strict=True))
+    for plain, run in zip(files, merged, strict=True):
+        assert run.distinct_counts() == plain.distinct_counts() == [len(s.distinct) for s in plain.stripes]
+        assert all(len(s.distinct) == 0 for s in run.stripes)

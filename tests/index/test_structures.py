@@ -132,14 +132,16 @@ def test_build_is_deterministic(tmp_path: Path) -> None:
 def test_point_lookup_reads_only_the_path_to_one_leaf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(btree, "LEAF_TARGET_BYTES", 32 * 1024)
     monkeypatch.setattr(btree, "FANOUT", 16)
-    keys = np.arange(200_000, dtype=np.int64) * 3
+    # keys far apart (gaps up to 2**40), so the delta-encoded leaves still make a file of megabytes
+    keys = np.cumsum(np.random.default_rng(4).integers(1, 1 << 40, 200_000, dtype=np.int64))
     stripes = [StripeValues(i * 10, 10, 1000, keys[i::50], 0, 4000) for i in range(50)]
     files = [FileValues(DataFile("file:/d/a.orc", 1000, 1), stripes)]
     path = tmp_path / "t.idx"
     size = write_part(path, kind="btree", column="c", ctype=INT_TYPE, files=files, fpp=0.01)
     reader = PartReader(str(path), kind="btree", column="c", ctype=INT_TYPE)
     opened = reader.bytes_read
-    answer = reader.answer(KeyRange("c", 3 * 123_457, True, 3 * 123_457, True))
+    wanted = int(keys[123_457])
+    answer = reader.answer(KeyRange("c", wanted, True, wanted, True))
     assert answer is not None and np.flatnonzero(answer).tolist() == [123_457 % 50]
     assert reader._btree is not None and reader._btree.height >= 2
     # a few blocks of a file of megabytes
@@ -228,3 +230,43 @@ def test_cold_point_lookup_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     again = reader.answer(KeyRange("c", 3 * 123_457, True, 3 * 123_457, True))
     assert again is not None and np.array_equal(again, answer)
     assert len(reads) == 3 + height, reads
+
+
+@pytest.mark.parametrize("string", [False, True])
+def test_version_1_btree_files_are_still_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, string: bool) -> None:
+    """A BTREE file of format version 1 (plain i64 keys, u32 stripe ids) gives the same postings and answers as
+    the version 2 file of the same stripes (delta-encoded keys, u16 ids), which is smaller for int keys; keys at
+    both ends of int64 make a gap of 2**64 - 1 (width 8)."""
+    from metastore.index import container
+
+    rng = np.random.default_rng(9)
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    stripes: list[tuple[list, int]] = []
+    for i in range(40):
+        values = rng.integers(low, high, 30, dtype=np.int64).tolist() + [i * 7, low * (i == 3), high * (i == 5)]
+        if string:
+            values = [str(v).encode() for v in values]
+        stripes.append((values, i % 4))
+    files = _files(stripes, string)
+    ctype = STRING_TYPE if string else INT_TYPE
+    new, old = tmp_path / "v2.idx", tmp_path / "v1.idx"
+    write_part(new, kind="btree", column="c", ctype=ctype, files=files, fpp=0.01)
+    monkeypatch.setattr(container, "FORMAT_VERSION", 1)
+    write_part(old, kind="btree", column="c", ctype=ctype, files=files, fpp=0.01)
+    monkeypatch.undo()
+    monkeypatch.setattr(btree, "LEAF_TARGET_BYTES", 64)
+    monkeypatch.setattr(btree, "FANOUT", 3)
+    readers = [PartReader(str(p), kind="btree", column="c", ctype=ctype) for p in (new, old)]
+    assert [r.file.version for r in readers] == [2, 1]
+    if not string:
+        assert new.stat().st_size < old.stat().st_size
+    postings = [r._btree.postings() for r in readers if r._btree is not None]
+    assert postings[0].keys.tolist() == postings[1].keys.tolist()
+    assert postings[0].offsets.tolist() == postings[1].offsets.tolist()
+    assert postings[0].ids.tolist() == postings[1].ids.tolist()
+    every = sorted({v for values, _ in stripes for v in values})
+    for k in every[::7] + [every[0], every[-1]]:
+        for leaf in (KeySet("c", (k,), False), KeyRange("c", k, True, None, False)):
+            a, b = (r.answer(leaf) for r in readers)
+            assert a is not None and b is not None and np.array_equal(a, b)
+            assert np.array_equal(a, _brute(stripes, leaf))

@@ -97,3 +97,37 @@ def test_the_store_looks_up_several_partitions_in_one_call(remote: ThriftMetasto
     store.retain(refs["ds=2"], "ds=2")
     assert calls == ["get"]
     assert sorted(f.path for f in original(dbname, "t")) == [a.path, b.path]
+
+
+def test_the_store_forgets_gone_files_of_several_partitions_in_one_call(remote: ThriftMetastoreClient, dbname: str):
+    from metastore.client.file_partials import MetastorePartialStore
+    from metastore.storage import FileRef
+
+    remote.add_partitions(dbname, "t", [Partition(dbname, "t", ["3"])])
+    a, gone1, b, gone2, c = (_file("/w/ds=1/a.orc", "ds=1"), _file("/w/ds=1/gone.orc", "ds=1"),
+                             _file("/w/ds=2/b.orc", "ds=2"), _file("/w/ds=2/gone.orc", "ds=2"),
+                             _file("/w/ds=3/c.orc", "ds=3"))
+    remote.put_file_partials(dbname, "t", [a, gone1, b, gone2, c])
+    calls: list[str] = []
+    originals = {name: getattr(remote, name) for name in ("get_file_partials", "delete_file_partials")}
+
+    def counted(name: str):
+        def call(*args, **kwargs):
+            calls.append(name)
+            return originals[name](*args, **kwargs)
+        return call
+
+    for name in originals:
+        setattr(remote, name, counted(name))
+    store = MetastorePartialStore(remote, dbname, "t")
+    refs = {"ds=1": [FileRef(a.path, 1234, 5, "etag-1")], "ds=2": [FileRef(b.path, 1234, 5, "etag-1")]}
+    assert store.lookup_many(refs) == {a.path: a, b.path: b}
+    # both partitions' gone files in one delete; ds=3 (not retained) keeps everything
+    store.retain_many(refs)
+    assert calls == ["get_file_partials", "delete_file_partials"]
+    assert sorted(f.path for f in originals["get_file_partials"](dbname, "t")) == [a.path, b.path, c.path]
+    # partitions no lookup saw are read first (one call for all of them); nothing gone, nothing deleted
+    calls.clear()
+    MetastorePartialStore(remote, dbname, "t").retain_many({"ds=1": refs["ds=1"], "ds=3": [FileRef(c.path, 1, 1)]})
+    assert calls == ["get_file_partials"]
+    assert len(originals["get_file_partials"](dbname, "t")) == 3

@@ -331,3 +331,44 @@ def test_driver_memory_is_flat_in_the_number_of_files(spark, tmp_path: Path,
     # a task's three results, and those of a task that finished before an earlier one, wait at most
     assert held[4 * few] <= 6 and held[few] <= 6, held
     assert peaks[4 * few] - peaks[few] < extra / 4, (peaks, extra)
+
+
+def test_a_small_rerun_is_read_on_the_driver_and_equals_the_shell(spark, data: Path, tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A re-ANALYZE that reuses most files from the cache and has little left to read reads it in the driver's
+    process (no Spark job: the session function is never called) and writes exactly what the shell's in-process
+    ANALYZE writes over the same files."""
+    copy = tmp_path / "data"
+    for part in data.iterdir():
+        (copy / part.name).mkdir(parents=True)
+        for f in part.iterdir():
+            os.link(f, copy / part.name / f.name)
+    (tmp_path / "local").mkdir()
+    (tmp_path / "spark").mkdir()
+    _, local_client = _make(tmp_path / "local", copy)
+    url, client = _make(tmp_path / "spark", copy)
+    cache = tmp_path / "cache.sqlite"
+    first = analyze_table(spark, "sales.events", metastore=url, cache=str(cache), task_bytes=400 * 1024)
+    assert not first.failed and sum(r[6] for r in first.rows) == 0
+    # one partition's small file rewritten with other rows (a new file: the old one's inode is shared)
+    changed = copy / f"ds={DAYS[1]}" / "part-00001.orc"
+    changed.unlink()
+    po.write_table(_rows(np.random.default_rng(99), 3_700), changed, compression="zstd")
+
+    def no_spark() -> None:
+        raise AssertionError("a Spark session was asked for")
+
+    caplog.set_level(logging.INFO, logger="metastore.spark.analyze")
+    again = analyze_table(no_spark, "sales.events", metastore=url, cache=str(cache))
+    assert not again.failed
+    assert [r[5] for r in again.rows] == [0, 1, 0, 0]  # files read per partition
+    assert "3 partition(s) unchanged since the last ANALYZE" in again.message
+    assert any(r.msg.startswith("%d file(s) left to read") for r in caplog.records)
+    SqlSession(local_client, None).run("ANALYZE TABLE sales.events COMPUTE STATISTICS FOR COLUMNS")
+    local, got = _all_stats(local_client), _all_stats(client)
+    assert got[2] == local[2]
+    assert got[0] == local[0]
+    assert got[1] == local[1]
+    assert got[0][f"ds={DAYS[1]}"]["name"].bit_vector
+    local_client.close()
+    client.close()
