@@ -340,13 +340,14 @@ class Worker:
             if early:
                 trans.prepend_received(early)
         log.debug("connection from %s", peer)
+        pending = _pending_of(trans)
         try:
             while not self._stopping.is_set():
                 # Wait for the first byte of the next call outside the busy count, so shutdown does not
                 # wait for idle clients.
                 # TLS keeps no decrypted bytes back (SocketTransport reads whole records), so the transport's
                 # buffers and the descriptor tell everything; SSLSocket.pending() would release the GIL per call.
-                if not (_has_buffered_input(trans) or _wait_readable(conn, self._stopping)):
+                if not (_has_buffered_input(trans, pending) or _wait_readable(conn, self._stopping)):
                     break
                 with self._lock:
                     self._busy += 1
@@ -386,13 +387,18 @@ def _tune_garbage_collector() -> None:
     gc.set_threshold(50_000, 20, 20)
 
 
-def _has_buffered_input(trans: object) -> bool:
-    """True when the transport (or the socket reader or SASL frame under it) already holds bytes of the next call
-    (a client that pipelined calls)."""
+def _pending_of(trans: object) -> Callable[[], int] | None:
+    """The `pending` method of the socket reader (or SASL frame) under a transport, looked up once per
+    connection; None when there is none."""
+    return getattr(getattr(trans, "_trans", None), "pending", None)
+
+
+def _has_buffered_input(trans: object, pending: Callable[[], int] | None) -> bool:
+    """True when the transport (or the socket reader or SASL frame under it, whose `pending` is given) already
+    holds bytes of the next call (a client that pipelined calls)."""
     buf = getattr(trans, "cstringio_buf", None)
     if buf is not None and buf.tell() < len(buf.getbuffer()):
         return True
-    pending = getattr(getattr(trans, "_trans", None), "pending", None)
     return pending is not None and pending() > 0
 
 

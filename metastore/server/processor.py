@@ -32,6 +32,8 @@ from metastore.wire.encoded import EncodedResult, StreamedResult
 from metastore.wire.generations import Visit, catalog_clearer, table_paths, tables_at
 
 log = logging.getLogger("metastore.server.calls")
+# Replies whose bytes are already encoded (a tuple: `A | B` would build a union object on every call).
+_ENCODED_REPLIES = (EncodedResult, StreamedResult)
 denials = logging.getLogger("metastore.server.authorization")
 
 _INT_TYPES = (TType.I16, TType.I32, TType.I64)
@@ -173,7 +175,7 @@ class MetastoreProcessor:
             value = call(*(getattr(args, n) for n in spec.arg_names))
             if authorizer is not None and session is not None:
                 value = authorizer.filter_result(name, args, value, session)
-            if isinstance(value, EncodedResult | StreamedResult):
+            if isinstance(value, _ENCODED_REPLIES):
                 reply = value  # the value's bytes, written as the result struct's success field
                 if isinstance(value, StreamedResult) and spec.clear_catalog is not None and session is not None \
                         and session.generation.hive2:

@@ -220,8 +220,15 @@ class BoundedBufferedTransport(_BufferedWrites, TTransportBase, CReadableTranspo
         head = self._rbuf.read(sz)
         if len(head) == sz:
             return head
-        rest = self._read_exact(sz - len(head))
-        return head + rest
+        # Refill the buffer as a read does: the pure-Python reads of a call's message header (a few bytes each)
+        # then come from it, and so does the rest of the call, which the accelerated decoder takes straight from
+        # the buffer, instead of each going to the socket reader.
+        data = head + self._trans.read(max(self._rbuf_size, min(sz - len(head), 1 << 20)))
+        self._check_budget()
+        if len(data) < sz:
+            data += self._read_exact(sz - len(data))
+        self._rbuf = BytesIO(data)
+        return self._rbuf.read(sz)
 
     def _read_exact(self, sz: int) -> bytes:
         parts: list[bytes] = []

@@ -109,7 +109,9 @@ def entry_to_row(entry: ColumnStatsEntry, *, engine: str, last_analyzed: int) ->
             f"{kind.name.lower() + 'Stats' if kind else 'no statistics'}, got {stats.kind.name.lower()}Stats"
         )
     spec = spec_for(kind)
-    flat = spec.flatten(stats)
+    # The kind's spec says which fields its class has (as KindSpec.flatten reads them), read here without
+    # building a FlatStats: this runs for every statistic written.
+    flat: Any = stats
     row: dict[str, Any] = {
         "COLUMN_NAME": entry.column.lower(),
         "COLUMN_TYPE": entry.column_type,
@@ -160,7 +162,10 @@ _REQUIRED = (
 _KindReader = Callable[[Sequence[Any], bytes | None], ColumnStats]
 
 
-@functools.lru_cache(maxsize=4096)
+_TYPES_KEPT = 4096
+
+
+@functools.lru_cache(maxsize=_TYPES_KEPT)
 def _kind(column_type: str) -> StatsKind | None:
     return kind_for_type(column_type)
 
@@ -229,10 +234,18 @@ def row_reader(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], ColumnStat
         raise ValueError(f"statistics rows lack the column(s) {absent}")
     i_name, i_type, i_bv = pos["COLUMN_NAME"], pos["COLUMN_TYPE"], pos.get("BIT_VECTOR")
     readers: dict[StatsKind | None, _KindReader] = {kind: _kind_reader(spec, pos) for kind, spec in KIND_SPECS.items()}
+    # The reader of each column type seen, by its text: a str key hashes in C, where the kind (an Enum) would
+    # run Enum.__hash__ and _kind's cache for every row. Bounded as _kind's cache is.
+    by_type: dict[str, _KindReader | None] = {}
 
     def read(row: Sequence[Any]) -> ColumnStatsEntry:
         column_type = row[i_type]
-        reader = readers.get(_kind(column_type))
+        try:
+            reader = by_type[column_type]
+        except KeyError:
+            reader = readers.get(_kind(column_type))
+            if len(by_type) < _TYPES_KEPT:
+                by_type[column_type] = reader
         if reader is None:
             # entry_to_row refuses such rows; only a database edited by hand can hold one.
             raise InvalidInput(
