@@ -278,7 +278,6 @@ def test_revision_0009_versions_the_existing_tables_and_goes_away_cleanly(db_url
     """0009 gives every existing table a names version (PostgreSQL; SQLite keeps the table empty), its
     triggers renew it, and its downgrade leaves no trigger behind that would break adding partitions."""
     from alembic import command
-
     from metastore.catalog import Database, FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
     from metastore.service import CatalogService
 
