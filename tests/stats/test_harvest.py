@@ -441,35 +441,6 @@ def test_parallel_workers_give_the_same_result_and_report_progress(tmp_path: Pat
     check_table(parallel, tables, HIVE_TYPES)
 
 
-def test_a_small_remainder_is_read_in_this_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """With the default worker count, files holding at most IN_PROCESS_BYTES are read without a worker pool (what
-    a re-run after a small change has left), with the pool's results; more bytes than that start the pool."""
-    from metastore.stats.harvest import runner
-
-    files = []
-    for k in range(3):
-        path = tmp_path / f"f{k}.orc"
-        po.write_table(all_types_table(3000, seed=200 + k), path, compression="snappy")
-        files.append(path)
-    pooled = analyze_files(files, list(HIVE_TYPES), hive_types=HIVE_TYPES, workers=2)
-    started: list[int] = []
-    real_pool = runner.worker_pool
-
-    def counted_pool(size: int):
-        started.append(size)
-        return real_pool(size)
-
-    monkeypatch.setattr(runner, "worker_pool", counted_pool)
-    alone = analyze_files(files, list(HIVE_TYPES), hive_types=HIVE_TYPES)
-    assert started == []
-    assert alone.columns == pooled.columns and alone.files_read == 3
-    monkeypatch.setattr(runner, "IN_PROCESS_BYTES", sum(os.path.getsize(f) for f in files) - 1)
-    monkeypatch.setattr(runner, "worker_count", lambda workers: 2 if workers is None else max(1, workers))
-    again = analyze_files(files, list(HIVE_TYPES), hive_types=HIVE_TYPES)
-    assert started == [2]
-    assert again.columns == pooled.columns
-
-
 def test_basic_stats_noscan_and_scan(tmp_path: Path):
     files = []
     for k, rows in enumerate((100, 2500, 0)):

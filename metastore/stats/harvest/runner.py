@@ -57,8 +57,8 @@ from metastore.stats.partial_store import FilePartials, PartialStore
 from metastore.storage import FileRef, StorageOptions
 
 __all__ = [
-    "IN_PROCESS_BYTES", "PHASE_CACHE", "PHASE_HARVEST", "PHASE_MERGE", "SPLIT_MIN_BYTES", "DataFile", "analyze_files",
-    "basic_stats", "cached_partials", "column_specs", "stored_partials", "worker_count", "worker_pool",
+    "PHASE_CACHE", "PHASE_HARVEST", "PHASE_MERGE", "SPLIT_MIN_BYTES", "DataFile", "analyze_files", "basic_stats",
+    "cached_partials", "column_specs", "stored_partials", "worker_count", "worker_pool",
 ]
 
 #: Phases of a run measured in this process (wall seconds), besides the files' own (partial.FILE_PHASES, CPU
@@ -117,9 +117,9 @@ def analyze_files(
     asked once per partition and given the new results once; ``partition`` names the partition the files
     belong to (None: an unpartitioned table's files), or is a sequence naming each file's partition (one run over
     several partitions' files, split afterwards with :func:`split_result`). ``progress(done, total)``
-    is called after each file. ``workers`` processes scan in parallel (default: one per CPU, or this process
-    alone when the files still to read hold at most IN_PROCESS_BYTES; 1 = in this process): files are shared
-    out, and when fewer files than workers need reading their columns are split between workers. Raises :class:`HarvestError` naming the file for unreadable or
+    is called after each file. ``workers`` processes scan in parallel (default: one per CPU; 1 = in this process):
+    files are shared out, and when fewer files than workers need reading their columns are split between
+    workers. Raises :class:`HarvestError` naming the file for unreadable or
     corrupt files and InvalidInput for unknown columns or types without statistics.
 
     ``partition_failures=True`` makes an unreadable or corrupt file fail its partition instead of the run: the
@@ -183,10 +183,7 @@ def analyze_files(
             progress(done, total)
 
     outcomes: list[FileOutcome] = []
-    processes = worker_count(workers)
-    if workers is None and sum(size for _, _, size, *_ in todo) <= IN_PROCESS_BYTES:
-        processes = 1  # a few small files left (a re-run after a small change): no pool to start and feed
-    tasks = _split_tasks(todo, processes)
+    tasks = _split_tasks(todo, worker_count(workers))
     expected = {index: 0 for index, *_ in todo}
     for index, _ in tasks:
         expected[index] += 1
@@ -229,7 +226,7 @@ def analyze_files(
     calls = [(index, (by_index[index][1], by_index[index][2], by_index[index][3], wanted, options,
                       storage_options, versions[by_index[index][1]]))
              for index, wanted in tasks]
-    pool_size = min(processes, len(calls))
+    pool_size = min(worker_count(workers), len(calls))
     harvest_started = time.perf_counter()
     if pool_size <= 1:
         for index, call in calls:
@@ -364,10 +361,6 @@ def worker_pool(size: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=size, mp_context=context, initializer=keep_freed_memory)
 
 
-# With the default worker count, files still to read that hold at most this many bytes in all are read in this
-# process: starting the pool and moving its results back cost more CPU than such a remainder saves in wall time
-# (a re-ANALYZE of 1 of 8 changed partitions, two 3 MiB files: 0.1 s less CPU in this process than on two workers).
-IN_PROCESS_BYTES = 8 << 20
 # Files smaller than this are not split by columns between workers: each part re-reads the file's tail, and
 # below a few hundred thousand rows a file's scan takes less than starting and joining worker processes.
 SPLIT_MIN_BYTES = 32 << 20
