@@ -188,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         cache = str(work / "driver-cache.sqlite")
         spark_best = full_best = inc_best = float("inf")
         for round_ in range(args.runs):
+            print(f"round {round_ + 1}: load average {load_average()}", flush=True)
             spark_best = min(spark_best, spark_analyze(spark))
             seconds, full = ours(spark, url, None, "ours on Spark, 2 cores")
             full_best = min(full_best, seconds)

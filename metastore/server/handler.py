@@ -223,9 +223,9 @@ def _streamed_list(
 
 
 def _names_body(pages: list[NamesPage]) -> bytes:
-    """The list<string> elements of a page of partition names (as the database encoded them, or encoded here)."""
+    """The list<string> elements of a page of partition names."""
     (page,) = pages
-    return page.data if page.data is not None else string_list_body(page.names or [])
+    return string_list_body(page.names)
 
 
 def _partition_encoder(page: RowPage, result: StreamedResult) -> PartitionEncoder:
@@ -717,10 +717,17 @@ class Handler:
 
     @_thrift_method
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
-        # Sent as read, a page at a time: a table of 100,000 partitions is never one list here.
-        # On PostgreSQL the database encodes each page (NamesPage.data).
-        stream = self.ms.catalog.stream_partition_names(db_name, tbl_name, _max(max_parts))
-        return _streamed_list(TType.STRING, stream, lambda page: [page], _names_body)
+        # From the listing cache while the table's set of names is unchanged (PostgreSQL: one statement reads
+        # the table and the version of its names); else sent as read, a page at a time (a table of 100,000
+        # partitions is never one list here), and kept in the cache when it fits.
+        limit = _max(max_parts)
+        hit = self.ms.catalog.cached_partition_names(db_name, tbl_name, limit)
+        if hit is not None:
+            return StreamedResult(TType.LIST, (hit,))
+        stream = self.ms.catalog.stream_partition_names(db_name, tbl_name, limit)
+        result = _streamed_list(TType.STRING, stream, lambda page: [page], _names_body)
+        result.pieces = _keeping(stream, iter(result.pieces))
+        return result
 
     @_thrift_method
     def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> list[str]:

@@ -22,7 +22,7 @@ from metastore.service.indexes import (
 )
 from metastore.service.listing_cache import ListingCache, ListingReply, open_listing
 from metastore.service.streams import Stream, open_stream
-from metastore.store import Store
+from metastore.store import Store, UnitOfWork
 from metastore.store.partition_listing import RowPage
 from metastore.store.partitions import NamesPage
 
@@ -33,6 +33,12 @@ VIRTUAL_VIEW = "VIRTUAL_VIEW"
 
 #: Hive's hive_metastoreConstants.DDL_TIME: seconds since the epoch of the last DDL change.
 DDL_TIME = "transient_lastDdlTime"
+
+
+def _names_key(tbl_id: int, max_parts: int) -> tuple[str, int, int]:
+    """The listing cache's key of a get_partition_names reply (the names depend on the table's partitions
+    only, which the version covers; not on the table's name, database or catalog)."""
+    return ("names", tbl_id, max_parts if max_parts >= 0 else -1)
 
 
 def _is_external(table: Table) -> bool:
@@ -332,14 +338,51 @@ class CatalogService:
         with self.store.read() as uow:
             return uow.partitions.list_names(db_name, table_name, max_parts=max_parts, catalog=catalog)
 
+    def _names_cache(self) -> ListingCache | None:
+        return self.listing_cache if self.store.features.partition_names_versions else None
+
+    def cached_partition_names(
+        self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
+    ) -> bytes | None:
+        """The encoded reply of get_partition_names (kept by a stream_partition_names reader through
+        Stream.keep) if the listing cache holds it at the version the database reports now; None otherwise.
+        One statement: the table lookup reads the version of the table's names (migration 0009) with it.
+        NoSuchObject for a missing table."""
+        cache = self._names_cache()
+        if cache is None:
+            return None
+        with self.store.autocommit() as uow:
+            ref, version = uow.partitions.names_version(db_name, table_name, catalog=catalog)
+        if version is None:
+            return None
+        return cache.get(_names_key(ref.tbl_id, max_parts), version)
+
     def stream_partition_names(
         self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
     ) -> Stream[NamesPage]:
-        """list_partition_names a page at a time, inside one snapshot (close the stream when done)."""
-        return open_stream(
-            self.store.snapshot(),
-            lambda uow: uow.partitions.stream_names(db_name, table_name, max_parts=max_parts, catalog=catalog),
-        )
+        """list_partition_names a page at a time, inside one snapshot (close the stream when done). With the
+        listing cache (PostgreSQL), stream.keep stores the reply the caller encodes from the pages, at the
+        version of the table's names read in the same snapshot (see cached_partition_names)."""
+        cache = self._names_cache()
+        if cache is None:
+            return open_stream(
+                self.store.snapshot(),
+                lambda uow: uow.partitions.stream_names(db_name, table_name, max_parts=max_parts, catalog=catalog),
+            )
+        read_at: list[tuple[int, int | None]] = []
+
+        def start(uow: UnitOfWork) -> tuple[int, Iterator[NamesPage]]:
+            ref, version = uow.partitions.names_version(db_name, table_name, catalog=catalog)
+            read_at.append((ref.tbl_id, version))
+            return uow.partitions.stream_names_of(ref, max_parts=max_parts)
+
+        stream = open_stream(self.store.snapshot(), start)
+        tbl_id, version = read_at[0]
+        if version is not None:
+            key = _names_key(tbl_id, max_parts)
+            stream.keep = lambda reply: cache.put(key, version, reply)
+            stream.keep_limit = cache.max_entry
+        return stream
 
     def list_partitions_ps(
         self, db_name: str, table_name: str, values: Sequence[str], max_parts: int = -1, catalog: str = DEFAULT_CATALOG

@@ -26,14 +26,16 @@ Version = tuple[int, str]
 
 class ListingCache:
     """{key: (version, encoded reply)} bounded to `max_bytes` of replies, none larger than `max_entry`
-    bytes; safe to share between threads."""
+    bytes; safe to share between threads. Also holds get_partition_names replies (CatalogService
+    .cached_partition_names), keyed ("names", table id, max_parts) at the version of the table's set of names
+    (migration 0009)."""
 
     def __init__(self, max_bytes: int, max_entry: int | None = None) -> None:
         if max_bytes < 0:
             raise ValueError(f"cache size must be >= 0 bytes, got {max_bytes}")
         self.max_bytes = max_bytes
         self.max_entry = max_bytes // 2 if max_entry is None else max_entry
-        self._entries: OrderedDict[Hashable, tuple[Version, bytes]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[Hashable, bytes]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -46,7 +48,7 @@ class ListingCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: Hashable, version: Version) -> bytes | None:
+    def get(self, key: Hashable, version: Hashable) -> bytes | None:
         """The reply stored under `key` if it was computed at `version`; None otherwise."""
         with self._lock:
             found = self._entries.get(key)
@@ -57,7 +59,7 @@ class ListingCache:
             self.hits += 1
             return found[1]
 
-    def put(self, key: Hashable, version: Version, reply: bytes) -> None:
+    def put(self, key: Hashable, version: Hashable, reply: bytes) -> None:
         """Store `reply`, computed at `version`, replacing what `key` held (a reply over max_entry is not kept)."""
         if len(reply) > self.max_entry:
             return

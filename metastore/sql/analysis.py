@@ -178,10 +178,14 @@ def list_targets(
             raise InvalidInput(f"{qualified(table)} is not partitioned; ANALYZE takes no PARTITION")
         location = _location(table.sd.location, qualified(table))
         return [AnalyzeTarget(None, None, location, list_data_files(location, storage_options))], 0
-    all_names = client.list_partition_names(table.db_name, table.table_name)
-    if values is None:
+    if values is None or all(v is None for v in values):
+        # every partition (a bare `PARTITION (ds)` too): the listing is also the count, in one call
         partitions = client.list_partitions(table.db_name, table.table_name)
+        if values is not None and not partitions:
+            raise NoSuchObject(f"no partition of {qualified(table)} matches ({_spec_text(table, values)})")
+        total = len(partitions)
     elif all(v is not None for v in values):
+        total = len(client.list_partition_names(table.db_name, table.table_name))
         try:
             partitions = [client.get_partition(table.db_name, table.table_name, [v or "" for v in values])]
         except NoSuchObject:
@@ -189,6 +193,7 @@ def list_targets(
                 f"partition ({_spec_text(table, values)}) of {qualified(table)} does not exist"
             ) from None
     else:
+        total = len(client.list_partition_names(table.db_name, table.table_name))
         partitions = client.list_partitions(table.db_name, table.table_name, ["" if v is None else v for v in values])
         if not partitions:
             raise NoSuchObject(f"no partition of {qualified(table)} matches ({_spec_text(table, values)})")
@@ -198,7 +203,7 @@ def list_targets(
         name = make_part_name(keys, p.values)
         location = _location(p.sd.location, f"{qualified(table)} partition {name}")
         targets.append(AnalyzeTarget(p, name, location, list_data_files(location, storage_options)))
-    return targets, len(all_names)
+    return targets, total
 
 
 class FileProgress:

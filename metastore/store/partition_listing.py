@@ -9,7 +9,6 @@ databases read the page as objects (PartitionRepository._load) and turn them int
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,19 +92,6 @@ def page_statement(page: sa.Select[Any]) -> sa.Select[Any]:
         .select_from(source)
         .order_by(p.c.PART_NAME)
     )
-
-
-def names_body(names: Sequence[str]) -> bytes:
-    """Names as the elements of a Thrift list<string> (TBinaryProtocol: big-endian length, UTF-8 bytes)."""
-    out = []
-    for name in names:
-        data = name.encode("utf-8")
-        out.append(_I32(len(data)))
-        out.append(data)
-    return b"".join(out)
-
-
-_I32 = struct.Struct(">i").pack
 
 
 def new_column_descriptors(rows: Sequence[Sequence[Any]], seen: set[Any]) -> list[int]:

@@ -31,12 +31,11 @@ from metastore.store.partition_listing import (
     Listing,
     RowPage,
     columns_of,
-    names_body,
     new_column_descriptors,
     object_page,
     page_statement,
 )
-from metastore.store.refs import TableRef, partition_keys, table_ref
+from metastore.store.refs import TableRef, partition_keys, table_ref, table_ref_and_names_version
 from metastore.store.schema import PARTITION_KEY_VALS, PARTITIONS, SDS
 from metastore.store.storage import (
     StorageRef,
@@ -79,7 +78,7 @@ _LISTING_VERSION = sa.text(
 
 
 # A page of a table's partition names (PostgreSQL), after %(last)s in name order; read through the driver's cursor
-# (NamesPage: no SQLAlchemy row per name) and encoded at once.
+# (no SQLAlchemy row per name).
 _NAMES = 'SELECT "PART_NAME" FROM "PARTITIONS" WHERE "TBL_ID" = %(tbl_id)s {after}ORDER BY "PART_NAME" LIMIT %(size)s'
 _NAMES_FIRST = _NAMES.format(after="")
 _NAMES_NEXT = _NAMES.format(after='AND "PART_NAME" > %(last)s ')
@@ -87,14 +86,12 @@ _NAMES_NEXT = _NAMES.format(after='AND "PART_NAME" > %(last)s ')
 
 @dataclass
 class NamesPage:
-    """A page of partition names: `names`, or (PostgreSQL) `data`, their TBinaryProtocol list elements."""
+    """A page of partition names, in order."""
 
-    count: int
-    names: list[str] | None = None
-    data: bytes | None = None
+    names: list[str]
 
     def __len__(self) -> int:
-        return self.count
+        return len(self.names)
 
 
 def _limit(max_parts: int) -> int | None:
@@ -480,15 +477,29 @@ class PartitionRepository:
         catalog: str = DEFAULT_CATALOG,
     ) -> tuple[int, Iterator[NamesPage]]:
         """list_names as (how many, the names a page at a time); inside one snapshot (Store.snapshot). On
-        PostgreSQL each page comes encoded as the elements of a Thrift list<string> (NamesPage.data, read
-        without a SQLAlchemy row per name), elsewhere as names."""
+        PostgreSQL the names are read through the driver's cursor (no SQLAlchemy row per name)."""
         ref = table_ref(self._conn, catalog, db_name, table_name)  # (the partition keys are not needed)
-        if self._conn.dialect.name == "postgresql":
-            return self._encoded_names(ref, _limit(max_parts), page)
-        count, pages = self._counted_pages(ref, None, None, max_parts, page, [PARTITIONS.c.PART_NAME])
-        return count, (NamesPage(len(rows), names=[r.PART_NAME for r in rows]) for rows in pages)
+        return self.stream_names_of(ref, max_parts=max_parts, page=page)
 
-    def _encoded_names(self, ref: TableRef, limit: int | None, page: int) -> tuple[int, Iterator[NamesPage]]:
+    def names_version(
+        self, db_name: str, table_name: str, *, catalog: str = DEFAULT_CATALOG
+    ) -> tuple[TableRef, int | None]:
+        """The table and, read in the same statement, the version of its set of partition names: renewed by
+        PostgreSQL triggers whenever a partition is added, dropped, renamed or moved (migration 0009), so equal
+        in two snapshots only if the table's names (in order) are. None when not versioned (SQLite; a table
+        whose partitions never changed since it was created)."""
+        return table_ref_and_names_version(self._conn, catalog, db_name, table_name)
+
+    def stream_names_of(
+        self, ref: TableRef, *, max_parts: int = -1, page: int = NAME_PAGE_ROWS
+    ) -> tuple[int, Iterator[NamesPage]]:
+        """stream_names of a table already looked up (in this snapshot)."""
+        if self._conn.dialect.name == "postgresql":
+            return self._driver_names(ref, _limit(max_parts), page)
+        count, pages = self._counted_pages(ref, None, None, max_parts, page, [PARTITIONS.c.PART_NAME])
+        return count, (NamesPage([r.PART_NAME for r in rows]) for rows in pages)
+
+    def _driver_names(self, ref: TableRef, limit: int | None, page: int) -> tuple[int, Iterator[NamesPage]]:
         def read(last: str | None, size: int) -> tuple[NamesPage, str | None]:
             result = self._conn.exec_driver_sql(
                 _NAMES_FIRST if last is None else _NAMES_NEXT, {"tbl_id": ref.tbl_id, "last": last, "size": size}
@@ -497,12 +508,12 @@ class PartitionRepository:
                 names = [name for (name,) in result.cursor.fetchall()]
             finally:
                 result.close()
-            return NamesPage(len(names), data=names_body(names)), (names[-1] if names else None)
+            return NamesPage(names), (names[-1] if names else None)
 
         size = page if limit is None else min(page, limit)
         first, last = read(None, size)
-        if first.count < size or (limit is not None and first.count == limit):
-            count = first.count
+        if len(first) < size or (limit is not None and len(first) == limit):
+            count = len(first)
         else:
             count = self._conn.execute(
                 sa.select(sa.func.count()).select_from(PARTITIONS).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
@@ -512,16 +523,16 @@ class PartitionRepository:
 
         def pages() -> Iterator[NamesPage]:
             nonlocal last
-            if first.count:
+            if len(first):
                 yield first
-            left = None if limit is None else limit - first.count
-            got = first.count
+            left = None if limit is None else limit - len(first)
+            got = len(first)
             while got == page and (left is None or left > 0):
                 size = page if left is None else min(page, left)
                 current, last = read(last, size)
-                if current.count:
+                if len(current):
                     yield current
-                got = current.count
+                got = len(current)
                 if left is not None:
                     left -= got
                 if got < size:

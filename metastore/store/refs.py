@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
 from metastore.catalog import DEFAULT_CATALOG, FieldSchema
 from metastore.errors import NoSuchObject
 from metastore.store.identifiers import normalize
-from metastore.store.schema import DBS, PARTITION_KEYS, SDS, TBLS
+from metastore.store.schema import DBS, PART_NAMES_VERSIONS, PARTITION_KEYS, SDS, TBLS
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,55 @@ def table_ref(
     for_update locks the table's row until the transaction ends (PostgreSQL; SQLite write transactions are
     serialised anyway), so read-modify-write sequences on the table and its statistics do not interleave.
     """
+    ref, _ = _table_ref(conn, catalog, db_name, table_name, for_update=for_update)
+    return ref
+
+
+def table_ref_and_names_version(
+    conn: sa.Connection, catalog: str, db_name: str, table_name: str
+) -> tuple[TableRef, int | None]:
+    """table_ref and, in the same statement, the version of the table's set of partition names
+    (PART_NAMES_VERSIONS, migration 0009; None when the table has no row there, as on SQLite). On PostgreSQL
+    the statement is sent as its text through the driver (the get_partition_names cache hit is this one
+    statement; building and compiling it as a Core select costs more than the round trip)."""
+    if conn.dialect.name != "postgresql":
+        return _table_ref(conn, catalog, db_name, table_name, names_version=True)
+    db, tbl, cat = normalize(db_name), normalize(table_name), normalize(catalog)
+    result = conn.exec_driver_sql(_NAMES_VERSION_LOOKUP, {"db": db, "catalog": cat, "tbl": tbl})
+    try:
+        row = result.cursor.fetchone()
+    finally:
+        result.close()
+    if row is None:
+        raise NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
+    tbl_id, db_id, sd_id, cd_id, version = row
+    return TableRef(
+        tbl_id=tbl_id, db_id=db_id, sd_id=sd_id, cd_id=cd_id, db_name=db, table_name=tbl, catalog=cat
+    ), version
+
+
+# _table_ref(names_version=True) as text for psycopg2 (its paramstyle).
+_NAMES_VERSION_LOOKUP = (
+    'SELECT t."TBL_ID", t."DB_ID", t."SD_ID", s."CD_ID", v."VERSION" FROM "TBLS" t '
+    'JOIN "DBS" d ON d."DB_ID" = t."DB_ID" LEFT JOIN "SDS" s ON s."SD_ID" = t."SD_ID" '
+    'LEFT JOIN "PART_NAMES_VERSIONS" v ON v."TBL_ID" = t."TBL_ID" '
+    'WHERE d."NAME" = %(db)s AND d."CTLG_NAME" = %(catalog)s AND t."TBL_NAME" = %(tbl)s'
+)
+
+
+def _table_ref(
+    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, for_update: bool = False,
+    names_version: bool = False,
+) -> tuple[TableRef, int | None]:
     db, tbl = normalize(db_name), normalize(table_name)
+    source: sa.FromClause = TBLS.join(DBS, DBS.c.DB_ID == TBLS.c.DB_ID).outerjoin(SDS, SDS.c.SD_ID == TBLS.c.SD_ID)
+    columns: list[sa.ColumnElement[Any]] = [TBLS.c.TBL_ID, TBLS.c.DB_ID, TBLS.c.SD_ID, SDS.c.CD_ID]
+    if names_version:
+        source = source.outerjoin(PART_NAMES_VERSIONS, PART_NAMES_VERSIONS.c.TBL_ID == TBLS.c.TBL_ID)
+        columns.append(PART_NAMES_VERSIONS.c.VERSION)
     query = (
-        sa.select(TBLS.c.TBL_ID, TBLS.c.DB_ID, TBLS.c.SD_ID, SDS.c.CD_ID)
-        .join(DBS, DBS.c.DB_ID == TBLS.c.DB_ID)
-        .outerjoin(SDS, SDS.c.SD_ID == TBLS.c.SD_ID)
+        sa.select(*columns)
+        .select_from(source)
         .where(DBS.c.NAME == db, DBS.c.CTLG_NAME == normalize(catalog), TBLS.c.TBL_NAME == tbl)
     )
     if for_update:
@@ -79,6 +124,7 @@ def table_ref(
     row = conn.execute(query).first()
     if row is None:
         raise NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
+    version = row[4] if names_version else None
     return TableRef(
         tbl_id=row.TBL_ID,
         db_id=row.DB_ID,
@@ -87,7 +133,7 @@ def table_ref(
         db_name=db,
         table_name=tbl,
         catalog=normalize(catalog),
-    )
+    ), version
 
 
 def table_exists(conn: sa.Connection, catalog: str, db_name: str, table_name: str) -> bool:

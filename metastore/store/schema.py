@@ -213,6 +213,17 @@ PARTITIONS = sa.Table(
     sa.UniqueConstraint("TBL_ID", "PART_NAME", name="UNIQUEPARTITION"),
 )
 
+# Not Hive's: on PostgreSQL, the version of each table's set of partition names (migration 0009): a value from
+# PART_NAMES_VERSION_SEQ that triggers renew whenever a partition of the table is added, dropped, renamed or
+# moved; the get_partition_names reply cache validates its entries against it. No row: not versioned (not
+# cached). Unused (no rows) on SQLite.
+PART_NAMES_VERSIONS = sa.Table(
+    "PART_NAMES_VERSIONS",
+    metadata,
+    sa.Column("TBL_ID", Id, sa.ForeignKey("TBLS.TBL_ID", ondelete="CASCADE"), primary_key=True),
+    sa.Column("VERSION", sa.BigInteger, nullable=False),
+)
+
 PARTITION_KEY_VALS = sa.Table(
     "PARTITION_KEY_VALS",
     metadata,

@@ -50,12 +50,15 @@ class StoreFeatures:
     partition_stats_versions: bool
     # metastore_put_table_stats (migration 0004): a table's statistics written in one round trip.
     one_round_trip_table_writes: bool
+    # PART_NAMES_VERSIONS renewed by triggers (migration 0009): get_partition_names replies can be cached.
+    partition_names_versions: bool
 
 
 def _features(dialect: str) -> StoreFeatures:
     postgres = dialect == "postgresql"
     return StoreFeatures(
-        autocommit_reads=postgres, partition_stats_versions=postgres, one_round_trip_table_writes=postgres
+        autocommit_reads=postgres, partition_stats_versions=postgres, one_round_trip_table_writes=postgres,
+        partition_names_versions=postgres,
     )
 
 

@@ -224,16 +224,36 @@ def test_the_server_sends_the_object_paths_partitions(store: Store) -> None:
 
 
 def test_name_pages_encode_to_the_names(store: Store) -> None:
-    """get_partition_names' pages (encoded by PostgreSQL, NamesPage.data) are the list<string> elements of the
-    names list_names returns, in order, for any page size and max_parts; elsewhere they are the names."""
-    from metastore.wire.encoded import string_list_body
+    """get_partition_names' pages are the names list_names returns, in order, for any page size and max_parts;
+    the reply on the wire (encoded at the edge, handler.get_partition_names, with the listing cache on and off,
+    its cached reply too) is byte for byte the generated encoder's reply of those names."""
+    from types import SimpleNamespace
+
+    from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+    from thrift.transport.TTransport import TMemoryBuffer
+
+    from metastore.api.hive_metastore import ThriftHiveMetastore as gen  # noqa: N813
+    from metastore.config import Settings
+    from metastore.server.handler import Handler
+    from metastore.service.listing_cache import ListingCache
+
+    def wire(reply: object) -> bytes:
+        buf = TMemoryBuffer()
+        reply.write(TBinaryProtocol(buf))  # type: ignore[attr-defined]
+        return buf.getvalue()
 
     rng = random.Random(4)
     CatalogService(store, "/tmp/warehouse").create_database(Database(name="lst", location_uri="/tmp/warehouse/lst.db"))
     _make_table(store, rng, "t", 40)
-    with store.snapshot() as uow:
-        repo = uow.partitions
-        for max_parts in (-1, 0, 1, 7, 40, 41, 1000):
+    settings = Settings(db="", warehouse="/tmp/warehouse")
+    cache = ListingCache(1 << 20)
+    handlers = [
+        Handler(SimpleNamespace(catalog=CatalogService(store, "/tmp/warehouse", listing_cache=c)), settings)  # type: ignore[arg-type]
+        for c in (None, cache)
+    ]
+    for max_parts in (-1, 0, 1, 7, 40, 41, 1000):
+        with store.snapshot() as uow:
+            repo = uow.partitions
             names = repo.list_names("lst", "t", max_parts=max_parts)
             assert len(names) == (40 if max_parts < 0 else min(40, max_parts))
             for page in (1, 3, 40, 20000):
@@ -241,8 +261,14 @@ def test_name_pages_encode_to_the_names(store: Store) -> None:
                 got = list(pages)
                 assert count == sum(len(p) for p in got) == len(names), (max_parts, page)
                 assert all(len(p) > 0 for p in got)
-                body = b"".join(
-                    p.data if p.data is not None else string_list_body(p.names or []) for p in got
-                )
-                assert body == string_list_body(names), (max_parts, page)
-                assert all((p.data is not None) == (store.engine.dialect.name == "postgresql") for p in got)
+                assert [n for p in got for n in p.names] == names, (max_parts, page)
+        buf = TMemoryBuffer()
+        gen.get_partition_names_result(success=names).write(TBinaryProtocol(buf))
+        want = buf.getvalue()  # the result struct: field 0 (success), the list, the stop
+        for handler in handlers:
+            for _ in range(2):  # with the cache: filled, then served from it
+                assert wire(handler.get_partition_names("lst", "t", max_parts)) == want, max_parts
+    if store.engine.dialect.name == "postgresql":
+        assert cache.hits == 7 and len(cache) == 7
+    else:
+        assert cache.hits == 0 and len(cache) == 0

@@ -272,3 +272,46 @@ def test_revision_0005_adds_and_removes_the_type_and_function_tables(db_url: str
             assert conn.execute(sa.text('SELECT count(*) FROM "FUNCS"')).scalar() == 0
     finally:
         engine.dispose()
+
+
+def test_revision_0009_versions_the_existing_tables_and_goes_away_cleanly(db_url: str) -> None:
+    """0009 gives every existing table a names version (PostgreSQL; SQLite keeps the table empty), its
+    triggers renew it, and its downgrade leaves no trigger behind that would break adding partitions."""
+    from alembic import command
+    from metastore.catalog import Database, FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
+    from metastore.service import CatalogService
+
+    postgres = db_url.startswith("postgresql")
+    migrate.upgrade(db_url, "0008")
+    store = Store(db_url)
+    try:
+        store.ensure_default_database("/tmp/warehouse")
+        catalog = CatalogService(store, "/tmp/warehouse")
+        catalog.create_database(Database(name="m", location_uri="/tmp/warehouse/m.db"))
+        catalog.create_table(Table(db_name="m", table_name="t", sd=StorageDescriptor(
+            cols=[FieldSchema("x", "bigint")], location="/tmp/warehouse/m.db/t", input_format="in",
+            output_format="out", serde_info=SerDeInfo(serialization_lib="lib"),
+        ), partition_keys=[FieldSchema("ds", "string")]))
+
+        def add(value: str) -> None:
+            catalog.add_partitions("m", "t", [Partition(db_name="m", table_name="t", values=[value])])
+
+        def version() -> int | None:
+            with store.read() as uow:
+                return uow.partitions.names_version("m", "t")[1]
+
+        add("a")
+        migrate.upgrade(db_url)
+        first = version()
+        assert (first is not None) == postgres
+        add("b")
+        assert version() != first or not postgres
+        command.downgrade(migrate.alembic_config(db_url), "0008")
+        add("c")  # no trigger left over
+        with store.read() as uow:
+            assert not sa.inspect(uow.connection).has_table("PART_NAMES_VERSIONS")
+            assert uow.partitions.list_names("m", "t") == ["ds=a", "ds=b", "ds=c"]
+        migrate.upgrade(db_url)
+        assert (version() is not None) == postgres
+    finally:
+        store.dispose()
