@@ -9,21 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from thrift.protocol.TBinaryProtocol import TBinaryProtocol
-from thrift.transport.TTransport import TMemoryBuffer
 
 from metastore.catalog import Database, FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
-from metastore.config import Settings
 from metastore.server.handler import Handler
 from metastore.service import CatalogService, StatisticsService, StatsWrite
 from metastore.service.listing_cache import ListingCache
 from metastore.stats.model import ColumnStatsEntry, LongStats
 from metastore.store import Store, migrate
+from server.handler_support import handler_over, reply_bytes
 
 FILTER = 'ds >= ""'
 
@@ -36,16 +33,6 @@ def store(pg_url: str):
     yield st
     st.dispose()
 
-
-def _handler(store: Store, cache: ListingCache | None) -> Handler:
-    catalog = CatalogService(store, "/tmp/warehouse", listing_cache=cache)
-    return Handler(SimpleNamespace(catalog=catalog), Settings(db="", warehouse="/tmp/warehouse"))  # type: ignore[arg-type]
-
-
-def _bytes(reply: Any) -> bytes:
-    buf = TMemoryBuffer()
-    reply.write(TBinaryProtocol(buf))
-    return buf.getvalue()
 
 
 CALLS: dict[str, Callable[[Handler], Any]] = {
@@ -134,35 +121,35 @@ def s_update(store: Store) -> None:
 def test_a_repeated_listing_is_served_from_the_cache(store: Store) -> None:
     _setup(store)
     cache = ListingCache(8 << 20)
-    handler, plain = _handler(store, cache), _handler(store, None)
+    handler, plain = handler_over(store, cache), handler_over(store, None)
     for name, call in CALLS.items():
-        first = _bytes(call(handler))
+        first = reply_bytes(call(handler))
         hits = cache.hits
-        assert _bytes(call(handler)) == first == _bytes(call(plain)), name
+        assert reply_bytes(call(handler)) == first == reply_bytes(call(plain)), name
         assert cache.hits == hits + 1, name
     # catName or not (a Hive 2 client) are two entries
     reply = CALLS["filter"](handler)
     reply.visit = lambda _v: None
-    without = _bytes(reply)
-    assert without != _bytes(CALLS["filter"](handler)) and b"hive" not in without
+    without = reply_bytes(reply)
+    assert without != reply_bytes(CALLS["filter"](handler)) and b"hive" not in without
 
 
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_every_change_to_a_listing_invalidates_it(store: Store, change: str) -> None:
     catalog = _setup(store)
     cache, other_cache = ListingCache(8 << 20), ListingCache(8 << 20)
-    handler, other, plain = _handler(store, cache), _handler(store, other_cache), _handler(store, None)
+    handler, other, plain = handler_over(store, cache), handler_over(store, other_cache), handler_over(store, None)
     before = {}
     for name, call in CALLS.items():
-        before[name] = _bytes(call(handler))
-        _bytes(call(other))
-        assert _bytes(call(handler)) == before[name]  # cached now
+        before[name] = reply_bytes(call(handler))
+        reply_bytes(call(other))
+        assert reply_bytes(call(handler)) == before[name]  # cached now
     hits = cache.hits
     CHANGES[change](store, catalog)
     for name, call in CALLS.items():
-        want = _bytes(call(plain))
-        assert _bytes(call(handler)) == want, (change, name)
-        assert _bytes(call(other)) == want, (change, name)
+        want = reply_bytes(call(plain))
+        assert reply_bytes(call(handler)) == want, (change, name)
+        assert reply_bytes(call(other)) == want, (change, name)
         if name in ("filter", "all"):
             assert want != before[name], (change, name)  # the change shows in the whole-table listings
     assert cache.hits == hits, change  # nothing was served from before the change
@@ -171,12 +158,12 @@ def test_every_change_to_a_listing_invalidates_it(store: Store, change: str) -> 
 def test_a_renamed_table_is_listed_under_its_new_name(store: Store) -> None:
     catalog = _setup(store)
     cache = ListingCache(8 << 20)
-    handler, plain = _handler(store, cache), _handler(store, None)
-    _bytes(CALLS["filter"](handler))
+    handler, plain = handler_over(store, cache), handler_over(store, None)
+    reply_bytes(CALLS["filter"](handler))
     table = catalog.get_table("lc", "t")
     catalog.alter_table("lc", "t", replace(table, table_name="t2"))
-    got = _bytes(handler.get_partitions_by_filter("lc", "t2", FILTER, -1))
-    assert got == _bytes(plain.get_partitions_by_filter("lc", "t2", FILTER, -1))
+    got = reply_bytes(handler.get_partitions_by_filter("lc", "t2", FILTER, -1))
+    assert got == reply_bytes(plain.get_partitions_by_filter("lc", "t2", FILTER, -1))
     assert b"\x00\x00\x00\x02t2" in got and cache.hits == 0
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable
 from dataclasses import replace
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,13 +20,13 @@ from thrift.transport.TTransport import TMemoryBuffer
 
 from metastore.api.hive_metastore import ThriftHiveMetastore as gen  # noqa: N813
 from metastore.catalog import Database, FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
-from metastore.config import Settings
 from metastore.errors import NoSuchObject
 from metastore.server.handler import Handler
 from metastore.service import CatalogService, StatisticsService, StatsWrite
 from metastore.service.listing_cache import ListingCache
 from metastore.stats.model import ColumnStatsEntry, LongStats
 from metastore.store import Store, migrate
+from server.handler_support import handler_over, reply_bytes
 
 
 @pytest.fixture
@@ -38,16 +37,6 @@ def store(pg_url: str):
     yield st
     st.dispose()
 
-
-def _handler(store: Store, cache: ListingCache | None) -> Handler:
-    catalog = CatalogService(store, "/tmp/warehouse", listing_cache=cache)
-    return Handler(SimpleNamespace(catalog=catalog), Settings(db="", warehouse="/tmp/warehouse"))  # type: ignore[arg-type]
-
-
-def _bytes(reply: Any) -> bytes:
-    buf = TMemoryBuffer()
-    reply.write(TBinaryProtocol(buf))
-    return buf.getvalue()
 
 
 def _names(data: bytes) -> list[str]:
@@ -144,33 +133,33 @@ CALLS: dict[str, Callable[[Handler], Any]] = {
 def test_a_repeated_call_is_served_from_the_cache_in_one_statement(store: Store) -> None:
     _setup(store)
     cache = ListingCache(8 << 20)
-    handler, plain = _handler(store, cache), _handler(store, None)
+    handler, plain = handler_over(store, cache), handler_over(store, None)
     statements: list[str] = []
     sa.event.listen(store.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
     for name, call in CALLS.items():
-        first = _bytes(call(handler))
+        first = reply_bytes(call(handler))
         hits = cache.hits
         del statements[:]
-        assert _bytes(call(handler)) == first == _bytes(call(plain)), name
+        assert reply_bytes(call(handler)) == first == reply_bytes(call(plain)), name
         assert cache.hits == hits + 1, name
-    assert _names(_bytes(CALLS["3 at most"](handler))) == ["ds=a/hr=0", "ds=a/hr=1", "ds=a/hr=2"]
+    assert _names(reply_bytes(CALLS["3 at most"](handler))) == ["ds=a/hr=0", "ds=a/hr=1", "ds=a/hr=2"]
     assert len(cache) == 2  # max_parts -1 and 3: two entries
     del statements[:]
-    _bytes(CALLS["all"](handler))
+    reply_bytes(CALLS["all"](handler))
     assert len(statements) == 1, statements  # the table lookup with the version; no snapshot, no names read
 
 
 def test_changes_that_keep_the_names_keep_the_cached_reply(store: Store) -> None:
     catalog = _setup(store)
     cache = ListingCache(8 << 20)
-    handler, plain = _handler(store, cache), _handler(store, None)
-    first = _bytes(CALLS["all"](handler))
+    handler, plain = handler_over(store, cache), handler_over(store, None)
+    first = reply_bytes(CALLS["all"](handler))
     catalog.alter_partitions("nc", "t", [replace(catalog.get_partition("nc", "t", ["a", "2"]), parameters={"k": "v"})])
     StatisticsService(store).write([StatsWrite("nc", "t", [ColumnStatsEntry("x", "bigint", LongStats(
         num_nulls=1, num_dvs=2, low=0, high=9))], partition_name="ds=a/hr=2")])
     catalog.add_partitions("nc", "u", _parts("u", [("c", 1)]))  # another table's names
     hits = cache.hits
-    assert _bytes(CALLS["all"](handler)) == first == _bytes(CALLS["all"](plain))
+    assert reply_bytes(CALLS["all"](handler)) == first == reply_bytes(CALLS["all"](plain))
     assert cache.hits == hits + 1
 
 
@@ -178,38 +167,38 @@ def test_changes_that_keep_the_names_keep_the_cached_reply(store: Store) -> None
 def test_every_change_to_the_names_invalidates_the_cached_reply(store: Store, change: str) -> None:
     catalog = _setup(store)
     cache, other_cache = ListingCache(8 << 20), ListingCache(8 << 20)
-    handler, other, plain = _handler(store, cache), _handler(store, other_cache), _handler(store, None)
+    handler, other, plain = handler_over(store, cache), handler_over(store, other_cache), handler_over(store, None)
     before = {}
     for name, call in CALLS.items():
-        before[name] = _bytes(call(handler))
-        _bytes(call(other))
-        assert _bytes(call(handler)) == before[name]  # cached now
+        before[name] = reply_bytes(call(handler))
+        reply_bytes(call(other))
+        assert reply_bytes(call(handler)) == before[name]  # cached now
     hits, other_hits = cache.hits, other_cache.hits
     CHANGES[change](store, catalog)
     for name, call in CALLS.items():
-        want = _bytes(call(plain))
-        assert _bytes(call(handler)) == want, (change, name)
-        assert _bytes(call(other)) == want, (change, name)
+        want = reply_bytes(call(plain))
+        assert reply_bytes(call(handler)) == want, (change, name)
+        assert reply_bytes(call(other)) == want, (change, name)
     if change != "by hand: move from another table":  # (which puts back the names it takes away)
-        assert _bytes(CALLS["all"](plain)) != before["all"], change  # the change shows in the whole listing
+        assert reply_bytes(CALLS["all"](plain)) != before["all"], change  # the change shows in the whole listing
     assert cache.hits == hits and other_cache.hits == other_hits, change  # nothing served from before it
     # and the new reply is cached in its turn (a table whose partitions never changed since it was created
     # has no version: not cached)
     cached = change != "drop and recreate the table without partitions"
-    assert _bytes(CALLS["all"](handler)) == _bytes(CALLS["all"](plain)) and cache.hits == hits + cached
+    assert reply_bytes(CALLS["all"](handler)) == reply_bytes(CALLS["all"](plain)) and cache.hits == hits + cached
 
 
 def test_a_renamed_table_answers_under_its_new_name_only(store: Store) -> None:
     catalog = _setup(store)
     cache = ListingCache(8 << 20)
-    handler, plain = _handler(store, cache), _handler(store, None)
-    first = _bytes(CALLS["all"](handler))
+    handler, plain = handler_over(store, cache), handler_over(store, None)
+    first = reply_bytes(CALLS["all"](handler))
     catalog.alter_table("nc", "t", replace(catalog.get_table("nc", "t"), table_name="t2"))
     with pytest.raises(NoSuchObject):
         handler.ms.catalog.cached_partition_names("nc", "t")
-    assert _bytes(handler.get_partition_names("nc", "t2", -1)) == _bytes(plain.get_partition_names("nc", "t2", -1))
-    assert _bytes(handler.get_partition_names("nc", "t2", -1)) == first  # the same names, the same table
+    assert reply_bytes(handler.get_partition_names("nc", "t2", -1)) == reply_bytes(plain.get_partition_names("nc", "t2", -1))
+    assert reply_bytes(handler.get_partition_names("nc", "t2", -1)) == first  # the same names, the same table
     catalog.create_table(_table())  # a new table under the old name: its own (empty) names
-    assert _names(_bytes(handler.get_partition_names("nc", "t", -1))) == []
+    assert _names(reply_bytes(handler.get_partition_names("nc", "t", -1))) == []
     catalog.add_partitions("nc", "t", _parts("t", [("q", 1)]))
-    assert _names(_bytes(handler.get_partition_names("nc", "t", -1))) == ["ds=q/hr=1"]
+    assert _names(reply_bytes(handler.get_partition_names("nc", "t", -1))) == ["ds=q/hr=1"]

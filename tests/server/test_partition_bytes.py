@@ -31,6 +31,7 @@ from metastore.store.schema import PARTITIONS
 from metastore.wire.catalog import partitions_to_thrift
 from metastore.wire.encoded import encode_struct
 from metastore.wire.partition_bytes import PartitionEncoder, encode_partitions
+from server.handler_support import handler_over, reply_bytes
 
 TYPES = ["bigint", "int", "string", "double", "decimal(12,2)", "date", "timestamp", "boolean", "varchar(20)",
          "array<string>", "map<string,int>", "struct<a:int,b:string>"]
@@ -186,19 +187,16 @@ def test_rows_encode_to_the_object_paths_bytes(store: Store, seed: int) -> None:
 def test_the_server_sends_the_object_paths_partitions(store: Store) -> None:
     """Through the handler and the processor's writing of the streamed reply, decoded by the generated client
     code: the partitions equal the object path's."""
-    from types import SimpleNamespace
 
     from thrift.protocol.TBinaryProtocol import TBinaryProtocol
     from thrift.transport.TTransport import TMemoryBuffer
 
     from metastore.api.hive_metastore import ThriftHiveMetastore as gen  # noqa: N813
-    from metastore.config import Settings
-    from metastore.server.handler import Handler
 
     rng = random.Random(9)
     CatalogService(store, "/tmp/warehouse").create_database(Database(name="lst", location_uri="/tmp/warehouse/lst.db"))
     _make_table(store, rng, "t", 30)
-    handler = Handler(SimpleNamespace(catalog=CatalogService(store, "/tmp/warehouse")), Settings(db="", warehouse="/tmp/warehouse"))  # type: ignore[arg-type]
+    handler = handler_over(store)
     with store.read() as uow:
         want = partitions_to_thrift(uow.partitions.list("lst", "t"))
         some = uow.partitions.list_names("lst", "t")[5:9]
@@ -227,30 +225,18 @@ def test_name_pages_encode_to_the_names(store: Store) -> None:
     """get_partition_names' pages are the names list_names returns, in order, for any page size and max_parts;
     the reply on the wire (encoded at the edge, handler.get_partition_names, with the listing cache on and off,
     its cached reply too) is byte for byte the generated encoder's reply of those names."""
-    from types import SimpleNamespace
 
     from thrift.protocol.TBinaryProtocol import TBinaryProtocol
     from thrift.transport.TTransport import TMemoryBuffer
 
     from metastore.api.hive_metastore import ThriftHiveMetastore as gen  # noqa: N813
-    from metastore.config import Settings
-    from metastore.server.handler import Handler
     from metastore.service.listing_cache import ListingCache
-
-    def wire(reply: object) -> bytes:
-        buf = TMemoryBuffer()
-        reply.write(TBinaryProtocol(buf))  # type: ignore[attr-defined]
-        return buf.getvalue()
 
     rng = random.Random(4)
     CatalogService(store, "/tmp/warehouse").create_database(Database(name="lst", location_uri="/tmp/warehouse/lst.db"))
     _make_table(store, rng, "t", 40)
-    settings = Settings(db="", warehouse="/tmp/warehouse")
     cache = ListingCache(1 << 20)
-    handlers = [
-        Handler(SimpleNamespace(catalog=CatalogService(store, "/tmp/warehouse", listing_cache=c)), settings)  # type: ignore[arg-type]
-        for c in (None, cache)
-    ]
+    handlers = [handler_over(store, c) for c in (None, cache)]
     for max_parts in (-1, 0, 1, 7, 40, 41, 1000):
         with store.snapshot() as uow:
             repo = uow.partitions
@@ -267,7 +253,7 @@ def test_name_pages_encode_to_the_names(store: Store) -> None:
         want = buf.getvalue()  # the result struct: field 0 (success), the list, the stop
         for handler in handlers:
             for _ in range(2):  # with the cache: filled, then served from it
-                assert wire(handler.get_partition_names("lst", "t", max_parts)) == want, max_parts
+                assert reply_bytes(handler.get_partition_names("lst", "t", max_parts)) == want, max_parts
     if store.engine.dialect.name == "postgresql":
         assert cache.hits == 7 and len(cache) == 7
     else:
