@@ -77,31 +77,33 @@ def table_ref_and_names_version(
 ) -> tuple[TableRef, int | None]:
     """table_ref and, in the same statement, the version of the table's set of partition names
     (PART_NAMES_VERSIONS, migration 0009; None when the table has no row there, as on SQLite). On PostgreSQL
-    the statement is sent as its text through the driver (the get_partition_names cache hit is this one
-    statement; building and compiling it as a Core select costs more than the round trip)."""
+    it runs as a server-side prepared statement on the DB-API cursor (the get_partition_names cache hit is this
+    one statement: PostgreSQL plans it once per connection, and SQLAlchemy builds no statement or result)."""
     if conn.dialect.name != "postgresql":
         return _table_ref(conn, catalog, db_name, table_name, names_version=True)
+    from metastore.store.column_stats.prepared import execute_prepared  # the package imports this module
+
     db, tbl, cat = normalize(db_name), normalize(table_name), normalize(catalog)
-    result = conn.exec_driver_sql(_NAMES_VERSION_LOOKUP, {"db": db, "catalog": cat, "tbl": tbl})
-    try:
-        row = result.cursor.fetchone()
-    finally:
-        result.close()
-    if row is None:
+    rows = execute_prepared(
+        conn, "metastore_names_version", _NAMES_VERSION_LOOKUP, _NAMES_VERSION_PARAMS,
+        {"db": db, "catalog": cat, "tbl": tbl}, in_transaction=conn.in_transaction(),
+    )
+    if not rows:
         raise NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
-    tbl_id, db_id, sd_id, cd_id, version = row
+    tbl_id, db_id, sd_id, cd_id, version = rows[0]
     return TableRef(
         tbl_id=tbl_id, db_id=db_id, sd_id=sd_id, cd_id=cd_id, db_name=db, table_name=tbl, catalog=cat
     ), version
 
 
-# _table_ref(names_version=True) as text for psycopg2 (its paramstyle).
+# _table_ref(names_version=True) as text for PREPARE (execute_prepared numbers the :parameters).
 _NAMES_VERSION_LOOKUP = (
     'SELECT t."TBL_ID", t."DB_ID", t."SD_ID", s."CD_ID", v."VERSION" FROM "TBLS" t '
     'JOIN "DBS" d ON d."DB_ID" = t."DB_ID" LEFT JOIN "SDS" s ON s."SD_ID" = t."SD_ID" '
     'LEFT JOIN "PART_NAMES_VERSIONS" v ON v."TBL_ID" = t."TBL_ID" '
-    'WHERE d."NAME" = %(db)s AND d."CTLG_NAME" = %(catalog)s AND t."TBL_NAME" = %(tbl)s'
+    'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl'
 )
+_NAMES_VERSION_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"))
 
 
 def _table_ref(
