@@ -33,7 +33,7 @@ from metastore.sql.analysis import (
     summarize,
 )
 from metastore.sql.table_files import is_orc, qualified
-from metastore.stats.harvest.partial import ColumnPartial, FileAnalysis, PartialAccumulator
+from metastore.stats.harvest.partial import ColumnPartial, FileAnalysis, PartialAccumulator, parsed_sketches
 from metastore.stats.harvest.result import result_of
 from metastore.stats.harvest.runner import cached_partials, column_specs, stored_partials
 from metastore.stats.harvest.scan import (
@@ -73,6 +73,8 @@ _JOB_PLAN_BYTES = 32 << 20
 #: Fresh per-file results are sent to the cache (the metastore: one call) in batches of this many files or bytes.
 _CACHE_BATCH_FILES = 64
 _CACHE_BATCH_BYTES = 4 << 20
+#: Parsed sketches a run keeps for reuse at most (a dense one is about 16 KiB parsed: 8 MiB at most).
+_PARSED_SKETCHES_KEPT = 512
 
 _log = logging.getLogger(__name__)
 
@@ -142,21 +144,25 @@ def analyze_table(
             kept = unchanged.targets
             covers_table = not tbl.partition_keys or len(targets) == partitions_total
             table_kept = unchanged.table_level_kept(bool(tbl.partition_keys), covers_table)
-        try:
-            outcomes = harvest_targets(
-                spark, targets, tbl, wanted, histograms=histograms, cache=opened, progress=bar,
-                split_bytes=split_bytes, task_bytes=task_bytes, parallelism=parallelism, storage_options=storage,
-            )
-            if opened is not None:  # results of files deleted from storage are forgotten
-                retain_outcomes(opened, outcomes)
-        finally:
-            bar.close()
-            if opened is not None:
-                opened.close()
-        for outcome in outcomes:
-            outcome.unchanged = not outcome.failed and outcome.target.name in kept
-        persist_outcomes(client, tbl, wanted, outcomes, partitions_total, histograms=histograms, unchanged=kept,
-                         table_unchanged=table_kept)
+        # each cached sketch is parsed once: to check it (cached_partials) and again for the table-level merge
+        # of an unchanged partition, at most _PARSED_SKETCHES_KEPT of them (driver memory stays bounded)
+        with parsed_sketches(_PARSED_SKETCHES_KEPT):
+            try:
+                outcomes = harvest_targets(
+                    spark, targets, tbl, wanted, histograms=histograms, cache=opened, progress=bar,
+                    split_bytes=split_bytes, task_bytes=task_bytes, parallelism=parallelism,
+                    storage_options=storage,
+                )
+                if opened is not None:  # results of files deleted from storage are forgotten
+                    retain_outcomes(opened, outcomes)
+            finally:
+                bar.close()
+                if opened is not None:
+                    opened.close()
+            for outcome in outcomes:
+                outcome.unchanged = not outcome.failed and outcome.target.name in kept
+            persist_outcomes(client, tbl, wanted, outcomes, partitions_total, histograms=histograms,
+                             unchanged=kept, table_unchanged=table_kept)
         return summarize(tbl, wanted, True, outcomes, time.monotonic() - started, engine="Spark")
     finally:
         client.close()

@@ -106,6 +106,13 @@ def test_one_run_split_into_groups_equals_a_run_per_group(tmp_path: Path) -> Non
         assert len(partial_module._PARSED.get() or {}) == 3 * 3  # three files' sketches of n, s and x
     assert scoped.columns == run.columns
     assert partial_module._PARSED.get() is None
+    # a bounded scope (the Spark driver's) keeps at most its limit of parsed sketches; the results are the same
+    with parsed_sketches(limit=4):
+        bounded = analyze_files(files, list(TYPES), hive_types=TYPES, workers=1)
+        assert [r.columns for r in split_result(bounded, [2, 0, 1])] == [first.columns, empty.columns, last.columns]
+        assert len(partial_module._PARSED.get() or {}) == 4
+    assert bounded.columns == run.columns
+    assert partial_module._PARSED.get() is None and partial_module._PARSED_LIMIT.get() is None
     # the run accounts for its time per phase: the files' own phases (CPU) and the runner's (wall)
     assert set(FILE_PHASES) | {PHASE_CACHE, PHASE_HARVEST, PHASE_MERGE} <= set(run.phases)
     assert run.phases["scan and decode"] > 0 and run.phases["hashing"] > 0

@@ -315,23 +315,32 @@ def parse_sketch(blob: bytes) -> HyperLogLog:
         return HyperLogLog.from_bytes(blob)
     sketch = parsed.get(blob)
     if sketch is None:
-        sketch = parsed[blob] = HyperLogLog.from_bytes(blob)
+        sketch = HyperLogLog.from_bytes(blob)
+        limit = _PARSED_LIMIT.get()
+        if limit is None or len(parsed) < limit:
+            parsed[blob] = sketch
     return sketch
 
 
 #: Sketches parsed in the current :func:`parsed_sketches` scope, by their bytes (None: no scope, parse each time).
 _PARSED: contextvars.ContextVar[dict[bytes, HyperLogLog] | None] = contextvars.ContextVar("_PARSED", default=None)
+#: How many parsed sketches the current scope keeps at most (None: every one).
+_PARSED_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("_PARSED_LIMIT", default=None)
 
 
 @contextlib.contextmanager
-def parsed_sketches() -> Iterator[None]:
+def parsed_sketches(limit: int | None = None) -> Iterator[None]:
     """A scope in which each serialised sketch merged is parsed once: a run's per-file sketches are merged into
     the table and again into each partition. The parsed sketches are only read (merge_hlls merges into a new
-    sketch), never changed, and they are dropped when the scope ends, so nothing outlives the run."""
+    sketch), never changed, and they are dropped when the scope ends, so nothing outlives the run. With a
+    ``limit`` the scope keeps the first ``limit`` sketches parsed and parses later ones each time (memory
+    bounded whatever the number of files)."""
     token = _PARSED.set({})
+    limit_token = _PARSED_LIMIT.set(limit)
     try:
         yield
     finally:
+        _PARSED_LIMIT.reset(limit_token)
         _PARSED.reset(token)
 
 
