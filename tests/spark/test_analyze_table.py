@@ -328,8 +328,12 @@ def test_driver_memory_is_flat_in_the_number_of_files(spark, tmp_path: Path,
     per_file = len(pickle.dumps(piece))
     assert per_file > 30_000
     extra = 3 * few * per_file  # what holding the extra files' results would add
-    # a task's three results, and those of a task that finished before an earlier one, wait at most
-    assert held[4 * few] <= 6 and held[few] <= 6, held
+    # Results wait on the driver only while an earlier file of their partition is still out: with tasks of about
+    # three files on two slots that is a task's results or two (plus the one arriving), but a starved task lets
+    # more later tasks finish first (CI at load 4 saw 7), so how many wait depends on scheduling, not on the
+    # number of files. What must hold: far fewer wait than the files there are (nothing is collected first)...
+    assert held[4 * few] < few and held[few] < few, held
+    # ...and the driver's memory does not grow with the files (the bound that matters, scheduling-independent)
     assert peaks[4 * few] - peaks[few] < extra / 4, (peaks, extra)
 
 
