@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from metastore.catalog import DEFAULT_CATALOG, FieldSchema
 from metastore.errors import NoSuchObject
 from metastore.store.identifiers import normalize
+from metastore.store.prepared import execute_prepared
 from metastore.store.schema import DBS, PART_NAMES_VERSIONS, PARTITION_KEYS, SDS, TBLS
 
 
@@ -81,8 +82,6 @@ def table_ref_and_names_version(
     one statement: PostgreSQL plans it once per connection, and SQLAlchemy builds no statement or result)."""
     if conn.dialect.name != "postgresql":
         return _table_ref(conn, catalog, db_name, table_name, names_version=True)
-    from metastore.store.column_stats.prepared import execute_prepared  # the package imports this module
-
     db, tbl, cat = normalize(db_name), normalize(table_name), normalize(catalog)
     rows = execute_prepared(
         conn, "metastore_names_version", _NAMES_VERSION_LOOKUP, _NAMES_VERSION_PARAMS,

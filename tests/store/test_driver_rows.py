@@ -1,13 +1,13 @@
 """The hot prepared statements run on the DB-API cursor: same errors and events as SQLAlchemy's execute, on the
-SQLAlchemy version installed (the private attributes column_stats.prepared relies on, see its docstring)."""
+SQLAlchemy version installed (the private attributes store.prepared relies on, see its docstring)."""
 
 from __future__ import annotations
 
 import pytest
 import sqlalchemy as sa
 
-from metastore.store.column_stats.prepared import driver_rows, execute_prepared
 from metastore.store.engine import create_engine
+from metastore.store.prepared import driver_rows, execute_prepared
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_prepared_statement_inside_a_transaction_survives_a_lost_statement(pg_en
 
 
 def test_the_sqlalchemy_internals_relied_on_are_there(pg_engine: sa.Engine) -> None:
-    """column_stats.prepared asks Connection._has_events / Engine._has_events whether anyone listens and fires
+    """store.prepared asks Connection._has_events / Engine._has_events whether anyone listens and fires
     Connection.dispatch.before/after_cursor_execute itself: SQLAlchemy has no public API for either. This
     fails first if an upgrade moves them (pyproject.toml pins SQLAlchemy below 2.2 for that reason)."""
     with pg_engine.connect() as conn:

@@ -1,7 +1,7 @@
 """Column statistics in SQL (TAB_COL_STATS, PART_COL_STATS): the one repository the server runs, split by job.
 
 - statements: the SQL shared by every statement and the per-dialect statement cache;
-- prepared: PostgreSQL prepared statements on the DB-API cursor (the hot paths);
+- (metastore.store.prepared: PostgreSQL prepared statements on the DB-API cursor, the hot paths);
 - rows: statistics entries <-> rows (the typed columns, and the stored Thrift bytes);
 - lookup: a table or partitions as statistics need them (ids, columns, parameters, row locks);
 - reads / encoded: statistics by names, as entries or as their stored Thrift bytes;

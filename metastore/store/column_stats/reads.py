@@ -11,7 +11,6 @@ import sqlalchemy as sa
 
 from metastore.stats.model import ColumnStatsEntry
 from metastore.store.column_stats.lookup import TABLE_NAME_PARAMS
-from metastore.store.column_stats.prepared import execute_prepared
 from metastore.store.column_stats.rows import row_reader
 from metastore.store.column_stats.statements import (
     TABLE_STATS_ROWS,
@@ -24,6 +23,7 @@ from metastore.store.column_stats.statements import (
     table_names,
     value_columns,
 )
+from metastore.store.prepared import execute_prepared
 
 # Parameters of the prepared reads of one table's statistics, in order, with their PostgreSQL types.
 TABLE_STATS_PARAMS = (*TABLE_NAME_PARAMS, ("engine", "text"), ("columns", "text[]"))

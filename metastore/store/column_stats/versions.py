@@ -8,8 +8,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from metastore.store.column_stats.prepared import execute_prepared
 from metastore.store.column_stats.statements import statements, table_names
+from metastore.store.prepared import execute_prepared
 
 _VERSION_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"), ("parts", "json"))
 _RANGE_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"), ("lo", "text"), ("hi", "text"), ("cap", "bigint"))

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from metastore.catalog import FieldSchema
 from metastore.store.chunking import chunks
 from metastore.store.column_stats.lookup import TableTarget
-from metastore.store.column_stats.prepared import execute_prepared
 from metastore.store.column_stats.statements import NAMES_OF, statements
+from metastore.store.prepared import execute_prepared
 from metastore.store.schema import PART_COL_STATS, STATS_WRITE_COLUMNS, TAB_COL_STATS
 from metastore.store.upsert import upsert_statement, upsert_text
 
