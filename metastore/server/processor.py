@@ -28,7 +28,7 @@ from metastore.api.hive_metastore import ThriftHiveMetastore
 from metastore.api.hive_metastore.ttypes import MetaException
 from metastore.server.authorization import Authorizer
 from metastore.server.session import ConnectionSession
-from metastore.wire.encoded import EncodedResult, StreamedResult
+from metastore.wire.encoded import CLEARS_CATALOG, EncodedResult, StreamedResult
 from metastore.wire.generations import Visit, catalog_clearer, table_paths, tables_at
 
 log = logging.getLogger("metastore.server.calls")
@@ -171,17 +171,24 @@ class MetastoreProcessor:
         start = time.perf_counter()
         reply_type = TMessageType.REPLY
         reply: Any  # the result struct, an EncodedResult or a TApplicationException: each has write()
+        clears = spec.clear_catalog is not None and session is not None and bool(session.generation.hive2)
         try:
-            value = call(*(getattr(args, n) for n in spec.arg_names))
+            if clears:
+                token = CLEARS_CATALOG.set(True)  # the handler may answer with bytes made for this client
+                try:
+                    value = call(*(getattr(args, n) for n in spec.arg_names))
+                finally:
+                    CLEARS_CATALOG.reset(token)
+            else:
+                value = call(*(getattr(args, n) for n in spec.arg_names))
             if authorizer is not None and session is not None:
                 value = authorizer.filter_result(name, args, value, session)
             if isinstance(value, _ENCODED_REPLIES):
                 reply = value  # the value's bytes, written as the result struct's success field
-                if isinstance(value, StreamedResult) and spec.clear_catalog is not None and session is not None \
-                        and session.generation.hive2:
+                if isinstance(value, StreamedResult) and clears:
                     value.visit = spec.clear_catalog  # applied to each page as it is encoded
             else:
-                if spec.clear_catalog is not None and value is not None and session is not None and session.generation.hive2:
+                if clears and value is not None and spec.clear_catalog is not None:
                     spec.clear_catalog(value)  # answers are built per call: nothing shared is changed
                 reply = spec.result_cls() if spec.result_cls is not None else None
                 if spec.returns_value:

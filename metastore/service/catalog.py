@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 from metastore import locations, storage
 from metastore.catalog import DEFAULT_CATALOG, Database, Partition, Table
@@ -20,10 +21,10 @@ from metastore.service.indexes import (
     drop_partition_indexes,
     drop_table_indexes,
 )
-from metastore.service.listing_cache import ListingCache, ListingReply, open_listing
+from metastore.service.listing_cache import ListingCache, ListingReply, open_listing, reply_key
 from metastore.service.streams import Stream, open_stream
 from metastore.store import Store, UnitOfWork
-from metastore.store.partition_listing import RowPage
+from metastore.store.partition_listing import RowPage, listing_key
 from metastore.store.partitions import NamesPage
 
 log = logging.getLogger(__name__)
@@ -416,6 +417,26 @@ class CatalogService:
                 db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog
             ),
         )
+
+    def cached_partition_listing(
+        self, request: tuple[Any, ...], db_name: str, table_name: str, max_parts: int, send_catalog: bool,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> bytes | None:
+        """The whole encoded reply of a partition listing (`request`: ("filter", text), ("all",) or ("ps",
+        values), as the partition_listing* methods make it) if the listing cache holds it at the version the
+        database reports now, before any listing is opened; None otherwise (then open the listing: it reports
+        a missing table or a bad filter). One statement: the table, its partition keys and its listing version
+        (PartitionRepository.listing_lookup). send_catalog: whether the reply sends catName (False for a Hive 2
+        client, whose replies the processor clears)."""
+        cache = self.listing_cache
+        if cache is None or not self.store.features.autocommit_reads:
+            return None  # listing versions are PostgreSQL's (listing_lookup); elsewhere nothing is kept
+        with self.store.autocommit() as uow:  # one statement: one snapshot
+            found = uow.partitions.listing_lookup(db_name, table_name, catalog=catalog)
+        if found is None:
+            return None
+        ref, keys, version = found
+        return cache.get(reply_key(ref, listing_key(request, max_parts, keys), send_catalog), version)
 
     def partition_listing_by_filter(
         self, db_name: str, table_name: str, filter_text: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG

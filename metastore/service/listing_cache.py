@@ -20,6 +20,7 @@ from typing import Any
 
 from metastore.store import UnitOfWork
 from metastore.store.partition_listing import Listing, RowPage
+from metastore.store.refs import TableRef
 
 Version = tuple[int, str]
 
@@ -74,6 +75,12 @@ class ListingCache:
                 self._bytes -= len(evicted)
 
 
+def reply_key(ref: TableRef, listing_key: tuple[Any, ...], catalog: bool) -> Hashable:
+    """The cache key of a listing's reply: the table (id and names), the listing's key
+    (partition_listing.listing_key) and whether catName is sent."""
+    return (ref.tbl_id, ref.catalog, ref.db_name, ref.table_name, listing_key, catalog)
+
+
 class ListingReply:
     """A partition listing opened in a snapshot (which stays open until close()): its reply from the cache
     (`cached`) or its pages read in the snapshot (`open`), and `keep` to cache the reply built from them."""
@@ -98,8 +105,7 @@ class ListingReply:
         return self._cache.max_entry if self._cache is not None else 0
 
     def _key(self, catalog: bool) -> Hashable:
-        ref = self.listing.ref
-        return (ref.tbl_id, ref.catalog, ref.db_name, ref.table_name, self.listing.key, catalog)
+        return reply_key(self.listing.ref, self.listing.key, catalog)
 
     def cached(self, catalog: bool) -> bytes | None:
         """The whole encoded reply (list header and partitions) if cached at the current version."""

@@ -108,6 +108,13 @@ def new_column_descriptors(rows: Sequence[Sequence[Any]], seen: set[Any]) -> lis
 Columns = Sequence[tuple[str, str, str | None]]
 
 
+def listing_key(request: tuple[Any, ...], max_parts: int, keys: Sequence[tuple[str, str]]) -> tuple[Any, ...]:
+    """What besides the table's partitions decides a listing's reply: the request (("filter", text), ("all",),
+    ("ps", values)), its limit and the table's partition keys as (name, type). Listing.key, and the cache's
+    check before a listing is opened (CatalogService.cached_partition_listing), are this."""
+    return (*request, max_parts, tuple(keys))
+
+
 @dataclass
 class Listing:
     """A partition listing checked and ready to read (inside the snapshot it was made in): its table, what

@@ -31,10 +31,12 @@ from metastore.store.partition_listing import (
     Listing,
     RowPage,
     columns_of,
+    listing_key,
     new_column_descriptors,
     object_page,
     page_statement,
 )
+from metastore.store.prepared import execute_prepared
 from metastore.store.refs import TableRef, partition_keys, table_ref, table_ref_and_names_version
 from metastore.store.schema import PARTITION_KEY_VALS, PARTITIONS, SDS
 from metastore.store.storage import (
@@ -75,6 +77,22 @@ _LISTING_VERSION = sa.text(
     'SELECT count(*), md5(coalesce(string_agg("LISTING_VERSION"::text, \',\' ORDER BY "LISTING_VERSION"), \'\')) '
     'FROM "PARTITIONS" WHERE "TBL_ID" = :tbl_id'
 )
+
+
+# table_ref, partition_keys and _LISTING_VERSION in one statement, as text for PREPARE (execute_prepared numbers the
+# :parameters); see listing_lookup.
+_LISTING_LOOKUP = (
+    'SELECT t."TBL_ID", t."DB_ID", t."SD_ID", s."CD_ID", k.names, k.types, v.n, v.digest FROM "TBLS" t '
+    'JOIN "DBS" d ON d."DB_ID" = t."DB_ID" LEFT JOIN "SDS" s ON s."SD_ID" = t."SD_ID" '
+    'CROSS JOIN LATERAL (SELECT array_agg(pk."PKEY_NAME" ORDER BY pk."INTEGER_IDX") AS names, '
+    'array_agg(pk."PKEY_TYPE" ORDER BY pk."INTEGER_IDX") AS types '
+    'FROM "PARTITION_KEYS" pk WHERE pk."TBL_ID" = t."TBL_ID") k '
+    'CROSS JOIN LATERAL (SELECT count(*) AS n, '
+    'md5(coalesce(string_agg(p."LISTING_VERSION"::text, \',\' ORDER BY p."LISTING_VERSION"), \'\')) AS digest '
+    'FROM "PARTITIONS" p WHERE p."TBL_ID" = t."TBL_ID") v '
+    'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl'
+)
+_LISTING_LOOKUP_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"))
 
 
 # A page of a table's partition names (PostgreSQL), after %(last)s in name order; read through the driver's cursor
@@ -589,7 +607,7 @@ class PartitionRepository:
     ) -> Listing:
         return Listing(
             ref,
-            (*request, max_parts, tuple((k.name, k.type) for k in keys)),
+            listing_key(request, max_parts, [(k.name, k.type) for k in keys]),
             lambda: self._row_pages(ref, condition, joins, max_parts, page),
         )
 
@@ -653,6 +671,27 @@ class PartitionRepository:
             return None
         row = self._conn.execute(_LISTING_VERSION, {"tbl_id": tbl_id}).one()
         return int(row[0]), str(row[1])
+
+    def listing_lookup(
+        self, db_name: str, table_name: str, *, catalog: str = DEFAULT_CATALOG
+    ) -> tuple[TableRef, builtins.list[tuple[str, str]], tuple[int, str]] | None:
+        """The table, its partition keys as (name, type) and its partitions' listing version (listing_version),
+        all read by one statement (so in one snapshot): what a cached listing reply's key and version are
+        made of. A server-side prepared statement on the DB-API cursor, as table_ref_and_names_version: a
+        cache hit is this one statement. None on databases without listing versions, and when there is no
+        such table (the listing itself then reports it, in its own words)."""
+        if self._conn.dialect.name != "postgresql":
+            return None
+        db, tbl, cat = normalize(db_name), normalize(table_name), normalize(catalog)
+        rows = execute_prepared(
+            self._conn, "metastore_listing_lookup", _LISTING_LOOKUP, _LISTING_LOOKUP_PARAMS,
+            {"db": db, "catalog": cat, "tbl": tbl}, in_transaction=self._conn.in_transaction(),
+        )
+        if not rows:
+            return None
+        tbl_id, db_id, sd_id, cd_id, key_names, key_types, count, digest = rows[0]
+        ref = TableRef(tbl_id=tbl_id, db_id=db_id, sd_id=sd_id, cd_id=cd_id, db_name=db, table_name=tbl, catalog=cat)
+        return ref, list(zip(key_names or (), key_types or (), strict=True)), (int(count), str(digest))
 
     def rows_by_names(
         self, db_name: str, table_name: str, names: Sequence[str], *, catalog: str = DEFAULT_CATALOG

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
@@ -74,6 +75,12 @@ log = logging.getLogger("metastore.server")
 # Bytes of a streamed reply collected before they go to the socket (buffered transport): what the server holds
 # of a reply of any size at a time.
 STREAM_SEND_BYTES = 1 << 20
+
+
+# Whether the processor clears the catalog fields of the current call's reply (a Hive 2 client's answers; it then
+# sets StreamedResult.visit): set for the duration of the call, so a handler answering with stored bytes can pick
+# the bytes made for that client before it answers. False outside the processor (in-process calls: visit unset).
+CLEARS_CATALOG: ContextVar[bool] = ContextVar("clears_catalog", default=False)
 
 
 class StreamedResult:
