@@ -20,7 +20,7 @@ from metastore.service import CatalogService, StatisticsService, StatsWrite
 from metastore.service.listing_cache import ListingCache
 from metastore.stats.model import ColumnStatsEntry, LongStats
 from metastore.store import Store, migrate
-from server.handler_support import handler_over, reply_bytes
+from server.handler_support import handler_over, processed, reply_bytes
 
 FILTER = 'ds >= ""'
 
@@ -127,11 +127,36 @@ def test_a_repeated_listing_is_served_from_the_cache(store: Store) -> None:
         hits = cache.hits
         assert reply_bytes(call(handler)) == first == reply_bytes(call(plain)), name
         assert cache.hits == hits + 1, name
-    # catName or not (a Hive 2 client) are two entries
-    reply = CALLS["filter"](handler)
-    reply.visit = lambda _v: None
-    without = reply_bytes(reply)
-    assert without != reply_bytes(CALLS["filter"](handler)) and b"hive" not in without
+    # catName or not (a Hive 2 client) are two entries, each answered to its own client through the processor
+    for hive2, hit in ((True, 0), (False, 1), (True, 1), (False, 1)):  # the first Hive 2 call keeps its entry
+        hits = cache.hits
+        got = processed(handler, "get_partitions_by_filter", "lc", "t", FILTER, -1, hive2=hive2)
+        assert got == processed(plain, "get_partitions_by_filter", "lc", "t", FILTER, -1, hive2=hive2), hive2
+        assert (b"\x00\x00\x00\x04hive" in got) is not hive2  # catName
+        assert cache.hits == hits + hit, hive2
+    assert processed(handler, "get_partitions_by_filter", "lc", "t", FILTER, -1, hive2=True) != processed(
+        handler, "get_partitions_by_filter", "lc", "t", FILTER, -1)
+
+
+def test_a_cached_listing_is_one_statement(store: Store) -> None:
+    """A hit is checked before any listing is opened: one statement reads the table, its partition keys and
+    its listing version (no snapshot to begin and end, no filter compiled against the database)."""
+    _setup(store)
+    cache = ListingCache(8 << 20)
+    handler, plain = handler_over(store, cache), handler_over(store, None)
+    statements: list[str] = []
+    sa.event.listen(store.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    lookup = ["EXECUTE metastore_listing_lookup(%(db)s::text, %(catalog)s::text, %(tbl)s::text)"]
+    for name, call in CALLS.items():
+        first = reply_bytes(call(handler))  # a miss: the lookup, then the listing read in a snapshot
+        statements.clear()
+        hits = cache.hits
+        again = reply_bytes(call(handler))
+        assert statements == lookup, name
+        assert cache.hits == hits + 1 and again == first == reply_bytes(call(plain)), name
+    statements.clear()
+    reply_bytes(CALLS["filter"](handler))
+    assert statements == lookup
 
 
 @pytest.mark.parametrize("change", list(CHANGES))
