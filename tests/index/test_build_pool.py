@@ -130,6 +130,27 @@ def test_int_postings_match_the_lexsort(groups: int) -> None:
             assert got.keys.dtype == np.int64 and got.ids.dtype == np.uint32 and got.offsets.dtype == np.int64
 
 
+@pytest.mark.parametrize("stripes", [2, btree._STABLE_MAX_DESCENTS + 1, 300])
+def test_int_postings_of_sorted_runs_match_the_lexsort(stripes: int) -> None:
+    """Pairs as a scan gives them (stripe after stripe, each stripe's keys sorted), in few runs (a stable sort)
+    and in many (an unstable sort with the ids of equal keys put in order), unique keys and repeated ones."""
+    rng = np.random.default_rng(stripes)
+    for high in (50, 1 << 62):
+        keys = rng.integers(-high, high, 20_000, dtype=np.int64)
+        ids = rng.integers(0, stripes, len(keys)).astype(np.uint32)
+        pairs = sorted(set(zip(ids.tolist(), keys.tolist(), strict=True)))  # by stripe, then key: sorted runs
+        ids = np.asarray([i for i, _ in pairs], dtype=np.uint32)
+        keys = np.asarray([k for _, k in pairs], dtype=np.int64)
+        lex = np.lexsort((ids, keys))
+        k, i = keys[lex], ids[lex]
+        starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+        for grouped in (False, True):
+            got = btree.Postings.from_pairs(Domain.INT64, keys, ids, grouped=grouped)
+            assert got.keys.tolist() == k[starts].tolist()
+            assert got.ids.tolist() == i.tolist()
+            assert got.offsets.tolist() == [*starts.tolist(), len(k)]
+
+
 def test_probe_positions_are_the_formula() -> None:
     """probe_positions (chunked, in place, remainder by division) equals mix(h + i * golden) % bits."""
     rng = np.random.default_rng(3)
