@@ -27,7 +27,7 @@ from metastore.sql.analysis import (
     list_targets,
     outcome_of,
     persist_outcomes,
-    retain_outcomes,
+    settle_outcomes,
     spec_values,
     statistics_columns,
     summarize,
@@ -153,14 +153,11 @@ def analyze_table(
                     split_bytes=split_bytes, task_bytes=task_bytes, parallelism=parallelism,
                     storage_options=storage,
                 )
-                if opened is not None:  # results of files deleted from storage are forgotten
-                    retain_outcomes(opened, outcomes)
+                settle_outcomes(opened, outcomes, kept)
             finally:
                 bar.close()
                 if opened is not None:
                     opened.close()
-            for outcome in outcomes:
-                outcome.unchanged = not outcome.failed and outcome.target.name in kept
             persist_outcomes(client, tbl, wanted, outcomes, partitions_total, histograms=histograms,
                              unchanged=kept, table_unchanged=table_kept)
         return summarize(tbl, wanted, True, outcomes, time.monotonic() - started, engine="Spark")

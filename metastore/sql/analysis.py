@@ -253,6 +253,16 @@ def human_bytes(n: int) -> str:
 # ------------------------------------------------------------------------------------------- persisting
 
 
+def settle_outcomes(cache: Any, outcomes: Sequence[TargetOutcome], kept: Collection[str | None]) -> None:
+    """After a harvest (shell or Spark): the per-file store forgets deleted files (``retain_outcomes``, when
+    there is a store) and each outcome of a target in ``kept`` (its files and statistics as an earlier run left
+    them, metastore.sql.fingerprints) is marked unchanged unless it failed, so it is not written again."""
+    if cache is not None:
+        retain_outcomes(cache, outcomes)
+    for outcome in outcomes:
+        outcome.unchanged = not outcome.failed and outcome.target.name in kept
+
+
 def retain_outcomes(cache: Any, outcomes: Sequence[TargetOutcome]) -> None:
     """Stored per-file results of files deleted from storage since are forgotten, for every target that did not
     fail (a failed target keeps its own): in one call where the store can (``retain_many``)."""

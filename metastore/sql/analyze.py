@@ -35,7 +35,7 @@ from metastore.sql.analysis import (
     list_targets,
     outcome_of,
     persist_outcomes,
-    retain_outcomes,
+    settle_outcomes,
     statistics_columns,
     summarize,
 )
@@ -244,14 +244,11 @@ def analyze(ex: Session, st: Analyze) -> Result:
                 raise SqlError(f"Spark failed: {' '.join(str(exc).split())[:500]}", st.position) from None
         else:
             outcomes, run = _analyze_local(ex, work, table, columns, st.mode, cache, progress, kept)
-        if cache is not None:
-            retain_outcomes(cache, outcomes)
+        settle_outcomes(cache, outcomes, kept)
     finally:
         progress.close()
         if cache is not None:
             cache.close()
-    for outcome in outcomes:
-        outcome.unchanged = not outcome.failed and outcome.target.name in kept
     worked = {id(t) for t in work}
     outcomes += [_kept_outcome(table, t) for t in targets if id(t) not in worked]
     order = {id(t): i for i, t in enumerate(targets)}

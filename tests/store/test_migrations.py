@@ -315,3 +315,23 @@ def test_revision_0009_versions_the_existing_tables_and_goes_away_cleanly(db_url
         assert (version() is not None) == postgres
     finally:
         store.dispose()
+
+
+def test_schema_check_reads_the_migration_scripts_once_per_process(db_url: str) -> None:
+    """Each embedded client checks the schema when it opens (a Spark driver opens one per ANALYZE): the head
+    revision is parsed from the scripts once, while the database's own revision is still read every time."""
+    from alembic.script import ScriptDirectory
+
+    migrate.upgrade(db_url)
+    migrate.check_schema(db_url, auto_upgrade=False)
+    misses = migrate._head_revision.cache_info().misses
+    for _ in range(3):
+        migrate.check_schema(db_url, auto_upgrade=False)
+    assert migrate._head_revision.cache_info().misses == misses
+    assert migrate.head_revision() == ScriptDirectory.from_config(migrate.alembic_config()).get_current_head()
+    # the database is still asked: one step back is out of date again
+    from alembic import command
+
+    command.downgrade(migrate.alembic_config(db_url), "-1")
+    with pytest.raises(SchemaOutOfDate, match="metastore db upgrade"):
+        migrate.check_schema(db_url, auto_upgrade=False)
