@@ -61,8 +61,10 @@ def filesystem(protocol: str, options: StorageOptions) -> Any:
         ) from None
     kwargs = options.for_protocol(protocol)
     try:
-        if protocol == "s3" and "session" not in kwargs:
-            kwargs["session"] = _s3_session()
+        if protocol == "s3":
+            _s3_defaults(kwargs)
+            if "session" not in kwargs:
+                kwargs["session"] = _s3_session()
         fs = fsspec.filesystem(protocol, skip_instance_cache=True, **kwargs)
         _FILESYSTEMS[key] = fs
         return fs
@@ -74,6 +76,22 @@ def filesystem(protocol: str, options: StorageOptions) -> Any:
         raise StorageError(f"cannot set up the {protocol}:// filesystem: {reason(exc)}") from None
     except TypeError as exc:  # an option the filesystem does not take
         raise StorageError(f"cannot set up the {protocol}:// filesystem: {reason(exc)}") from None
+
+
+#: botocore defaults that make an unreachable store an error within seconds: its legacy retry mode retries a
+#: refused connection 4 times with growing sleeps, and s3fs retries each of those calls 5 times more (8 s and
+#: more for "connection refused"); 60 s to connect is botocore's default. `--storage-option
+#: config_kwargs.retries=...` / `config_kwargs.connect_timeout=...` override these.
+_S3_CONFIG_DEFAULTS: dict[str, Any] = {"retries": {"mode": "standard", "max_attempts": 2}, "connect_timeout": 10}
+
+
+def _s3_defaults(kwargs: dict[str, Any]) -> None:
+    """Fill botocore settings the options do not give (the options' own values always win)."""
+    config = kwargs.setdefault("config_kwargs", {})
+    if not isinstance(config, dict):
+        return  # a malformed value: let s3fs report it
+    for name, value in _S3_CONFIG_DEFAULTS.items():
+        config.setdefault(name, dict(value) if isinstance(value, dict) else value)
 
 
 _BOTOCORE_LOADER: Any = None

@@ -276,3 +276,20 @@ def test_s3_directories_are_prefixes_made_moved_and_deleted_with_their_objects(s
         storage.move_dir(f"s3a://{s3_bucket}/t/p=2", f"s3a://{s3_bucket}/t/p=10")
     storage.delete(f"s3a://{s3_bucket}/t/p=2")
     assert [r.url for r in storage.list_files(f"s3://{s3_bucket}/t")] == [f"s3://{s3_bucket}/t/p=10/c.orc"]
+
+
+def test_s3_gives_up_on_an_unreachable_store_within_bounded_retries_and_options_override_them(monkeypatch) -> None:
+    # botocore's own default (legacy mode, 5 attempts with growing sleeps, each under s3fs's 5 retries) kept a
+    # user waiting 8-20 s for "connection refused"; the defaults bound that, and --storage-option still wins.
+    from metastore.storage import _remote
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    default = _remote.filesystem("s3", storage.StorageOptions())
+    assert default.config_kwargs["retries"] == {"mode": "standard", "max_attempts": 2}
+    assert default.config_kwargs["connect_timeout"] == 10
+    given = storage.StorageOptions.parse(
+        ['config_kwargs.retries={"max_attempts": 7}', "config_kwargs.connect_timeout=3", "config_kwargs.read_timeout=9"]
+    )
+    fs = _remote.filesystem("s3", given)
+    assert fs.config_kwargs == {"retries": {"max_attempts": 7}, "connect_timeout": 3, "read_timeout": 9}
