@@ -55,6 +55,8 @@ ProcessorFactory = Callable[[], Processor]
 # How long a worker with more open connections than another leaves a new connection to the other workers before
 # taking it itself (a worker that is stuck or gone must not keep connections waiting for long).
 ACCEPT_DEFER_SECONDS = 0.1
+# How often a deferring worker looks whether the connection was taken meanwhile.
+ACCEPT_DEFER_STEP_SECONDS = 0.005
 # How long the server waits for every worker to accept before it says it is listening.
 WORKERS_READY_SECONDS = 10.0
 
@@ -193,8 +195,14 @@ class Worker:
                     break
                 continue
             if self._balance is not None and self._balance.should_defer(self._slot):
-                # Leave the connection to a worker with fewer; take it after all if none of them did.
-                time.sleep(ACCEPT_DEFER_SECONDS)
+                # Leave the connection to a worker with fewer; take it after all if none of them did. Look again
+                # every few ms rather than sleeping the whole deferral: as soon as another worker took it (nothing
+                # pending) or the counts even out, go on, so connections arriving meanwhile are not kept waiting.
+                deadline = time.monotonic() + ACCEPT_DEFER_SECONDS
+                while self._balance.should_defer(self._slot) and time.monotonic() < deadline:
+                    time.sleep(ACCEPT_DEFER_STEP_SECONDS)
+                    if not poller.poll(0):
+                        break
             try:
                 conn, peer = self._listener.accept()
             except (BlockingIOError, InterruptedError):
