@@ -35,7 +35,7 @@ from metastore.errors import (
     StoreUnavailable,
 )
 from metastore.partnames import parse_part_name
-from metastore.service import CatalogService, Metastore, StatsWrite, transactional
+from metastore.service import Metastore, StatsWrite, transactional
 from metastore.service.listing_cache import ListingReply
 from metastore.service.meta_conf import ConnectionMetaConf
 from metastore.service.statistics import PartitionStatsPage
@@ -237,18 +237,17 @@ def _partition_encoder(page: RowPage, result: StreamedResult) -> PartitionEncode
     )
 
 
-def _cached_listing(catalog: CatalogService, request: tuple[Any, ...], db_name: str, tbl_name: str,
-                    max_parts: int) -> StreamedResult | None:
-    """A partition listing's reply from the listing cache, checked before any listing is opened (one
-    statement, no snapshot, no filter compiled: CatalogService.cached_partition_listing), for the client the
-    processor answers (CLEARS_CATALOG); None on a miss (then _listing_reply over the opened listing)."""
-    hit = catalog.cached_partition_listing(request, db_name, tbl_name, max_parts, not CLEARS_CATALOG.get())
-    return None if hit is None else StreamedResult(TType.LIST, (hit,))
+def _sends_catalog() -> bool:
+    """Whether this call's reply sends catName: not to a Hive 2 client (the processor sets CLEARS_CATALOG)."""
+    return not CLEARS_CATALOG.get()
 
 
-def _listing_reply(listing: ListingReply) -> StreamedResult:
-    """A list<Partition> reply: from the listing cache, or each page encoded from its rows as it is read
-    (and the whole reply kept in the cache when it may be)."""
+def _listing_reply(listing: bytes | ListingReply) -> StreamedResult:
+    """A list<Partition> reply: the listing cache's bytes found before the listing was opened, or from the
+    opened listing the cache's reply or each page encoded from its rows as it is read (and the whole reply kept
+    in the cache when it may be)."""
+    if isinstance(listing, bytes):
+        return StreamedResult(TType.LIST, (listing,))
     result = StreamedResult(TType.LIST, (), listing.close)
 
     def pieces() -> Iterator[bytes]:
@@ -702,34 +701,32 @@ class Handler:
     @_thrift_method
     def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
         # Encoded from rows, a page at a time (see get_partitions_by_filter).
-        return _cached_listing(self.ms.catalog, ("all",), db_name, tbl_name, _max(max_parts)) or _listing_reply(
-            self.ms.catalog.partition_listing(db_name, tbl_name, _max(max_parts))
+        return _listing_reply(
+            self.ms.catalog.partition_listing(db_name, tbl_name, _max(max_parts), send_catalog=_sends_catalog())
         )
 
     @_thrift_method
     def get_partitions_with_auth(
         self, db_name: str, tbl_name: str, max_parts: int, user_name: str | None, group_names: object | None
     ) -> StreamedResult:
-        return _cached_listing(self.ms.catalog, ("all",), db_name, tbl_name, _max(max_parts)) or _listing_reply(
-            self.ms.catalog.partition_listing(db_name, tbl_name, _max(max_parts))
+        return _listing_reply(
+            self.ms.catalog.partition_listing(db_name, tbl_name, _max(max_parts), send_catalog=_sends_catalog())
         )
 
     @_thrift_method
     def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int) -> StreamedResult:
-        values = list(part_vals or [])
-        return _cached_listing(
-            self.ms.catalog, ("ps", tuple(values)), db_name, tbl_name, _max(max_parts)
-        ) or _listing_reply(self.ms.catalog.partition_listing_ps(db_name, tbl_name, values, _max(max_parts)))
+        return _listing_reply(self.ms.catalog.partition_listing_ps(
+            db_name, tbl_name, list(part_vals or []), _max(max_parts), send_catalog=_sends_catalog()
+        ))
 
     @_thrift_method
     def get_partitions_ps_with_auth(
         self, db_name: str, tbl_name: str, part_vals: Sequence[str] | None, max_parts: int, user_name: str | None,
         group_names: object | None,
     ) -> StreamedResult:
-        values = list(part_vals or [])
-        return _cached_listing(
-            self.ms.catalog, ("ps", tuple(values)), db_name, tbl_name, _max(max_parts)
-        ) or _listing_reply(self.ms.catalog.partition_listing_ps(db_name, tbl_name, values, _max(max_parts)))
+        return _listing_reply(self.ms.catalog.partition_listing_ps(
+            db_name, tbl_name, list(part_vals or []), _max(max_parts), send_catalog=_sends_catalog()
+        ))
 
     @_thrift_method
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> StreamedResult:
@@ -771,10 +768,9 @@ class Handler:
         # Sent as read, a page at a time (see get_partition_names).
         # Each page is encoded from its rows (metastore.wire.partition_bytes), no Partition objects; or the
         # whole reply comes from the listing cache when the table's partitions have not changed since.
-        text = filter or ""
-        return _cached_listing(
-            self.ms.catalog, ("filter", text), db_name, tbl_name, _max(max_parts)
-        ) or _listing_reply(self.ms.catalog.partition_listing_by_filter(db_name, tbl_name, text, _max(max_parts)))
+        return _listing_reply(self.ms.catalog.partition_listing_by_filter(
+            db_name, tbl_name, filter or "", _max(max_parts), send_catalog=_sends_catalog()
+        ))
 
     @_thrift_method
     def get_partition_values(self, request: tt.PartitionValuesRequest) -> tt.PartitionValuesResponse:

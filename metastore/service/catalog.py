@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -24,7 +24,14 @@ from metastore.service.indexes import (
 from metastore.service.listing_cache import ListingCache, ListingReply, open_listing, reply_key
 from metastore.service.streams import Stream, open_stream
 from metastore.store import Store, UnitOfWork
-from metastore.store.partition_listing import RowPage, listing_key
+from metastore.store.partition_listing import (
+    ALL_REQUEST,
+    Listing,
+    RowPage,
+    filter_request,
+    listing_key,
+    ps_request,
+)
 from metastore.store.partitions import NamesPage
 
 log = logging.getLogger(__name__)
@@ -418,60 +425,61 @@ class CatalogService:
             ),
         )
 
-    def cached_partition_listing(
+    def _partition_listing(
         self, request: tuple[Any, ...], db_name: str, table_name: str, max_parts: int, send_catalog: bool,
-        catalog: str = DEFAULT_CATALOG,
-    ) -> bytes | None:
-        """The whole encoded reply of a partition listing (`request`: ("filter", text), ("all",) or ("ps",
-        values), as the partition_listing* methods make it) if the listing cache holds it at the version the
-        database reports now, before any listing is opened; None otherwise (then open the listing: it reports
-        a missing table or a bad filter). One statement: the table, its partition keys and its listing version
-        (PartitionRepository.listing_lookup). send_catalog: whether the reply sends catName (False for a Hive 2
-        client, whose replies the processor clears)."""
+        catalog: str, make: Callable[[UnitOfWork], Listing],
+    ) -> bytes | ListingReply:
+        """A partition listing's whole encoded reply from the listing cache when it holds it at the version the
+        database reports now, checked before any listing is opened: one statement (the table, its partition
+        keys and its listing version: PartitionRepository.listing_lookup), no snapshot, no filter compiled.
+        Otherwise the listing made by `make`, opened in a snapshot (a missing table or a bad filter is raised
+        here) and read a page at a time (close the reply when done). `request` is the listing's request key
+        (partition_listing.filter_request, ALL_REQUEST, ps_request); send_catalog whether the reply sends
+        catName (False for a Hive 2 client, whose replies the processor clears)."""
         cache = self.listing_cache
-        if cache is None or not self.store.features.autocommit_reads:
-            return None  # listing versions are PostgreSQL's (listing_lookup); elsewhere nothing is kept
-        with self.store.autocommit() as uow:  # one statement: one snapshot
-            found = uow.partitions.listing_lookup(db_name, table_name, catalog=catalog)
-        if found is None:
-            return None
-        ref, keys, version = found
-        return cache.get(reply_key(ref, listing_key(request, max_parts, keys), send_catalog), version)
+        if cache is not None and self.store.features.autocommit_reads:  # listing versions are PostgreSQL's
+            with self.store.autocommit() as uow:  # one statement: one snapshot
+                found = uow.partitions.listing_lookup(db_name, table_name, catalog=catalog)
+            if found is not None:
+                ref, keys, version = found
+                hit = cache.get(reply_key(ref, listing_key(request, max_parts, keys), send_catalog), version)
+                if hit is not None:
+                    return hit
+        return open_listing(self.store.snapshot(), make, cache)
 
     def partition_listing_by_filter(
-        self, db_name: str, table_name: str, filter_text: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
-    ) -> ListingReply:
-        """list_partitions_by_filter as rows for metastore.wire.partition_bytes (or its cached reply), a page at
-        a time, inside one snapshot (close the reply when done). A missing table or a bad filter is raised here."""
-        return open_listing(
-            self.store.snapshot(),
+        self, db_name: str, table_name: str, filter_text: str, max_parts: int = -1, *, send_catalog: bool = True,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> bytes | ListingReply:
+        """list_partitions_by_filter: its cached reply's bytes, or rows for metastore.wire.partition_bytes (or
+        the reply cached meanwhile) a page at a time inside one snapshot (see _partition_listing)."""
+        return self._partition_listing(
+            filter_request(filter_text), db_name, table_name, max_parts, send_catalog, catalog,
             lambda uow: uow.partitions.listing_by_filter(
                 db_name, table_name, filter_text, max_parts=max_parts, catalog=catalog
             ),
-            self.listing_cache,
         )
 
     def partition_listing(
-        self, db_name: str, table_name: str, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
-    ) -> ListingReply:
+        self, db_name: str, table_name: str, max_parts: int = -1, *, send_catalog: bool = True,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> bytes | ListingReply:
         """list_partitions as a listing (see partition_listing_by_filter)."""
-        return open_listing(
-            self.store.snapshot(),
+        return self._partition_listing(
+            ALL_REQUEST, db_name, table_name, max_parts, send_catalog, catalog,
             lambda uow: uow.partitions.listing(db_name, table_name, max_parts=max_parts, catalog=catalog),
-            self.listing_cache,
         )
 
     def partition_listing_ps(
-        self, db_name: str, table_name: str, values: Sequence[str], max_parts: int = -1,
-        catalog: str = DEFAULT_CATALOG,
-    ) -> ListingReply:
+        self, db_name: str, table_name: str, values: Sequence[str], max_parts: int = -1, *,
+        send_catalog: bool = True, catalog: str = DEFAULT_CATALOG,
+    ) -> bytes | ListingReply:
         """list_partitions_ps as a listing (see partition_listing_by_filter)."""
-        return open_listing(
-            self.store.snapshot(),
+        return self._partition_listing(
+            ps_request(values), db_name, table_name, max_parts, send_catalog, catalog,
             lambda uow: uow.partitions.listing_by_partial_values(
                 db_name, table_name, values, max_parts=max_parts, catalog=catalog
             ),
-            self.listing_cache,
         )
 
     def partition_rows_by_names(

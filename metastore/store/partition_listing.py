@@ -108,9 +108,22 @@ def new_column_descriptors(rows: Sequence[Sequence[Any]], seen: set[Any]) -> lis
 Columns = Sequence[tuple[str, str, str | None]]
 
 
+def filter_request(filter_text: str) -> tuple[Any, ...]:
+    """The request part of a listing's key (listing_key) for a listing by filter."""
+    return ("filter", filter_text)
+
+
+ALL_REQUEST: tuple[Any, ...] = ("all",)  # ... for a listing of every partition
+
+
+def ps_request(values: Sequence[str]) -> tuple[Any, ...]:
+    """... for a listing by partial partition values."""
+    return ("ps", tuple(values))
+
+
 def listing_key(request: tuple[Any, ...], max_parts: int, keys: Sequence[tuple[str, str]]) -> tuple[Any, ...]:
-    """What besides the table's partitions decides a listing's reply: the request (("filter", text), ("all",),
-    ("ps", values)), its limit and the table's partition keys as (name, type). Listing.key, and the cache's
+    """What besides the table's partitions decides a listing's reply: the request (filter_request, ALL_REQUEST,
+    ps_request), its limit and the table's partition keys as (name, type). Listing.key, and the cache's
     check before a listing is opened (CatalogService.cached_partition_listing), are this."""
     return (*request, max_parts, tuple(keys))
 

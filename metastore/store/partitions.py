@@ -28,13 +28,16 @@ from metastore.store.ids import allocate_ids
 from metastore.store.parameters import PARTITION_PARAMETERS
 from metastore.store.partition_filter import compile_filter, register_sqlite_functions
 from metastore.store.partition_listing import (
+    ALL_REQUEST,
     Listing,
     RowPage,
     columns_of,
+    filter_request,
     listing_key,
     new_column_descriptors,
     object_page,
     page_statement,
+    ps_request,
 )
 from metastore.store.prepared import execute_prepared
 from metastore.store.refs import TableRef, partition_keys, table_ref, table_ref_and_names_version
@@ -73,10 +76,14 @@ NAME_PAGE_ROWS = 20_000
 
 # The listing version of a table's partitions (PostgreSQL): their LISTING_VERSION values in order, as one digest.
 # Each value is given to one state of one partition only (a sequence), so the sorted values stand for the states.
-_LISTING_VERSION = sa.text(
-    'SELECT count(*), md5(coalesce(string_agg("LISTING_VERSION"::text, \',\' ORDER BY "LISTING_VERSION"), \'\')) '
-    'FROM "PARTITIONS" WHERE "TBL_ID" = :tbl_id'
+# A table's listing version: its partitions' count and a digest of their LISTING_VERSIONs (kept by triggers,
+# migration 0008). One expression for both statements that read it (_LISTING_VERSION, _LISTING_LOOKUP): a reply
+# cached under one must be found under the other.
+_LISTING_VERSION_OF = (
+    'SELECT count(*) AS n, md5(coalesce(string_agg(p."LISTING_VERSION"::text, \',\' ORDER BY p."LISTING_VERSION"), '
+    '\'\')) AS digest FROM "PARTITIONS" p WHERE p."TBL_ID" = {tbl_id}'
 )
+_LISTING_VERSION = sa.text(_LISTING_VERSION_OF.format(tbl_id=":tbl_id"))
 
 
 # table_ref, partition_keys and _LISTING_VERSION in one statement, as text for PREPARE (execute_prepared numbers the
@@ -87,9 +94,7 @@ _LISTING_LOOKUP = (
     'CROSS JOIN LATERAL (SELECT array_agg(pk."PKEY_NAME" ORDER BY pk."INTEGER_IDX") AS names, '
     'array_agg(pk."PKEY_TYPE" ORDER BY pk."INTEGER_IDX") AS types '
     'FROM "PARTITION_KEYS" pk WHERE pk."TBL_ID" = t."TBL_ID") k '
-    'CROSS JOIN LATERAL (SELECT count(*) AS n, '
-    'md5(coalesce(string_agg(p."LISTING_VERSION"::text, \',\' ORDER BY p."LISTING_VERSION"), \'\')) AS digest '
-    'FROM "PARTITIONS" p WHERE p."TBL_ID" = t."TBL_ID") v '
+    'CROSS JOIN LATERAL (' + _LISTING_VERSION_OF.format(tbl_id='t."TBL_ID"') + ') v '
     'WHERE d."NAME" = :db AND d."CTLG_NAME" = :catalog AND t."TBL_NAME" = :tbl'
 )
 _LISTING_LOOKUP_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"))
@@ -619,7 +624,7 @@ class PartitionRepository:
         inside one snapshot (Store.snapshot). InvalidInput for a bad filter, here, before anything is read."""
         ref, keys = self._filtered_table(db_name, table_name, catalog)
         condition, joins = self._filter(ref, keys, filter_text)
-        return self._listing(ref, keys, ("filter", filter_text), condition, joins, max_parts, page)
+        return self._listing(ref, keys, filter_request(filter_text), condition, joins, max_parts, page)
 
     def listing(
         self, db_name: str, table_name: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
@@ -627,7 +632,7 @@ class PartitionRepository:
     ) -> Listing:
         """list as a Listing (see listing_by_filter)."""
         ref, keys = self._table(db_name, table_name, catalog)
-        return self._listing(ref, keys, ("all",), None, None, max_parts, page)
+        return self._listing(ref, keys, ALL_REQUEST, None, None, max_parts, page)
 
     def listing_by_partial_values(
         self, db_name: str, table_name: str, values: Sequence[str], *, max_parts: int = -1, page: int = PAGE_ROWS,
@@ -636,7 +641,7 @@ class PartitionRepository:
         """list_by_partial_values as a Listing (see listing_by_filter)."""
         ref, keys = self._table(db_name, table_name, catalog)
         condition, joins = self._partial(ref, keys, values)
-        return self._listing(ref, keys, ("ps", tuple(values)), condition, joins, max_parts, page)
+        return self._listing(ref, keys, ps_request(values), condition, joins, max_parts, page)
 
     def stream_rows_by_filter(
         self, db_name: str, table_name: str, filter_text: str, *, max_parts: int = -1, page: int = PAGE_ROWS,
