@@ -4,8 +4,9 @@ Every call is one transaction: a request with one bad entry writes nothing. The 
 decides what to cache and what errors say; the database work is the column statistics repository's
 (metastore.store.column_stats): a write of table statistics is a locking lookup of the table (columns and
 parameters in one statement), one upsert and, only if it changes, the COLUMN_STATS_ACCURATE parameter; where the
-store can (features.one_round_trip_table_writes), once this process has written to the table, it is one round
-trip instead (see _write_known_table).
+store can (features.one_round_trip_writes), once this process has written to the table (or the partition), a write
+of one table's (or one partition's) statistics is one round trip instead (see _write_known_table and
+_write_known_partition).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 from metastore.catalog import DEFAULT_CATALOG, DEFAULT_ENGINE
 from metastore.errors import InvalidInput, InvalidObject, MetastoreError, NoSuchObject
@@ -31,7 +32,7 @@ from metastore.stats.model import ColumnStatsEntry, StatsKind, kind_for_type
 from metastore.stats.validate import normalize_entry
 from metastore.store import Store, UnitOfWork
 from metastore.store.chunking import IN_LIST_LIMIT, chunks
-from metastore.store.column_stats import ColumnSums, StatsRepository, TableTarget
+from metastore.store.column_stats import ColumnSums, PartitionTarget, StatsRepository, TableTarget
 from metastore.store.column_stats.versions import Span
 from metastore.store.refs import catalog_prefix
 
@@ -115,28 +116,46 @@ def _normalized_table_entries(target: TableTarget, entries: Sequence[ColumnStats
     return normalized
 
 
-class _KnownTables:
-    """The tables (TableTarget) this process last wrote statistics to, by _table_key: what the one-round-trip
-    write validates against. Bounded; a stale entry costs one refused attempt, never a wrong write."""
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _normalized_partition_entries(
+    target: TableTarget, name: str, entries: Sequence[ColumnStatsEntry]
+) -> dict[str, ColumnStatsEntry]:
+    """Entries of the partition `name` checked against the table's columns, by lower-case column name: the last
+    entry of a column wins. Raises InvalidInput."""
+    owner = f"{target.qualified_name} partition {name}"
+    normalized = {}
+    for entry in entries:
+        e = normalize_entry(entry, target.column(entry.column), owner=owner)
+        normalized[e.column.lower()] = e
+    return normalized
+
+
+class _Known(Generic[_K, _V]):
+    """What this process last wrote statistics to (tables as TableTarget by _table_key, partitions as
+    PartitionTarget by _table_key + name): what the one-round-trip writes validate against. Bounded; a stale
+    entry costs one refused attempt, never a wrong write."""
 
     def __init__(self, capacity: int = 1024) -> None:
         self.capacity = capacity
-        self._tables: dict[tuple[str, str, str], TableTarget] = {}
+        self._entries: dict[_K, _V] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str, str]) -> TableTarget | None:
-        return self._tables.get(key)
+    def get(self, key: _K) -> _V | None:
+        return self._entries.get(key)
 
-    def remember(self, key: tuple[str, str, str], target: TableTarget) -> None:
+    def remember(self, key: _K, value: _V) -> None:
         with self._lock:
-            self._tables.pop(key, None)
-            while len(self._tables) >= self.capacity:
-                del self._tables[next(iter(self._tables))]
-            self._tables[key] = target
+            self._entries.pop(key, None)
+            while len(self._entries) >= self.capacity:
+                del self._entries[next(iter(self._entries))]
+            self._entries[key] = value
 
-    def forget(self, key: tuple[str, str, str]) -> None:
+    def forget(self, key: _K) -> None:
         with self._lock:
-            self._tables.pop(key, None)
+            self._entries.pop(key, None)
 
 
 def _missing_table(catalog: str, db_name: str, table_name: str) -> NoSuchObject:
@@ -174,7 +193,9 @@ class StatisticsService:
         # goes through the Python aggregator (the two must agree: tests compare them).
         self.aggregate_in_sql = aggregate_in_sql
         # PostgreSQL: tables written to, for the one-round-trip write of their statistics (_write_known_table).
-        self._known_tables = _KnownTables()
+        self._known_tables: _Known[tuple[str, str, str], TableTarget] = _Known()
+        # PostgreSQL: partitions written to, for the one-round-trip write of one partition's statistics.
+        self._known_partitions: _Known[tuple[str, str, str, str], PartitionTarget] = _Known(capacity=8192)
         # Partition names per statement of a read of many partitions: requests up to this size are one
         # statement; larger ones are read (and streamed, see partitions_stats_stream) a batch at a time.
         self.batch = batch
@@ -204,19 +225,23 @@ class StatisticsService:
         engine = engine or DEFAULT_ENGINE
         if not writes:
             return
-        if self._write_known_table(writes, merge, engine):
+        if self._write_known_table(writes, merge, engine) or self._write_known_partition(writes, merge, engine):
             return
-        written = {}
+        tables: dict[tuple[str, str, str], TableTarget] = {}
+        parts: dict[tuple[str, str, str, str], PartitionTarget] = {}
         with self.store.transaction() as uow:
             repo = uow.column_stats
             for key, tw in self._validated(repo, writes, merge).items():
-                if tw.table_entries:
-                    written[key] = self._write_table(repo, tw, merge, engine)
+                tables[key] = self._write_table(repo, tw, merge, engine) if tw.table_entries else tw.target
                 if tw.partition_entries:
-                    self._write_partitions(repo, tw, merge, engine)
-        if self.store.features.one_round_trip_table_writes:
-            for key, target in written.items():
+                    for name, after in self._write_partitions(repo, tw, merge, engine).items():
+                        parts[(*key, name)] = after
+        if self.store.features.one_round_trip_writes:
+            # As they are after this write: what the next write of their statistics validates against.
+            for key, target in tables.items():
                 self._known_tables.remember(key, target)
+            for part_key, after in parts.items():
+                self._known_partitions.remember(part_key, after)
 
     def _write_known_table(self, writes: Sequence[StatsWrite], merge: bool, engine: str) -> bool:
         """The common write, statistics of one table (not merged), in one round trip: validated against the
@@ -247,6 +272,37 @@ class StatisticsService:
             self._known_tables.forget(key)
         return done
 
+    def _write_known_partition(self, writes: Sequence[StatsWrite], merge: bool, engine: str) -> bool:
+        """The write of one partition's statistics (not merged) in one round trip, as _write_known_table: validated
+        against the table and the partition as this process last wrote to them, then stored by
+        StatsRepository.put_partition_stats, which writes only if both are still so. True when done; False sends
+        the write down the general path (a table or partition not seen yet or changed since, a column new to the
+        partition's COLUMN_STATS_ACCURATE, any rejected entry: errors always come from the general path)."""
+        if merge or len(writes) != 1 or not writes[0].entries:
+            return False
+        w = writes[0]
+        key = _table_key(w)
+        target = self._known_tables.get(key)
+        if w.partition_name is None or target is None:
+            return False
+        try:
+            name = canonical_partition_name(target, w.partition_name)
+            part = self._known_partitions.get((*key, name))
+            if part is None:
+                return False
+            entries = _normalized_partition_entries(target, name, w.entries)
+        except MetastoreError:
+            return False
+        when = _now() if w.last_analyzed is None else w.last_analyzed
+        with self.store.autocommit() as uow:
+            done = uow.column_stats.put_partition_stats(
+                key[0], target, part, list(entries.values()), engine=engine, last_analyzed=when,
+                synchronous_commit=self.synchronous_commit,
+            )
+        if not done:
+            self._known_partitions.forget((*key, name))
+        return done
+
     def _validated(
         self, repo: StatsRepository, writes: Sequence[StatsWrite], merge: bool
     ) -> dict[tuple[str, str, str], _TableWrites]:
@@ -270,12 +326,10 @@ class StatisticsService:
                     tw.table_last_analyzed = w.last_analyzed
             else:
                 name = canonical_partition_name(target, w.partition_name)
-                owner = f"{target.qualified_name} partition {name}"
-                entries = tw.partition_entries.setdefault(name, {})
+                tw.partition_entries.setdefault(name, {}).update(
+                    _normalized_partition_entries(target, name, w.entries)
+                )
                 tw.partition_last_analyzed[name] = w.last_analyzed
-                for entry in w.entries:
-                    normalized = normalize_entry(entry, target.column(entry.column), owner=owner)
-                    entries[normalized.column.lower()] = normalized
         return grouped
 
     def _write_table(self, repo: StatsRepository, tw: _TableWrites, merge: bool, engine: str) -> TableTarget:
@@ -294,7 +348,10 @@ class StatisticsService:
         when = _now() if tw.table_last_analyzed is None else tw.table_last_analyzed
         return repo.write_table_stats(target, entries, engine=engine, last_analyzed=when)
 
-    def _write_partitions(self, repo: StatsRepository, tw: _TableWrites, merge: bool, engine: str) -> None:
+    def _write_partitions(
+        self, repo: StatsRepository, tw: _TableWrites, merge: bool, engine: str
+    ) -> dict[str, PartitionTarget]:
+        """Write the partitions' entries; the partitions as they are after the write (their COLUMN_STATS_ACCURATE)."""
         target = tw.target
         names = list(tw.partition_entries)
         parts = repo.partition_targets(target.tbl_id, names, lock=True)
@@ -321,7 +378,7 @@ class StatisticsService:
             }
         now = _now()
         when = {name: now if (at := tw.partition_last_analyzed.get(name)) is None else at for name in by_part}
-        repo.write_partition_stats(parts, by_part, engine=engine, last_analyzed=when)
+        return repo.write_partition_stats(parts, by_part, engine=engine, last_analyzed=when)
 
     # ------------------------------------------------------------------ reads
 

@@ -48,8 +48,9 @@ class StoreFeatures:
     autocommit_reads: bool
     # PARTITIONS.STATS_VERSION renewed by triggers (migration 0003): the reply cache can validate against it.
     partition_stats_versions: bool
-    # metastore_put_table_stats (migration 0004): a table's statistics written in one round trip.
-    one_round_trip_table_writes: bool
+    # metastore_put_table_stats and metastore_put_partition_stats (migrations 0004, 0010): a table's or one
+    # partition's statistics written in one round trip.
+    one_round_trip_writes: bool
     # PART_NAMES_VERSIONS renewed by triggers (migration 0009): get_partition_names replies can be cached.
     partition_names_versions: bool
 
@@ -57,7 +58,7 @@ class StoreFeatures:
 def _features(dialect: str) -> StoreFeatures:
     postgres = dialect == "postgresql"
     return StoreFeatures(
-        autocommit_reads=postgres, partition_stats_versions=postgres, one_round_trip_table_writes=postgres,
+        autocommit_reads=postgres, partition_stats_versions=postgres, one_round_trip_writes=postgres,
         partition_names_versions=postgres,
     )
 

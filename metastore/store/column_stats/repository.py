@@ -159,11 +159,12 @@ class StatsRepository:
     def write_partition_stats(
         self, parts: Mapping[str, PartitionTarget], entries: Mapping[str, Sequence[ColumnStatsEntry]], *,
         engine: str, last_analyzed: Mapping[str, int],
-    ) -> None:
+    ) -> dict[str, PartitionTarget]:
         """Insert or replace the statistics of locked partitions ({name: entries}, validated), and add their
-        columns to each partition's COLUMN_STATS_ACCURATE."""
+        columns to each partition's COLUMN_STATS_ACCURATE; the partitions as they are after the write."""
         rows = []
         accurate: dict[int, str] = {}
+        after: dict[str, PartitionTarget] = {}
         for name, part_entries in entries.items():
             part = parts[name]
             rows += _rows(part_entries, "PART_ID", part.part_id, engine, last_analyzed[name], self.served_encoding)
@@ -171,8 +172,10 @@ class StatsRepository:
             value = with_columns_accurate(part.stats_accurate, [e.column.lower() for e in part_entries])
             if value != part.stats_accurate:
                 accurate[part.part_id] = value
+            after[name] = PartitionTarget(part.part_id, part.name, value)
         writes.upsert_partition_rows(self.conn, rows)
         parameters.set_partitions_accurate(self.conn, accurate)
+        return after
 
     def put_table_stats(
         self, catalog: str, target: TableTarget, entries: Sequence[ColumnStatsEntry], *, engine: str,
@@ -181,25 +184,57 @@ class StatsRepository:
         """The table's statistics written in one round trip (PostgreSQL, autocommit) provided the table still
         is as `target` describes it and the write leaves its COLUMN_STATS_ACCURATE as it is. False, with
         nothing written, otherwise, or when an entry or a value is refused (the general write then says why)."""
-        try:
-            rows = _rows(entries, None, None, engine, last_analyzed, self.served_encoding)
-        except MetastoreError:
+        known = self._known_rows(target, target.stats_accurate, entries, engine, last_analyzed)
+        if known is None:
             return False
-        names = [r["COLUMN_NAME"] for r in rows]
-        if with_columns_accurate(target.stats_accurate, names) != target.stats_accurate:
-            return False  # COLUMN_STATS_ACCURATE must change: the general path does that
-        columns: list[FieldSchema] = []
-        for name in names:
-            column = target.column(name)
-            if column is None:
-                return False
-            columns.append(column)
+        rows, columns = known
         try:
             return writes.put_table_stats(
                 self.conn, catalog, target, columns, rows, synchronous_commit=synchronous_commit
             )
         except sa.exc.DataError:
             return False
+
+    def put_partition_stats(
+        self, catalog: str, target: TableTarget, part: PartitionTarget, entries: Sequence[ColumnStatsEntry], *,
+        engine: str, last_analyzed: int, synchronous_commit: bool = True,
+    ) -> bool:
+        """The partition's statistics written in one round trip (PostgreSQL, autocommit) provided the table and
+        the partition still are as `target` and `part` describe them and the write leaves the partition's
+        COLUMN_STATS_ACCURATE as it is. False, with nothing written, otherwise, or when an entry or a value is
+        refused (the general write then says why)."""
+        known = self._known_rows(target, part.stats_accurate, entries, engine, last_analyzed)
+        if known is None:
+            return False
+        rows, columns = known
+        try:
+            return writes.put_partition_stats(
+                self.conn, catalog, target, columns, part, rows, synchronous_commit=synchronous_commit
+            )
+        except sa.exc.DataError:
+            return False
+
+    def _known_rows(
+        self, target: TableTarget, accurate: str | None, entries: Sequence[ColumnStatsEntry], engine: str,
+        last_analyzed: int,
+    ) -> tuple[list[dict[str, Any]], list[FieldSchema]] | None:
+        """The rows of a one-round-trip write and the table's columns they are for; None when an entry or a
+        value is refused, a column is not the table's, or the write would change COLUMN_STATS_ACCURATE (the
+        owner's value `accurate`): the general path does that, and says why."""
+        try:
+            rows = _rows(entries, None, None, engine, last_analyzed, self.served_encoding)
+        except MetastoreError:
+            return None
+        names = [r["COLUMN_NAME"] for r in rows]
+        if with_columns_accurate(accurate, names) != accurate:
+            return None
+        columns: list[FieldSchema] = []
+        for name in names:
+            column = target.column(name)
+            if column is None:
+                return None
+            columns.append(column)
+        return rows, columns
 
     # ------------------------------------------------------------------ deletes
 

@@ -1,5 +1,6 @@
 """Writes of statistics rows: INSERT ... ON CONFLICT DO UPDATE on (owner, COLUMN_NAME, ENGINE), and on
-PostgreSQL the one-round-trip write of a table's statistics (the metastore_put_table_stats function)."""
+PostgreSQL the one-round-trip writes of a table's or a partition's statistics (the metastore_put_table_stats and
+metastore_put_partition_stats functions)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sqlalchemy as sa
 
 from metastore.catalog import FieldSchema
 from metastore.store.chunking import chunks
-from metastore.store.column_stats.lookup import TableTarget
+from metastore.store.column_stats.lookup import PartitionTarget, TableTarget
 from metastore.store.column_stats.statements import NAMES_OF, statements
 from metastore.store.prepared import execute_prepared
 from metastore.store.schema import PART_COL_STATS, STATS_WRITE_COLUMNS, TAB_COL_STATS
@@ -122,6 +123,24 @@ def rows_json(rows: Sequence[dict[str, Any]], owner: str | None = None) -> str:
     )
 
 
+def _known_table(catalog: str, target: TableTarget, columns: Sequence[FieldSchema]) -> dict[str, Any]:
+    """The arguments both one-round-trip functions check the table with: its names, its id and `columns` with
+    their types as the caller validated against them."""
+    return {
+        "catalog": catalog.strip().lower(),
+        "db": target.db_name,
+        "tbl": target.table_name,
+        "tbl_id": target.tbl_id,
+        "columns": [c.name for c in columns],
+        "types": [c.type for c in columns],
+    }
+
+
+def _ordered_json(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows as JSON, sorted by key: concurrent writers take their row locks in one order."""
+    return rows_json(sorted(rows, key=lambda r: (r["COLUMN_NAME"], r["ENGINE"])))
+
+
 def put_table_stats(
     conn: sa.Connection,
     catalog: str,
@@ -136,19 +155,50 @@ def put_table_stats(
     and COLUMN_STATS_ACCURATE. False, with nothing written, when anything differs: the caller then takes the
     general path. PostgreSQL only (the function comes with migration 0004), on a connection in autocommit: the
     call is its own transaction."""
-    ordered = sorted(rows, key=lambda r: (r["COLUMN_NAME"], r["ENGINE"]))  # row locks in one order
     params: dict[str, Any] = {
-        "catalog": catalog.strip().lower(),
-        "db": target.db_name,
-        "tbl": target.table_name,
-        "tbl_id": target.tbl_id,
-        "columns": [c.name for c in columns],
-        "types": [c.type for c in columns],
+        **_known_table(catalog, target, columns),
         "num_rows": target.num_rows,
         "accurate": target.stats_accurate,
         "synchronous": synchronous_commit,
-        "rows": rows_json(ordered),
+        "rows": _ordered_json(rows),
     }
     stmt = "SELECT metastore_put_table_stats(" + ", ".join(f":{p}" for p, _ in PUT_TABLE_STATS_PARAMS) + ")"
     found = execute_prepared(conn, "metastore_put_table_stats", stmt, PUT_TABLE_STATS_PARAMS, params)
+    return bool(found and found[0][0])
+
+
+# The arguments of metastore_put_partition_stats (migration 0010) in order, with their types: the table and the
+# partition as the caller validated against them, then the rows as JSON.
+PUT_PARTITION_STATS_PARAMS = (
+    ("catalog", "text"), ("db", "text"), ("tbl", "text"), ("tbl_id", "bigint"), ("columns", "text[]"),
+    ("types", "text[]"), ("part_name", "text"), ("part_id", "bigint"), ("accurate", "text"),
+    ("synchronous", "boolean"), ("rows", "json"),
+)
+
+
+def put_partition_stats(
+    conn: sa.Connection,
+    catalog: str,
+    target: TableTarget,
+    columns: Sequence[FieldSchema],
+    part: PartitionTarget,
+    rows: Sequence[dict[str, Any]],
+    *,
+    synchronous_commit: bool = True,
+) -> bool:
+    """Upsert the PART_COL_STATS `rows` (without PART_ID) of the partition `part` of the table `target` in one
+    round trip, provided both still are as described: the table's id under its name and `columns` with their
+    types, the partition's id under its name and its COLUMN_STATS_ACCURATE. False, with nothing written, when
+    anything differs: the caller then takes the general path. PostgreSQL only (migration 0010), on a connection
+    in autocommit: the call is its own transaction."""
+    params: dict[str, Any] = {
+        **_known_table(catalog, target, columns),
+        "part_name": part.name,
+        "part_id": part.part_id,
+        "accurate": part.stats_accurate,
+        "synchronous": synchronous_commit,
+        "rows": _ordered_json(rows),
+    }
+    stmt = "SELECT metastore_put_partition_stats(" + ", ".join(f":{p}" for p, _ in PUT_PARTITION_STATS_PARAMS) + ")"
+    found = execute_prepared(conn, "metastore_put_partition_stats", stmt, PUT_PARTITION_STATS_PARAMS, params)
     return bool(found and found[0][0])
