@@ -6,8 +6,11 @@ database URLs.
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from metastore.catalog import DEFAULT_ENGINE, Database, Partition, Table
 from metastore.client.base import AggregateResult, MetastoreClient, StatsWrite
@@ -17,11 +20,58 @@ from metastore.index.model import FilterResult, IndexPart, IndexRecord, Split
 from metastore.service import Metastore
 from metastore.stats.model import ColumnStatsEntry
 from metastore.stats.partial_store import FilePartials
+from metastore.store.worker_engine import create_worker_engine
 from metastore.wire.stats import encode_served
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 __all__ = ["EmbeddedMetastoreClient"]
 
 T = TypeVar("T")
+
+#: Engines of databases no client of this process has open, kept for the next client (at most this many).
+_IDLE_ENGINES_KEPT = 4
+
+
+class _Engines:
+    """One engine per database URL for this process's embedded clients, kept between them: SQLAlchemy caches
+    each statement's compiled SQL in its engine, so a client opened for one call (`analyze_table`, a shell
+    statement) would otherwise compile every statement again (a re-ANALYZE's 83 statements: 45 compiled, about
+    a tenth of its time). When a URL's last client closes, its connections are closed (nothing stays open on a
+    file that may be deleted or replaced) and the engine, with its compiled statements, is kept; the least
+    recently used of more than _IDLE_ENGINES_KEPT such engines are dropped. A forked child opens its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._engines: OrderedDict[tuple[int, str], list[Any]] = OrderedDict()  # -> [engine, clients]
+
+    def acquire(self, url: str) -> Engine:
+        key = (os.getpid(), url)
+        with self._lock:
+            entry = self._engines.get(key)
+            if entry is None:
+                entry = self._engines[key] = [create_worker_engine(url, workers=1), 0]
+            entry[1] += 1
+            self._engines.move_to_end(key)
+            return cast("Engine", entry[0])
+
+    def release(self, url: str) -> None:
+        key = (os.getpid(), url)
+        with self._lock:
+            entry = self._engines.get(key)
+            if entry is None:  # pragma: no cover - every release follows its acquire
+                return
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            entry[0].dispose()  # a new pool: the engine (its dialect and compiled statements) stays usable
+            idle = [k for k, (_, clients) in self._engines.items() if clients == 0]
+            for stale in idle[:-_IDLE_ENGINES_KEPT]:
+                del self._engines[stale]
+
+
+_engines = _Engines()
 
 
 class EmbeddedMetastoreClient(MetastoreClient):
@@ -32,10 +82,16 @@ class EmbeddedMetastoreClient(MetastoreClient):
                                      index_root=index_root)
         # SQLite is embedded and upgrades itself, as `metastore serve` does; a shared PostgreSQL database is
         # upgraded on purpose with `metastore db upgrade`.
-        self._ms = Metastore.open(
-            settings, served_encoding=encode_served, auto_upgrade=settings.db.startswith("sqlite")
-        )
-        self._ms.store.ensure_default_database(settings.warehouse)
+        auto_upgrade = settings.db.startswith("sqlite")
+        engine = _engines.acquire(settings.db)
+        try:
+            self._ms = Metastore.open(settings, served_encoding=encode_served, auto_upgrade=auto_upgrade,
+                                      engine=engine)
+            self._ms.store.ensure_default_database(settings.warehouse)
+        except BaseException:
+            _engines.release(settings.db)
+            raise
+        self._closed = False
         self.warehouse = settings.warehouse
         self.target = settings.db
 
@@ -201,4 +257,6 @@ class EmbeddedMetastoreClient(MetastoreClient):
         return self._run(self._ms.indexes.filter_splits, db_name, table_name, predicate, list(splits))
 
     def close(self) -> None:
-        self._ms.close()
+        if not self._closed:
+            self._closed = True
+            _engines.release(self.target)

@@ -6,6 +6,7 @@ The Thrift handler is a thin adapter over it; the embedded SQL shell uses it dir
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from metastore.config import Settings
 from metastore.service.catalog import CatalogService
@@ -19,6 +20,9 @@ from metastore.service.user_types import TypeService
 from metastore.store import Store, migrate
 from metastore.store.column_stats import ServedEncoding
 from metastore.store.worker_engine import create_worker_engine
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 __all__ = [
     "AggregateResult", "CatalogService", "FilePartialsService", "FunctionService", "IndexService", "Metastore",
@@ -41,7 +45,7 @@ class Metastore:
     @classmethod
     def open(
         cls, settings: Settings, *, served_encoding: ServedEncoding | None, auto_upgrade: bool = False,
-        workers: int | None = None, check_schema: bool = True,
+        workers: int | None = None, check_schema: bool = True, engine: Engine | None = None,
     ) -> Metastore:
         """Open the store of `settings.db` and build the services over it.
 
@@ -50,10 +54,12 @@ class Metastore:
         as bytes; it is a required choice because a writer that leaves it out makes every read of its rows slower.
 
         check_schema refuses (or with auto_upgrade, upgrades) an out-of-date schema; a server's workers skip it,
-        their parent checked. workers sizes the connection pool as one of that many server workers."""
+        their parent checked. workers sizes the connection pool as one of that many server workers. engine is
+        one the caller keeps (an embedded client's engine reused between clients); None opens one."""
         if check_schema:
             migrate.check_schema(settings.db, auto_upgrade=auto_upgrade)
-        engine = create_worker_engine(settings.db, workers=workers or 1)
+        if engine is None:
+            engine = create_worker_engine(settings.db, workers=workers or 1)
         store = Store(settings.db, engine=engine, served_encoding=served_encoding)
         index_root = settings.index_root or default_index_root(settings.warehouse)
         return cls(

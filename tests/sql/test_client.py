@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from server.harness import ServerProcess, free_port, start_server
@@ -205,6 +206,31 @@ def test_embedded_postgresql_needs_an_upgraded_schema(pg_url: str, tmp_path: Pat
 
     with pytest.raises(SchemaOutOfDate, match="metastore db upgrade"):
         EmbeddedMetastoreClient(pg_url, str(tmp_path / "wh"))
+
+
+def test_embedded_clients_of_one_database_share_an_engine_and_close_its_connections(tmp_path: Path) -> None:
+    """Clients opened one after the other on a database reuse its engine (SQLAlchemy's compiled statements live
+    there: a client opened per call would compile every statement again); when the last one closes, no
+    connection stays open, and a client opened later works on the same engine."""
+    url = f"sqlite:///{tmp_path / 'ms.db'}"
+    first = EmbeddedMetastoreClient(url, str(tmp_path / "wh"))
+    engine = first._ms.store.engine
+    first.create_database(Database(name="shared"))
+    with EmbeddedMetastoreClient(url, str(tmp_path / "wh")) as second:
+        assert second._ms.store.engine is engine
+        first.close()  # another client still has the database open: its connections stay usable
+        first.close()  # closing twice releases once
+        assert second.get_database("shared").name == "shared"
+    assert engine.pool.checkedin() == 0 and engine.pool.checkedout() == 0
+    compiled = len(cast(Any, engine)._compiled_cache)
+    assert compiled > 0
+    with EmbeddedMetastoreClient(url, str(tmp_path / "wh")) as third:
+        assert third._ms.store.engine is engine
+        assert third.get_database("shared").name == "shared"
+        assert len(cast(Any, engine)._compiled_cache) == compiled  # the same statement, not compiled again
+    other = EmbeddedMetastoreClient(f"sqlite:///{tmp_path / 'other.db'}", str(tmp_path / "wh"))
+    with other:
+        assert other._ms.store.engine is not engine
 
 
 # Run in a fresh interpreter: the remote client, used through connect() for catalog calls and a statistics
