@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import pickle
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from metastore.catalog import FieldSchema, Table
 from metastore.client import connect
@@ -35,7 +37,7 @@ from metastore.sql.analysis import (
 from metastore.sql.table_files import is_orc, qualified
 from metastore.stats.harvest.partial import ColumnPartial, FileAnalysis, PartialAccumulator, parsed_sketches
 from metastore.stats.harvest.result import result_of
-from metastore.stats.harvest.runner import cached_partials, column_specs, stored_partials
+from metastore.stats.harvest.runner import cached_partials, column_groups, column_specs, stored_partials
 from metastore.stats.harvest.scan import (
     ColumnSpec,
     FilePiece,
@@ -75,6 +77,11 @@ _CACHE_BATCH_FILES = 64
 _CACHE_BATCH_BYTES = 4 << 20
 #: Parsed sketches a run keeps for reuse at most (a dense one is about 16 KiB parsed: 8 MiB at most).
 _PARSED_SKETCHES_KEPT = 512
+# Threads that read a re-run's few remaining files on the driver (_driver_rows), and the size from which one file's
+# columns are split between them: a 5 MiB file of ten columns (500,000 rows) reads in 0.16 s on two threads
+# against 0.23 s on one.
+_DRIVER_THREADS = 4
+_DRIVER_SPLIT_BYTES = 1 << 20
 
 _log = logging.getLogger(__name__)
 
@@ -447,20 +454,45 @@ def harvest_targets(
 
 
 def _driver_rows(units: Sequence[Unit], specs: tuple[ColumnSpec, ...], options: ScanOptions,
-                 storage: StorageOptions) -> Iterator[tuple[Any, ...]]:
+                 storage: StorageOptions, threads: int | None = None) -> Iterator[tuple[Any, ...]]:
     """The result rows of ``units`` harvested in this process, as executors would return them (task -1; the
-    FilePiece itself instead of its pickle): the same analyze_file_piece call as tasks.harvest_tasks makes."""
-    from metastore.stats.harvest.scan import HarvestError, analyze_file_piece
+    FilePiece itself instead of its pickle): the same analyze_file_piece calls as tasks.harvest_tasks makes.
+    ``threads`` (default: one per CPU, at most _DRIVER_THREADS) share the work: when fewer units than threads
+    are left, each unit of at least _DRIVER_SPLIT_BYTES has its columns split into groups scanned in parallel
+    (decompression, decoding and hashing run mostly outside the GIL) and joined (scan.join_column_groups: the
+    same piece as one scan of every column)."""
+    from metastore.stats.harvest.scan import HarvestError, analyze_file_piece, join_column_groups
 
-    for unit in units:
-        wanted = tuple(specs[i] for i in unit.columns)
+    workers = max(1, min(_DRIVER_THREADS, os.cpu_count() or 1) if threads is None else threads)
+    per_unit = -(-workers // len(units)) if units and len(units) < workers else 1
+    wanted = [tuple(specs[i] for i in unit.columns) for unit in units]
+    groups = [column_groups(w, per_unit) if unit.size >= _DRIVER_SPLIT_BYTES else [w]
+              for unit, w in zip(units, wanted, strict=True)]
+
+    def scan(task: tuple[int, tuple[ColumnSpec, ...]]) -> FilePiece | HarvestError:
+        unit = units[task[0]]
         try:
-            piece = analyze_file_piece(unit.path, unit.size, unit.mtime_ns, wanted, options, unit.piece, unit.pieces,
-                                       storage_options=storage, version=unit.version)
+            return analyze_file_piece(unit.path, unit.size, unit.mtime_ns, task[1], options, unit.piece,
+                                      unit.pieces, storage_options=storage, version=unit.version)
         except HarvestError as exc:
-            yield unit.target, unit.file, unit.piece, unit.pieces, -1, None, str(exc)
-            continue
-        yield unit.target, unit.file, unit.piece, unit.pieces, -1, piece, None
+            return exc
+
+    tasks = [(k, group) for k, unit_groups in enumerate(groups) for group in unit_groups]
+    pool = ThreadPoolExecutor(min(workers, len(tasks))) if workers > 1 and len(tasks) > 1 else None
+    try:
+        found = pool.map(scan, tasks) if pool is not None else map(scan, tasks)
+        for k, unit in enumerate(units):
+            parts = [next(found) for _ in groups[k]]
+            error = next((p for p in parts if isinstance(p, HarvestError)), None)
+            if error is not None:
+                yield unit.target, unit.file, unit.piece, unit.pieces, -1, None, str(error)
+                continue
+            pieces = cast(list[FilePiece], parts)
+            piece = pieces[0] if len(pieces) == 1 else join_column_groups(pieces, wanted[k])
+            yield unit.target, unit.file, unit.piece, unit.pieces, -1, piece, None
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def plan_tasks(units: Sequence[Unit], cores: int, task_bytes: int, specs: tuple[ColumnSpec, ...],
@@ -549,7 +581,11 @@ def _run_job(spark: Any, job: list[tuple[int, bytes]]) -> Iterator[tuple[Any, ..
             yield tuple(row[name] for name in _RESULT_FIELDS)
         return
     for batch in _classic_arrow_batches(results):
-        yield from zip(*(batch.column(name).to_pylist() for name in _RESULT_FIELDS), strict=True)
+        # row by row: a task's batch holds up to _MAX_UNITS_PER_TASK results, and only the one being merged
+        # becomes Python objects (its pickled piece), not all of them at once
+        columns = [batch.column(name) for name in _RESULT_FIELDS]
+        for row in range(batch.num_rows):
+            yield tuple(column[row].as_py() for column in columns)
 
 
 def _classic_arrow_batches(df: Any) -> Iterator[Any]:

@@ -16,11 +16,12 @@ from metastore.errors import InvalidInput
 from metastore.orcio import OrcReader
 from metastore.stats.harvest import merge_partials
 from metastore.stats.harvest.partial import PartialAccumulator
-from metastore.stats.harvest.runner import column_specs
+from metastore.stats.harvest.runner import column_groups, column_specs
 from metastore.stats.harvest.scan import (
     ScanOptions,
     analyze_file,
     analyze_file_piece,
+    join_column_groups,
     join_file_pieces,
     stat_file,
     stripes_of_piece,
@@ -157,3 +158,44 @@ def test_accumulator_merges_histograms(tmp_path: Path) -> None:
     # KLL compaction is randomised: compare what the sketch says, not its bytes
     assert kll_from_bytes(got.histogram).n == sum(kll_from_bytes(p.histogram).n for p in partials if p.histogram)
     assert got.sketch == merge_partials(partials).sketch
+
+
+def test_column_groups_joined_equal_one_scan_of_every_column(multi_stripe_file: Path) -> None:
+    """A piece scanned as groups of its columns (in parallel on the driver) and joined is the piece one scan of
+    every column gives: the same plans and scans, in the wanted order, whatever the grouping (KLL histograms are
+    randomised per scan, so they are left out here)."""
+    path = str(multi_stripe_file)
+    size, mtime_ns = stat_file(path)
+    specs = tuple(column_specs(list(TYPES), TYPES, list(TYPES)))
+    options = ScanOptions(want_ndv=True, want_histograms=False, scan=True)
+    for piece, pieces in ((0, 1), (1, 3)):
+        whole = analyze_file_piece(path, size, mtime_ns, specs, options, piece, pieces)
+        for count in (2, 3, len(specs)):
+            groups = column_groups(specs, count)
+            assert len(groups) == count and sorted(s.name for g in groups for s in g) == sorted(TYPES)
+            parts = [pickle.loads(pickle.dumps(analyze_file_piece(path, size, mtime_ns, g, options, piece, pieces)))
+                     for g in reversed(groups)]
+            joined = join_column_groups(parts, specs)
+            assert (joined.plans, joined.scans) == (whole.plans, whole.scans)
+            assert (joined.rows, joined.raw, joined.info, joined.stripes_scanned) == (
+                whole.rows, whole.raw, whole.info, whole.stripes_scanned)
+    assert column_groups(specs, 1) == [specs]
+    assert len(column_groups(specs[:2], 5)) == 2
+
+
+def test_joining_column_groups_refuses_overlapping_missing_or_mixed_groups(multi_stripe_file: Path) -> None:
+    path = str(multi_stripe_file)
+    size, mtime_ns = stat_file(path)
+    specs = tuple(column_specs(["n", "x", "few"], TYPES, list(TYPES)))
+    options = ScanOptions(want_ndv=True, want_histograms=False, scan=True)
+    n_x = analyze_file_piece(path, size, mtime_ns, specs[:2], options)
+    x_few = analyze_file_piece(path, size, mtime_ns, specs[1:], options)
+    few = analyze_file_piece(path, size, mtime_ns, specs[2:], options)
+    with pytest.raises(InvalidInput, match="'x' of .* is in two column groups"):
+        join_column_groups([n_x, x_few], specs)
+    with pytest.raises(InvalidInput, match="not the wanted columns"):
+        join_column_groups([n_x], specs)
+    other_piece = analyze_file_piece(path, size, mtime_ns, specs[2:], options, 1, 2)
+    with pytest.raises(InvalidInput, match="different pieces"):
+        join_column_groups([n_x, other_piece], specs)
+    assert join_column_groups([few, n_x], specs).plans == analyze_file_piece(path, size, mtime_ns, specs, options).plans

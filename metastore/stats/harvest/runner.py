@@ -375,20 +375,26 @@ def _split_tasks(todo: list[_Todo], workers: int) -> list[tuple[int, tuple[Colum
     if not todo or len(todo) >= workers:
         return [(index, wanted) for index, _, _, _, wanted, _ in todo]
     per_file = -(-workers // len(todo))
-    tasks = []
+    tasks: list[tuple[int, tuple[ColumnSpec, ...]]] = []
     for index, _, size, _, wanted, _ in todo:
-        groups = min(per_file, len(wanted)) if size >= SPLIT_MIN_BYTES else 1
-        if groups <= 1:
-            tasks.append((index, wanted))
-            continue
-        loads = [0] * groups
-        members: list[list[ColumnSpec]] = [[] for _ in range(groups)]
-        for spec in sorted(wanted, key=lambda s: -_SCAN_COST.get(hive_kind(s.hive_type), 1)):
-            target = loads.index(min(loads))
-            members[target].append(spec)
-            loads[target] += _SCAN_COST.get(hive_kind(spec.hive_type), 1)
-        tasks.extend((index, tuple(group)) for group in members if group)
+        groups = per_file if size >= SPLIT_MIN_BYTES else 1
+        tasks.extend((index, group) for group in column_groups(wanted, groups))
     return tasks
+
+
+def column_groups(wanted: Sequence[ColumnSpec], groups: int) -> list[tuple[ColumnSpec, ...]]:
+    """``wanted`` split into at most ``groups`` non-empty groups of similar scan cost (each column in one group),
+    for scanning one file's columns in parallel: every column's result is the same whatever group scans it."""
+    groups = min(groups, len(wanted))
+    if groups <= 1:
+        return [tuple(wanted)]
+    loads = [0] * groups
+    members: list[list[ColumnSpec]] = [[] for _ in range(groups)]
+    for spec in sorted(wanted, key=lambda s: -_SCAN_COST.get(hive_kind(s.hive_type), 1)):
+        target = loads.index(min(loads))
+        members[target].append(spec)
+        loads[target] += _SCAN_COST.get(hive_kind(spec.hive_type), 1)
+    return [tuple(group) for group in members if group]
 
 
 def _join_outcomes(parts: list[FileOutcome]) -> FileOutcome:

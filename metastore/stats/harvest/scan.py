@@ -269,6 +269,37 @@ def join_file_pieces(pieces: Sequence[FilePiece]) -> FileOutcome:
     return FileOutcome(analysis, first.info, entries)
 
 
+def join_column_groups(groups: Sequence[FilePiece], wanted: Sequence[ColumnSpec]) -> FilePiece:
+    """One piece of a file from the same piece scanned by disjoint groups of ``wanted`` (runner.column_groups):
+    plans and scans in the order of ``wanted``, as one scan of every column gives them (a column's plan and scan
+    do not depend on the other columns scanned with it). Raises InvalidInput when the groups are of different
+    pieces or do not hold each wanted column exactly once."""
+    if not groups:
+        raise InvalidInput("join_column_groups needs at least one group")
+    first = groups[0]
+    if any((g.path, g.size, g.mtime_ns, g.piece, g.pieces) != (first.path, first.size, first.mtime_ns, first.piece,
+                                                               first.pieces) for g in groups):
+        raise InvalidInput(f"column groups of different pieces of {first.path} cannot be joined")
+    by_name: dict[str, tuple[ColumnPlan, ColumnScan | None]] = {}
+    for group in groups:
+        for plan, scan in zip(group.plans, group.scans, strict=True):
+            if plan.spec.name in by_name:
+                raise InvalidInput(f"column {plan.spec.name!r} of {first.path} is in two column groups")
+            by_name[plan.spec.name] = (plan, scan)
+    if sorted(by_name) != sorted(s.name for s in wanted):
+        raise InvalidInput(f"the column groups of {first.path} hold {sorted(by_name)}, not the wanted columns")
+    ordered = [by_name[s.name] for s in wanted]
+    return replace(
+        first,
+        plans=tuple(plan for plan, _ in ordered),
+        scans=tuple(scan for _, scan in ordered),
+        stripes_scanned=max(g.stripes_scanned for g in groups),
+        bytes_read=sum(g.bytes_read for g in groups),
+        seconds=max(g.seconds for g in groups),
+        phases={phase: sum(g.phases.get(phase, 0.0) for g in groups) for phase in first.phases},
+    )
+
+
 def resolve_field(field_names: Sequence[str], spec: ColumnSpec) -> int | None:
     """Index of the file field holding ``spec`` (None when the file lacks the column)."""
     if field_names and all(_POSITIONAL_NAME.match(n) for n in field_names):
