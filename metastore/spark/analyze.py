@@ -581,7 +581,11 @@ def _run_job(spark: Any, job: list[tuple[int, bytes]]) -> Iterator[tuple[Any, ..
             yield tuple(row[name] for name in _RESULT_FIELDS)
         return
     for batch in _classic_arrow_batches(results):
-        yield from zip(*(batch.column(name).to_pylist() for name in _RESULT_FIELDS), strict=True)
+        # row by row: a task's batch holds up to _MAX_UNITS_PER_TASK results, and only the one being merged
+        # becomes Python objects (its pickled piece), not all of them at once
+        columns = [batch.column(name) for name in _RESULT_FIELDS]
+        for row in range(batch.num_rows):
+            yield tuple(column[row].as_py() for column in columns)
 
 
 def _classic_arrow_batches(df: Any) -> Iterator[Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 
 import pytest
 import sqlalchemy as sa
@@ -22,7 +21,7 @@ from metastore.store.column_stats import writes
 from metastore.store.schema import PART_COL_STATS, STATS_WRITE_COLUMNS
 from metastore.wire.stats import encode_served
 from server.harness import fresh_pg_database
-from server.test_known_table_writes import EVERY_KIND
+from server.test_known_table_writes import EVERY_KIND, assert_function_takes, wait_for_lock_waiter
 
 FUNCTION = "metastore_put_partition_stats"
 COLUMNS = [FieldSchema("l", "bigint"), FieldSchema("m", "bigint")]
@@ -281,24 +280,6 @@ def test_synchronous_commit_setting_reaches_the_function(pg_server, pg_schema_te
             ms.close()
 
 
-def _wait_for_lock_waiter(engine: sa.Engine, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    with engine.connect() as conn:
-        while time.monotonic() < deadline:
-            waiting = conn.execute(
-                sa.text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock' AND query LIKE :q"
-                ),
-                {"q": f"%{FUNCTION}%"},
-            ).scalar()
-            if waiting:
-                return
-            conn.rollback()
-            time.sleep(0.02)
-    raise AssertionError("the statistics write never waited for the partition's lock")
-
-
 def test_a_write_waiting_for_the_partition_sees_what_its_holder_committed(two_workers, calls):
     """A transaction holds the partition row (FOR UPDATE) while it rewrites COLUMN_STATS_ACCURATE without the
     column; a write that arrives meanwhile waits for the lock, and its check must then see the new value (and go
@@ -328,7 +309,7 @@ def test_a_write_waiting_for_the_partition_sees_what_its_holder_committed(two_wo
             )
             writer = threading.Thread(target=write)
             writer.start()
-            _wait_for_lock_waiter(other.store.engine)
+            wait_for_lock_waiter(other.store.engine, FUNCTION)
         writer.join(30)
     assert not writer.is_alive()
     assert outcome == ["written"]
@@ -340,18 +321,4 @@ def test_a_write_waiting_for_the_partition_sees_what_its_holder_committed(two_wo
 def test_the_function_takes_every_written_column(two_workers):
     """metastore_put_partition_stats (a migration) and the server's call of it must agree: a statistics column
     added later needs a migration that replaces the function."""
-    ours, _ = two_workers
-    with ours.store.engine.connect() as conn:
-        names, types, source = conn.execute(
-            sa.text(
-                "SELECT proargnames, ARRAY(SELECT format_type(t, NULL) FROM unnest(proargtypes) t), prosrc "
-                "FROM pg_proc WHERE proname = :f"
-            ),
-            {"f": FUNCTION},
-        ).one()
-    sent = writes.PUT_PARTITION_STATS_PARAMS
-    assert names == [f"p_{n}" for n, _ in sent]
-    assert types == [t for _, t in sent]
-    insert = source[source.index('INSERT INTO "PART_COL_STATS"') :]
-    listed = insert[: insert.index(")")]
-    assert [c for c in STATS_WRITE_COLUMNS if f'"{c}"' not in listed] == []
+    assert_function_takes(two_workers[0], FUNCTION, writes.PUT_PARTITION_STATS_PARAMS, "PART_COL_STATS")

@@ -274,7 +274,8 @@ def test_synchronous_commit_setting_reaches_the_function(pg_server, pg_schema_te
             ms.close()
 
 
-def _wait_for_lock_waiter(engine: sa.Engine, timeout: float = 20.0) -> None:
+def wait_for_lock_waiter(engine: sa.Engine, function: str = FUNCTION, timeout: float = 20.0) -> None:
+    """Until a statement calling `function` waits for a lock in the engine's database."""
     deadline = time.monotonic() + timeout
     with engine.connect() as conn:
         while time.monotonic() < deadline:
@@ -283,7 +284,7 @@ def _wait_for_lock_waiter(engine: sa.Engine, timeout: float = 20.0) -> None:
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                     "AND wait_event_type = 'Lock' AND query LIKE :q"
                 ),
-                {"q": f"%{FUNCTION}%"},
+                {"q": f"%{function}%"},
             ).scalar()
             if waiting:
                 return
@@ -322,7 +323,7 @@ def test_a_write_waiting_for_an_alter_sees_what_the_alter_committed(two_workers,
             alter.execute(sa.delete(TAB_COL_STATS).where(TAB_COL_STATS.c.TBL_ID == tbl_id))
             writer = threading.Thread(target=write)
             writer.start()
-            _wait_for_lock_waiter(other.store.engine)
+            wait_for_lock_waiter(other.store.engine)
         writer.join(30)
     assert not writer.is_alive()
     assert calls == [False]
@@ -334,18 +335,22 @@ def test_a_write_waiting_for_an_alter_sees_what_the_alter_committed(two_workers,
 def test_the_function_takes_every_written_column(two_workers):
     """metastore_put_table_stats (a migration) and the server's call of it must agree: a statistics column
     added later needs a migration that replaces the function."""
-    ours, _ = two_workers
-    with ours.store.engine.connect() as conn:
+    assert_function_takes(two_workers[0], FUNCTION, writes.PUT_TABLE_STATS_PARAMS, "TAB_COL_STATS")
+
+
+def assert_function_takes(ms: Metastore, function: str, sent: tuple[tuple[str, str], ...], table: str) -> None:
+    """`function`'s arguments are `sent` (names and types, in order) and its INSERT into `table` lists every
+    column the server writes."""
+    with ms.store.engine.connect() as conn:
         names, types, source = conn.execute(
             sa.text(
                 "SELECT proargnames, ARRAY(SELECT format_type(t, NULL) FROM unnest(proargtypes) t), prosrc "
                 "FROM pg_proc WHERE proname = :f"
             ),
-            {"f": FUNCTION},
+            {"f": function},
         ).one()
-    sent = writes.PUT_TABLE_STATS_PARAMS
     assert names == [f"p_{n}" for n, _ in sent]
     assert types == [t for _, t in sent]
-    insert = source[source.index('INSERT INTO "TAB_COL_STATS"') :]
+    insert = source[source.index(f'INSERT INTO "{table}"') :]
     listed = insert[: insert.index(")")]
     assert [c for c in STATS_WRITE_COLUMNS if f'"{c}"' not in listed] == []

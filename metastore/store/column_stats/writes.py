@@ -136,6 +136,13 @@ def _known_table(catalog: str, target: TableTarget, columns: Sequence[FieldSchem
     }
 
 
+def _call(conn: sa.Connection, function: str, spec: tuple[tuple[str, str], ...], params: dict[str, Any]) -> bool:
+    """SELECT function(params in the order of spec) as a prepared statement of the same name: its boolean answer."""
+    stmt = f"SELECT {function}(" + ", ".join(f":{p}" for p, _ in spec) + ")"
+    found = execute_prepared(conn, function, stmt, spec, params)
+    return bool(found and found[0][0])
+
+
 def _ordered_json(rows: Sequence[dict[str, Any]]) -> str:
     """The rows as JSON, sorted by key: concurrent writers take their row locks in one order."""
     return rows_json(sorted(rows, key=lambda r: (r["COLUMN_NAME"], r["ENGINE"])))
@@ -162,9 +169,7 @@ def put_table_stats(
         "synchronous": synchronous_commit,
         "rows": _ordered_json(rows),
     }
-    stmt = "SELECT metastore_put_table_stats(" + ", ".join(f":{p}" for p, _ in PUT_TABLE_STATS_PARAMS) + ")"
-    found = execute_prepared(conn, "metastore_put_table_stats", stmt, PUT_TABLE_STATS_PARAMS, params)
-    return bool(found and found[0][0])
+    return _call(conn, "metastore_put_table_stats", PUT_TABLE_STATS_PARAMS, params)
 
 
 # The arguments of metastore_put_partition_stats (migration 0010) in order, with their types: the table and the
@@ -199,6 +204,4 @@ def put_partition_stats(
         "synchronous": synchronous_commit,
         "rows": _ordered_json(rows),
     }
-    stmt = "SELECT metastore_put_partition_stats(" + ", ".join(f":{p}" for p, _ in PUT_PARTITION_STATS_PARAMS) + ")"
-    found = execute_prepared(conn, "metastore_put_partition_stats", stmt, PUT_PARTITION_STATS_PARAMS, params)
-    return bool(found and found[0][0])
+    return _call(conn, "metastore_put_partition_stats", PUT_PARTITION_STATS_PARAMS, params)
