@@ -91,30 +91,26 @@ class Postings:
         return cls(domain, k[starts], offsets, i)
 
 
-_STABLE_MAX_DESCENTS = 8  # from this many sorted runs on, an unstable sort with ties fixed beats the stable one
-
-
 def _int_pairs_order(keys: np.ndarray, ids: np.ndarray, grouped: bool = False,
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """int64 (key, stripe id) pairs ordered by key, then id (what ``np.lexsort((ids, keys))`` gives), and per
     position whether it starts a new key.
 
     When equal keys come in id order along the array (``grouped``, or ids that do not decrease: a scan's
-    pairs, stripe after stripe, each stripe's keys sorted), a stable sort of the keys alone gives the lexsort's
-    order, and numpy's stable sort (a timsort) merges the sorted runs it finds: 1,000 runs of 10 M keys in a
-    third of a quicksort's time. Keys already ascending and distinct need no sort. Otherwise an unstable argsort of the keys
-    leaves pairs of equal keys in any order; their ids are then put in order by one sort of (key group, id)
-    numbers, which gives the same pairs as the lexsort."""
+    pairs, stripe after stripe, each stripe's keys sorted, or files' merged runs), a stable sort of the keys
+    alone gives the lexsort's order, and numpy's stable sort (a timsort) merges the sorted runs it finds. Keys
+    already ascending and distinct need no sort. Otherwise an unstable argsort of the keys leaves pairs of equal
+    keys in any order; their ids are then put in order by one sort of (key group, id) numbers, which gives the
+    same pairs as the lexsort.
+
+    The stable merge is kept for sorted runs however many there are: numpy's unstable argsort of int64 is fast
+    only where its AVX-512 sort is (an Intel host with AVX512_SPR: 0.43 s for 10 M keys against the merge's
+    0.50-1.04 s); on an AMD EPYC with AVX-512 it took 0.83-1.17 s against the merge's 0.24 s (20 runs), 0.38 s
+    (100-140 runs) and 0.55 s (1,000 runs), unique or repeated keys (BENCHMARKS.md, 2026-11-27)."""
     in_order = grouped or len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1]))
-    descents = int(np.count_nonzero(keys[1:] < keys[:-1]))
-    if descents == 0 and bool(np.all(keys[1:] != keys[:-1])):
+    if bool(np.all(keys[1:] > keys[:-1])):
         k, i = keys, ids  # keys already ascending and distinct (a sorted column): nothing to order
     else:
-        if in_order and descents >= _STABLE_MAX_DESCENTS:
-            # many sorted runs (one per stripe or file): numpy's unstable argsort of int64 (vectorised, AVX-512
-            # where the CPU has it) plus the id fix below costs under half the stable sort's merging of the runs
-            # (10 M keys in 100 runs: 0.39 s against 0.71 s CPU); the pairs come out the same
-            in_order = False
         order = np.argsort(keys, kind="stable" if in_order else None)
         k = keys[order]
         i = ids[order]
