@@ -41,8 +41,11 @@ from metastore.stats.harvest.runner import cached_partials, column_groups, colum
 from metastore.stats.harvest.scan import (
     ColumnSpec,
     FilePiece,
+    HarvestError,
     ScanOptions,
     absent_partial,
+    analyze_file_piece,
+    join_column_groups,
     join_file_pieces,
 )
 from metastore.stats.orc_convert import hive_kind
@@ -461,8 +464,6 @@ def _driver_rows(units: Sequence[Unit], specs: tuple[ColumnSpec, ...], options: 
     are left, each unit of at least _DRIVER_SPLIT_BYTES has its columns split into groups scanned in parallel
     (decompression, decoding and hashing run mostly outside the GIL) and joined (scan.join_column_groups: the
     same piece as one scan of every column)."""
-    from metastore.stats.harvest.scan import HarvestError, analyze_file_piece, join_column_groups
-
     workers = max(1, min(_DRIVER_THREADS, os.cpu_count() or 1) if threads is None else threads)
     per_unit = -(-workers // len(units)) if units and len(units) < workers else 1
     wanted = [tuple(specs[i] for i in unit.columns) for unit in units]

@@ -14,7 +14,6 @@ import pytest
 
 from metastore.spark import analyze
 from metastore.spark.tasks import Unit
-from metastore.stats.harvest import scan
 from metastore.stats.harvest.runner import column_specs
 from metastore.stats.harvest.scan import ScanOptions, stat_file
 from metastore.storage import StorageOptions
@@ -52,13 +51,13 @@ def test_split_columns_on_threads_give_the_pieces_of_one_thread(tmp_path: Path, 
     one = list(analyze._driver_rows(units, specs, options, StorageOptions(), threads=1))
     monkeypatch.setattr(analyze, "_DRIVER_SPLIT_BYTES", 0)  # these small files are split too
     calls: list[tuple[str, ...]] = []
-    real = scan.analyze_file_piece
+    real = analyze.analyze_file_piece
 
     def counting(path, size, mtime_ns, wanted, *args, **kwargs):
         calls.append(tuple(s.name for s in wanted))
         return real(path, size, mtime_ns, wanted, *args, **kwargs)
 
-    monkeypatch.setattr(scan, "analyze_file_piece", counting)
+    monkeypatch.setattr(analyze, "analyze_file_piece", counting)
     for threads in (2, 3, 5):
         calls.clear()
         joined = list(analyze._driver_rows(units, specs, options, StorageOptions(), threads=threads))
