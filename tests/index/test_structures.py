@@ -270,3 +270,30 @@ def test_version_1_btree_files_are_still_read(tmp_path: Path, monkeypatch: pytes
             a, b = (r.answer(leaf) for r in readers)
             assert a is not None and b is not None and np.array_equal(a, b)
             assert np.array_equal(a, _brute(stripes, leaf))
+
+
+def test_leaves_packed_in_threads_give_the_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_tree compresses leaves in threads from PACK_THREADS_FROM leaves on: the file is byte for byte the
+    one-thread file, for unique keys (offsets not made) and repeated keys alike, and answers point lookups."""
+    rng = np.random.default_rng(31)
+    for repeat in (False, True):
+        stripes = []
+        for _ in range(12):
+            keys = rng.integers(-(1 << 50), 1 << 50, size=400, dtype=np.int64)
+            if repeat:
+                keys = keys % 300
+            stripes.append((np.unique(keys).tolist(), 0))
+        files = _files(stripes, False)
+        paths = []
+        for threads_from in (1 << 30, 1):
+            monkeypatch.setattr(btree, "PACK_THREADS_FROM", threads_from)
+            path = tmp_path / f"{repeat}-{threads_from}.idx"
+            write_part(path, kind="btree", column="c", ctype=INT_TYPE, files=files, fpp=0.01)
+            paths.append(path)
+        assert paths[0].read_bytes() == paths[1].read_bytes()
+        reader = PartReader(str(paths[1]), kind="btree", column="c", ctype=INT_TYPE)
+        for s, (values, _) in enumerate(stripes[:4]):
+            for v in values[:20]:
+                answer = reader.answer(KeyRange("c", v, True, v, True))
+                assert answer is not None and answer[s]
+                assert answer.tolist() == [v in set(vals) for vals, _ in stripes]
