@@ -20,9 +20,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 
-from metastore.index.bloom import stripe_filter
 from metastore.index.columns import ColumnType, Domain, column_type, require_indexable
-from metastore.index.coverage import FileValues, StripeValues
+from metastore.index.coverage import FileValues
 from metastore.index.errors import IndexBuildError
 from metastore.index.model import DataFile, IndexKind, IndexLevel, IndexPart, IndexRecord
 from metastore.index.parts import open_part, write_part_at
@@ -114,17 +113,10 @@ def scan_file(
     BLOOM part is written from; computed where the file is scanned, so a worker process returns filters, not
     keys). ``merge`` (a BTREE's worker, int64 keys): the stripes' keys as one sorted run of the file
     (FileValues.merged), so the worker does part of the sort the tree needs."""
-    values = scan_column(file, column, ctype, position, options, bounds_only=bounds)
-    if merge and ctype.domain is Domain.INT64:
+    values = scan_column(file, column, ctype, position, options, bounds_only=bounds, bloom_fpp=bloom_fpp)
+    if merge and bloom_fpp is None and ctype.domain is Domain.INT64:
         return values.merge_stripes()
-    if bloom_fpp is None:
-        return values
-    domain = ctype.domain
-    stripes = []
-    for s in values.stripes:
-        bloom = stripe_filter(domain, s.distinct, bloom_fpp)
-        stripes.append(StripeValues(s.offset, s.length, s.rows, s.distinct[:0], s.nulls, s.values, bloom=bloom))
-    return FileValues(values.file, stripes)
+    return values
 
 
 def local_scanner(

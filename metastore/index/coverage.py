@@ -75,9 +75,11 @@ class FileValues:
         keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         id_type = np.uint16 if len(self.stripes) <= 0x10000 else np.uint32
         ids = np.repeat(np.arange(len(self.stripes), dtype=id_type), counts)
-        order = np.argsort(keys, kind="stable")  # merges the stripes' sorted runs; equal keys stay in stripe order
         stripes = [StripeValues(s.offset, s.length, s.rows, s.distinct[:0], s.nulls, s.values, s.bloom)
                    for s in self.stripes]
+        if len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1])):
+            return FileValues(self.file, stripes, (keys, ids))  # one ascending run already (a sorted column)
+        order = np.argsort(keys, kind="stable")  # merges the stripes' sorted runs; equal keys stay in stripe order
         return FileValues(self.file, stripes, (keys[order], ids[order]))
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from metastore import storage
 from metastore.index.bind import Leaf
-from metastore.index.bloom import BloomReader, write_filters
+from metastore.index.bloom import PROBES, BloomReader, write_filters
 from metastore.index.btree import BTreeReader, postings_of, write_stripe_sets, write_tree
 from metastore.index.columns import ColumnType, Domain
 from metastore.index.container import IndexFileReader, IndexFileWriter
@@ -114,8 +114,8 @@ class PartReader:
         kind of this part can rebuild them."""
         coverage = self.coverage
         wanted = [i for i, f in enumerate(coverage.files) if f.identity in keep]
-        if not wanted:
-            return []
+        if not wanted or (self._bloom is not None and self._bloom.probes != PROBES):
+            return []  # nothing kept, or filters of an older probe scheme: the files are scanned again
         per_stripe = self._stripe_values()
         out = []
         for i in wanted:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from metastore import storage
+from metastore.index.bloom import StripeBloom, stripe_filter, values_filter
 from metastore.index.columns import ColumnType, Domain, Family, KeyConversionError, keys_of
 from metastore.index.coverage import FileValues, StripeValues
 from metastore.index.errors import IndexBuildError
@@ -83,10 +84,12 @@ def _distinct(values: np.ndarray) -> np.ndarray:
         out = np.empty(len(items), dtype=object)
         out[:] = items
         return out
+    if len(values) < 2:
+        return np.sort(values)
+    if bool(np.all(values[1:] > values[:-1])):
+        return values  # ascending and distinct already (a sorted column's stripe): no sort
     # sort and drop repeats: the same result as np.unique, without its hash pass (numpy >= 2.3)
     ordered = np.sort(values)
-    if len(ordered) < 2:
-        return ordered
     keep = np.empty(len(ordered), dtype=bool)
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
@@ -95,15 +98,17 @@ def _distinct(values: np.ndarray) -> np.ndarray:
 
 def scan_column(
     file: DataFile, column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
-    *, bounds_only: bool = False,
+    *, bounds_only: bool = False, bloom_fpp: float | None = None,
 ) -> FileValues:
     """The per-stripe values of ``column`` in one ORC file; IndexBuildError naming the file when it cannot be
     read or its column does not fit the table's type. ``bounds_only`` (what MINMAX needs): each stripe's
     ``distinct`` holds only its smallest and largest key (one key when they are equal), found with a vectorised
-    min/max of the decoded column instead of sorting out every distinct value."""
+    min/max of the decoded column instead of sorting out every distinct value. ``bloom_fpp`` (what BLOOM
+    needs): each stripe's ``bloom`` is its filter at that rate and ``distinct`` is empty; int64 keys go to the
+    filter as read (bloom.values_filter: no sort unless the stripe repeats values)."""
     try:
         with open_data_file(file, options) as reader:
-            return _scan(reader, file, column, ctype, position, bounds_only)
+            return _scan(reader, file, column, ctype, position, bounds_only, bloom_fpp)
     except IndexBuildError:
         raise
     except storage.StorageError as exc:
@@ -130,6 +135,7 @@ def _bounds(values: np.ndarray) -> np.ndarray:
 
 def _scan(
     reader: OrcReader, file: DataFile, column: str, ctype: ColumnType, position: int | None, bounds_only: bool = False,
+    bloom_fpp: float | None = None,
 ) -> FileValues:
     schema = reader.schema
     if schema.category != Category.STRUCT:
@@ -148,6 +154,7 @@ def _scan(
     for info in reader.stripes:
         (chunk,) = scan_stripe_columns(reader, info.index, [request])
         vector = chunk.vector
+        bloom: StripeBloom | None = None
         if vector is None or chunk.non_null == 0:
             distinct = empty
         elif (
@@ -165,8 +172,15 @@ def _scan(
             distinct = _bounds(arr) if bounds_only else _distinct(arr)
         elif bounds_only:
             distinct = _bounds(keys_of(vector, ctype).non_null())
+        elif bloom_fpp is not None and ctype.domain is Domain.INT64:
+            bloom = values_filter(keys_of(vector, ctype).non_null(), bloom_fpp)
+            distinct = empty
         else:
             distinct = _distinct(keys_of(vector, ctype).values)
+        if bloom_fpp is not None and bloom is None:
+            bloom = stripe_filter(ctype.domain, distinct, bloom_fpp)
+            distinct = distinct[:0]
         nulls = chunk.rows - chunk.non_null
-        stripes.append(StripeValues(info.offset, info.length, info.number_of_rows, distinct, nulls, chunk.non_null))
+        stripes.append(StripeValues(info.offset, info.length, info.number_of_rows, distinct, nulls, chunk.non_null,
+                                    bloom=bloom))
     return FileValues(file, stripes)

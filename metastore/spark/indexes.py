@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from metastore.catalog import Table
-from metastore.index.build import Scanner, bounds_only
+from metastore.index.build import Scanner, bounds_only, fpp_of
 from metastore.index.columns import column_type
 from metastore.index.coverage import FileValues
 from metastore.index.errors import IndexBuildError
 from metastore.index.maintain import column_position
-from metastore.index.model import DataFile, IndexRecord
+from metastore.index.model import DataFile, IndexKind, IndexRecord
 from metastore.storage import StorageOptions
 
 __all__ = ["SCAN_SCHEMA", "ScanTask", "scan_tasks", "spark_scanner"]
@@ -41,6 +41,7 @@ class ScanTask:
     files: tuple[DataFile, ...]
     storage: StorageOptions = StorageOptions()
     bounds_only: bool = False  # MINMAX: per stripe only the smallest and largest key
+    bloom_fpp: float | None = None  # BLOOM: per stripe its filter at this rate, made on the executor
 
 
 def scan_tasks(batches: Iterator[Any]) -> Iterator[Any]:
@@ -59,7 +60,7 @@ def scan_tasks(batches: Iterator[Any]) -> Iterator[Any]:
                 error: str | None = None
                 try:
                     values = scan_column(f, task.column, ctype, task.position, task.storage,
-                                         bounds_only=task.bounds_only)
+                                         bounds_only=task.bounds_only, bloom_fpp=task.bloom_fpp)
                     result = pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
                 except IndexBuildError as exc:
                     error = str(exc)
@@ -103,8 +104,9 @@ def spark_scanner(spark: Any, record: IndexRecord, table: Table, storage: Storag
         from pyspark.sql import functions as F  # noqa: N812
 
         groups = plan_tasks(files, TASK_BYTES, _parallelism(spark))
+        fpp = fpp_of(record) if record.kind is IndexKind.BLOOM else None
         tasks = [ScanTask(record.column, record.column_type, position, g, storage or StorageOptions(),
-                          bounds_only(record)) for g in groups]
+                          bounds_only(record), fpp) for g in groups]
         n = len(tasks)
         # range(n) in n partitions puts one task id in each; the broadcast side carries the plans
         ids = spark.range(0, n, 1, n)
