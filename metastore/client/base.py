@@ -11,7 +11,8 @@ either side.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from metastore.catalog import DEFAULT_ENGINE, Database, Partition, Table
@@ -85,6 +86,14 @@ class MetastoreClient(abc.ABC):
 
     @abc.abstractmethod
     def alter_table(self, db_name: str, table_name: str, table: Table) -> None: ...
+
+    def update_table_parameters(self, db_name: str, table_name: str, changes: Mapping[str, str]) -> None:
+        """Set some of a table's parameters, the rest of its definition as it is (what a statistics writer
+        records beside its statistics). Here get_table and, when a value differs, alter_table; a client that
+        can writes the parameters alone."""
+        current = self.get_table(db_name, table_name)
+        if any(current.parameters.get(k) != v for k, v in changes.items()):
+            self.alter_table(db_name, table_name, replace(current, parameters={**current.parameters, **changes}))
 
     @abc.abstractmethod
     def drop_table(self, db_name: str, table_name: str, *, delete_data: bool = True) -> None: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from metastore.catalog import DEFAULT_ENGINE, Database, Partition, Table
@@ -132,6 +132,9 @@ class EmbeddedMetastoreClient(MetastoreClient):
 
     def alter_table(self, db_name: str, table_name: str, table: Table) -> None:
         self._run(self._ms.catalog.alter_table, db_name, table_name, table)
+
+    def update_table_parameters(self, db_name: str, table_name: str, changes: Mapping[str, str]) -> None:
+        self._run(self._ms.catalog.update_table_parameters, db_name, table_name, dict(changes))
 
     def drop_table(self, db_name: str, table_name: str, *, delete_data: bool = True) -> None:
         self._run(self._ms.catalog.drop_table, db_name, table_name, delete_data=delete_data)

@@ -12,7 +12,7 @@ from typing import Any
 
 from metastore import locations, storage
 from metastore.catalog import DEFAULT_CATALOG, Database, Partition, Table
-from metastore.errors import InvalidObject, InvalidOperation
+from metastore.errors import InvalidInput, InvalidObject, InvalidOperation
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.service import spark_statistics
 from metastore.service.indexes import (
@@ -23,6 +23,7 @@ from metastore.service.indexes import (
 )
 from metastore.service.listing_cache import ListingCache, ListingReply, open_listing, reply_key
 from metastore.service.streams import Stream, open_stream
+from metastore.stats.spark_properties import STATISTICS_PREFIX
 from metastore.store import Store, UnitOfWork
 from metastore.store.partition_listing import (
     ALL_REQUEST,
@@ -242,6 +243,19 @@ class CatalogService:
                     raise InvalidOperation(
                         f"cannot rename {db_name}.{table_name} to {new_table.db_name}.{new_table.table_name}: {exc}"
                     ) from None
+
+    def update_table_parameters(
+        self, db_name: str, table_name: str, changes: Mapping[str, str | None], *, catalog: str = DEFAULT_CATALOG
+    ) -> None:
+        """Set (a value) or remove (None) some of a table's parameters, the rest of its definition untouched: one
+        locked update of TABLE_PARAMS instead of alter_table's rewrite of the whole definition. For parameters a
+        statistics writer keeps (ANALYZE's fingerprint), not Spark's statistics properties, which alter_table
+        absorbs (InvalidInput)."""
+        absorbed = [k for k in changes if k.startswith((STATISTICS_PREFIX, spark_statistics.SPARK_HISTOGRAM_PREFIX))]
+        if absorbed:
+            raise InvalidInput(f"{', '.join(absorbed)}: Spark's statistics properties are written with alter_table")
+        with self.store.transaction() as uow:
+            uow.tables.update_parameters(db_name, table_name, dict(changes), catalog=catalog)
 
     def drop_table(self, db_name: str, table_name: str, *, delete_data: bool, catalog: str = DEFAULT_CATALOG) -> None:
         """Drop a table with its partitions and statistics; delete_data removes a managed table's data."""

@@ -501,12 +501,39 @@ def plan_tasks(units: Sequence[Unit], cores: int, task_bytes: int, specs: tuple[
     """Units in tasks of ``task_bytes`` at most, consecutive units together, at most 32 units a task (which bounds
     one task's results on the driver), each piece of a split file a task of its own. A table too small to give
     every core several full tasks gets smaller ones (``bytes / (4 × cores)``, not under 4 MiB), so that cores
-    finishing early take more work instead of idling behind the last task."""
+    finishing early take more work instead of idling behind the last task: 4 tasks a core of about equal bytes."""
     total = sum(u.size // u.pieces for u in units)
-    per_task = min(task_bytes, max(_MIN_TASK_BYTES, math.ceil(total / (_TASKS_PER_CORE * max(cores, 1)))))
+    cores = max(cores, 1)
+    per_task = min(task_bytes, max(_MIN_TASK_BYTES, math.ceil(total / (_TASKS_PER_CORE * cores))))
     failing = failing_tasks()
+    balanced = None
+    if _MIN_TASK_BYTES < per_task < task_bytes and all(u.pieces == 1 for u in units):
+        # a small table: _TASKS_PER_CORE tasks a core, as even in bytes as whole consecutive files allow (a greedy
+        # fill of per_task bytes leaves a short task over, e.g. 9 tasks for 2 cores, whose last wave runs on
+        # one core while the other idles)
+        count = _TASKS_PER_CORE * cores
+        count = max(count, cores * math.ceil(math.ceil(len(units) / _MAX_UNITS_PER_TASK) / cores))
+        if len(units) >= count:
+            balanced = _even_tasks(list(units), count, total, specs, options)
+    planned = balanced if balanced is not None else _group_units(list(units), per_task, specs, options)
     return [replace(t, storage=storage or StorageOptions(), fail_first_attempt=t.task in failing)
-            for t in _group_units(list(units), per_task, specs, options)]
+            for t in planned]
+
+
+def _even_tasks(units: list[Unit], count: int, total: int, specs: tuple[ColumnSpec, ...], options: ScanOptions
+                ) -> list[TaskPlan] | None:
+    """``units`` cut into ``count`` tasks of consecutive units, each unit in the task its middle byte falls in
+    (tasks then differ by about one unit's bytes); None when that leaves a task empty or over
+    _MAX_UNITS_PER_TASK units (the caller then fills tasks greedily)."""
+    groups: list[list[Unit]] = [[] for _ in range(count)]
+    before = 0
+    for unit in units:
+        middle = before + unit.size / 2
+        groups[min(count - 1, int(middle * count / max(total, 1)))].append(unit)
+        before += unit.size
+    if any(not g or len(g) > _MAX_UNITS_PER_TASK for g in groups):
+        return None
+    return [TaskPlan(i, specs, options, tuple(g)) for i, g in enumerate(groups)]
 
 
 def _group_units(units: list[Unit], per_task: int, specs: tuple[ColumnSpec, ...], options: ScanOptions

@@ -382,10 +382,11 @@ def persist_outcomes(
             if merged_here:
                 value = fingerprint(table_inputs_digest({str(k): v for k, v in inputs.items()}, columns, histograms),
                                     stats_digest(table_entries, None))
-                current = client.get_table(table.db_name, table.table_name)
-                if current.parameters.get(FINGERPRINT_KEY) != value:
-                    client.alter_table(table.db_name, table.table_name,
-                                       replace(current, parameters={**current.parameters, FINGERPRINT_KEY: value}))
+                # the fingerprint alone, when it changes (the table as this run read it: the statistics write
+                # above changes only COLUMN_STATS_ACCURATE; the embedded client writes one parameter, not
+                # alter_table's rewrite of the whole definition)
+                if table.parameters.get(FINGERPRINT_KEY) != value:
+                    client.update_table_parameters(table.db_name, table.table_name, {FINGERPRINT_KEY: value})
 
 
 # ---------------------------------------------------------------------------------------------- summary

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -31,6 +32,8 @@ __all__ = ["CACHE_ENV", "CachedFile", "FileStatsCache", "FileStatsCacheError", "
 CACHE_ENV = "METASTORE_ANALYZE_CACHE"
 #: Bumped whenever the meaning of stored entries changes; older caches are emptied on open.
 FORMAT_VERSION = 2
+#: Paths per statement of a lookup_many (SQLite's default limit of bound parameters is 999 before 3.32).
+_LOOKUP_BATCH = 500
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS cached_file ("
@@ -179,6 +182,50 @@ class FileStatsCache:
             if cached is not None:
                 out[ref.url] = FilePartials(ref.url, ref.size, ref.mtime_ns, ref.version, partition,
                                             info=cached.info, entries=cached.entries)
+        return out
+
+    def lookup_many(self, groups: Mapping[str | None, Sequence[FileRef]]) -> dict[str, FilePartials]:
+        """:meth:`lookup` for several partitions' files (partition name -> files), read with a few statements
+        (files and their entries by path, _LOOKUP_BATCH paths a statement) instead of two per file; stale
+        versions are forgotten as :meth:`get` does."""
+        refs = [(partition, ref) for partition, files in groups.items() for ref in files]
+        keys = [_key(ref.url) for _, ref in refs]
+        unique = list(dict.fromkeys(keys))
+        rows: dict[str, tuple[Any, ...]] = {}
+        entries: dict[str, dict[str, bytes]] = {}
+        with self._lock:
+            try:
+                for start in range(0, len(unique), _LOOKUP_BATCH):
+                    chunk = unique[start : start + _LOOKUP_BATCH]
+                    marks = ", ".join("?" * len(chunk))
+                    for row in self._conn.execute(
+                        f"SELECT path, size, mtime_ns, info, version FROM cached_file WHERE path IN ({marks})", chunk
+                    ):
+                        rows[row[0]] = row
+                stale: set[str] = set()
+                for (_, ref), key in zip(refs, keys, strict=True):
+                    row = rows.get(key)
+                    if row is not None and (row[1] != ref.size or row[2] != ref.mtime_ns or row[4] != ref.version):
+                        stale.add(key)
+                for key in stale:
+                    self._conn.execute("DELETE FROM cached_file WHERE path = ?", (key,))
+                    del rows[key]
+                wanted = list(rows)
+                for start in range(0, len(wanted), _LOOKUP_BATCH):
+                    chunk = wanted[start : start + _LOOKUP_BATCH]
+                    marks = ", ".join("?" * len(chunk))
+                    for path, k, v in self._conn.execute(
+                        f"SELECT path, key, value FROM cached_entry WHERE path IN ({marks})", chunk
+                    ):
+                        entries.setdefault(path, {})[k] = bytes(v)
+            except sqlite3.Error as exc:
+                raise FileStatsCacheError(f"cannot read the statistics cache {self.path}: {exc}") from None
+        out = {}
+        for (partition, ref), key in zip(refs, keys, strict=True):
+            row = rows.get(key)
+            if row is not None:
+                out[ref.url] = FilePartials(ref.url, ref.size, ref.mtime_ns, ref.version, partition,
+                                            info=bytes(row[3]), entries=dict(entries.get(key, {})))
         return out
 
     def store(self, files: Sequence[FilePartials]) -> None:

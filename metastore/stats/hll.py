@@ -513,7 +513,13 @@ class HyperLogLog:
                 )
                 keys = entries >> Q_PRIME
                 values = entries & ((1 << Q_PRIME) - 1)
-                sketch._sparse_update(keys, values)
+                # a serialised map has each key once: taken as it is, in its order (what _sparse_update gives
+                # for distinct keys, without its sort); repeated keys (not Hive's output) go the general way
+                sparse = dict(zip(keys.tolist(), values.tolist(), strict=True))
+                if len(sparse) == count:
+                    sketch._sparse = sparse
+                else:
+                    sketch._sparse_update(keys, values)
             return sketch
         width = 8 if enc == 7 else enc
         sketch = cls(p, bit_packing=enc != 7, dense=True)

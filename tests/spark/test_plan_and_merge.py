@@ -42,13 +42,16 @@ def _task_bytes(task: TaskPlan) -> int:
 
 
 def test_small_files_are_grouped_into_tasks_of_about_the_planned_size() -> None:
-    # 300 files of 3 MiB on 2 cores: 900 MiB, more than 4 full tasks a core, so tasks of up to 128 MiB, of which
-    # 3 MiB files fill 32 (the cap on units a task, which bounds one task's results on the driver)
+    # 300 files of 3 MiB on 2 cores: 900 MiB, 4 tasks a core would hold 37-38 files each, over the cap of 32 units
+    # a task (which bounds one task's results on the driver): 10 even tasks of 30
     units = _units([3 * MiB] * 300)
     tasks = plan_tasks(units, 2, 128 * MiB, SPECS, OPTIONS)
     assert [u for t in tasks for u in t.units] == units  # every unit once, in listing order
     assert [t.task for t in tasks] == list(range(len(tasks)))
-    assert all(len(t.units) == 32 for t in tasks[:-1]) and len(tasks) == 10
+    assert [len(t.units) for t in tasks] == [30] * 10
+    # 1,200 MiB: more than 4 full tasks a core, so tasks of up to 128 MiB, of which 3 MiB files fill 32
+    large = plan_tasks(_units([3 * MiB] * 400), 2, 128 * MiB, SPECS, OPTIONS)
+    assert all(len(t.units) == 32 for t in large[:-1]) and len(large) == 13
     # 40 MiB files: the 128 MiB budget holds 3 of them
     big = plan_tasks(_units([40 * MiB] * 30), 2, 128 * MiB, SPECS, OPTIONS)
     assert [len(t.units) for t in big] == [3] * 10 and all(_task_bytes(t) <= 128 * MiB for t in big)
@@ -58,6 +61,27 @@ def test_small_files_are_grouped_into_tasks_of_about_the_planned_size() -> None:
     # never below 4 MiB a task: tiny files are not one task each
     tiny = plan_tasks(_units([100 << 10] * 100), 8, 128 * MiB, SPECS, OPTIONS)
     assert [len(t.units) for t in tiny] == [32, 32, 32, 4]
+
+
+def test_a_small_table_is_cut_into_four_even_tasks_a_core() -> None:
+    # bench_spark's shape: 40 files of 5-6 MiB on 2 cores. Filling tasks of total / 8 bytes one file after another
+    # leaves extra short tasks (10 here; 9 for bench_spark's files): a last wave on one core while the other
+    # idles. The cut gives 4 tasks a core, each within a file's size of even
+    sizes = [5 * MiB + (f * 7919 % 13) * 90_000 for f in range(40)]
+    units = _units(sizes)
+    for cores in (1, 2, 3):
+        tasks = plan_tasks(units, cores, 128 * MiB, SPECS, OPTIONS)
+        assert [u for t in tasks for u in t.units] == units  # every unit once, in listing order
+        assert [t.task for t in tasks] == list(range(len(tasks)))
+        assert len(tasks) == 4 * cores
+        even = sum(sizes) / len(tasks)
+        assert all(abs(_task_bytes(t) - even) <= max(sizes) for t in tasks)
+    # on 2 cores 8 tasks of 5 files each (greedy filling gave 9)
+    assert [len(t.units) for t in plan_tasks(units, 2, 128 * MiB, SPECS, OPTIONS)] == [5] * 8
+    # many small files: the count of tasks grows (a multiple of the cores) to keep 32 units a task at most
+    many = plan_tasks(_units([200 << 10] * 300), 2, 128 * MiB, SPECS, OPTIONS)
+    assert len(many) == 10 and all(len(t.units) <= 32 for t in many)
+    assert [u for t in many for u in t.units] == _units([200 << 10] * 300)
 
 
 def test_large_files_are_split_into_one_task_per_piece() -> None:

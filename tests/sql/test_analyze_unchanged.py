@@ -6,7 +6,7 @@ another client) are noticed and written again."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,10 @@ class RecordingClient(EmbeddedMetastoreClient):
     def alter_table(self, db_name: str, table_name: str, table: Table) -> None:
         self.writes.append(f"parameters {table_name}")
         super().alter_table(db_name, table_name, table)
+
+    def update_table_parameters(self, db_name: str, table_name: str, changes: Mapping[str, str]) -> None:
+        self.writes.append(f"parameters {table_name}")
+        super().update_table_parameters(db_name, table_name, changes)
 
     def _write_batch(self, writes: Sequence[StatsWrite], *, merge: bool, engine: str) -> None:
         self.writes += [f"statistics {w.partition_name or w.table_name}" for w in writes]

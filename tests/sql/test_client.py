@@ -110,6 +110,27 @@ def test_catalog_calls(client: MetastoreClient, tmp_path: Path) -> None:
         client.get_database(db)
 
 
+def test_update_table_parameters_sets_only_the_given_parameters(client: MetastoreClient, tmp_path: Path) -> None:
+    db = _unique(tmp_path)
+    client.create_database(Database(name=db))
+    table = client.create_table(_table(db, "t"))
+    client.alter_table(db, "t", Table(**{**table.__dict__, "parameters": {**table.parameters, "a": "1", "b": "2"}}))
+    before = client.get_table(db, "t")
+    client.update_table_parameters(db, "t", {"b": "3", "fingerprint": "x" * 300})
+    after = client.get_table(db, "t")
+    assert after.parameters == {**before.parameters, "b": "3", "fingerprint": "x" * 300}
+    assert (after.sd, after.partition_keys, after.owner) == (before.sd, before.partition_keys, before.owner)
+    with pytest.raises(NoSuchObject):
+        client.update_table_parameters(db, "missing", {"a": "1"})
+    if isinstance(client, EmbeddedMetastoreClient):
+        # Spark's statistics properties are absorbed into column statistics by alter_table only
+        with pytest.raises(InvalidInput, match="spark.sql.statistics.numRows"):
+            client.update_table_parameters(db, "t", {"spark.sql.statistics.numRows": "1"})
+        assert client.get_table(db, "t").parameters == after.parameters
+    client.drop_table(db, "t")
+    client.drop_database(db)
+
+
 def _sketch(values: range) -> bytes:
     sketch = NdvSketch()
     sketch.add_values(StatsKind.LONG, list(values))

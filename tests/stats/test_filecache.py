@@ -43,6 +43,36 @@ def test_put_adds_entries_to_the_same_version_and_replaces_other_versions(tmp_pa
         assert len(cache) == 0
 
 
+def test_lookup_many_answers_as_lookup_per_partition_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from metastore.storage import FileRef
+
+    # small statements: the batching is exercised with a handful of files
+    monkeypatch.setattr(filecache, "_LOOKUP_BATCH", 2)
+    with FileStatsCache(tmp_path / "c.sqlite") as cache:
+        cache.put_many([
+            (str(tmp_path / f"f{i}.orc"), 10 + i, 5, f"i{i}".encode(), {"x": bytes([i]), "y": b"y"}, "")
+            for i in range(5)
+        ])
+        cache.put(str(tmp_path / "s3.orc"), 3, 3, b"s", {}, "etag-1")
+        refs = {
+            "ds=1": [FileRef(str(tmp_path / "f0.orc"), 10, 5), FileRef(str(tmp_path / "f1.orc"), 11, 5),
+                     FileRef(str(tmp_path / "f2.orc"), 99, 5)],  # f2 changed size: stale
+            "ds=2": [FileRef(str(tmp_path / "f3.orc"), 13, 5), FileRef(str(tmp_path / "f4.orc"), 14, 6),  # mtime
+                     FileRef(str(tmp_path / "missing.orc"), 1, 1), FileRef(str(tmp_path / "s3.orc"), 3, 3, "etag-2")],
+        }
+        got = cache.lookup_many(refs)
+        assert sorted(got) == [str(tmp_path / "f0.orc"), str(tmp_path / "f1.orc"), str(tmp_path / "f3.orc")]
+        f3 = got[str(tmp_path / "f3.orc")]
+        assert (f3.partition, f3.size, f3.mtime_ns, f3.info, f3.entries) == ("ds=2", 13, 5, b"i3",
+                                                                             {"x": b"\x03", "y": b"y"})
+        # the stale versions were forgotten, as get forgets them; what lookup finds is the same
+        assert len(cache) == 3
+        per_partition = {}
+        for partition, files in refs.items():
+            per_partition.update(cache.lookup(files, partition))
+        assert per_partition == got
+
+
 def test_a_cache_of_another_format_version_starts_empty(tmp_path: Path):
     path = tmp_path / "c.sqlite"
     with FileStatsCache(path) as cache:

@@ -133,6 +133,22 @@ def test_sparse_entries_are_delta_varints() -> None:
     assert data == b"HLL\xe0\x01\x01" + _varint((key << 6) | rank)
 
 
+def test_a_sparse_list_with_a_repeated_key_keeps_its_largest_value() -> None:
+    # Hive never writes a key twice; a list that does is read as adding each entry: the largest value, in the
+    # order keys first appear
+    entries = [(5 << 6) | 3, (9 << 6) | 2, (5 << 6) | 7]
+    deltas = [entries[0], entries[1] - entries[0], (entries[2] - entries[1]) & 0xFFFFFFFF]
+    data = b"HLL\xe0\x02" + _varint(3) + b"".join(_varint(d) for d in deltas)
+    sketch = HyperLogLog.from_bytes(data)
+    assert sketch._sparse == {5: 7, 9: 2} and list(sketch._sparse) == [5, 9]
+    # distinct keys come back as they were written
+    other = HyperLogLog(14)
+    other.add_hashes(np.arange(1, 400, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    assert other.encoding == "sparse"
+    again = HyperLogLog.from_bytes(other.to_bytes())
+    assert list(again._sparse.items()) == other._sparse_items_java_order() and again.to_bytes() == other.to_bytes()
+
+
 def _varint(value: int) -> bytes:
     out = bytearray()
     while True:
