@@ -247,8 +247,36 @@ def _leaf_bounds(domain: Domain, postings: Postings) -> list[int]:
     return bounds
 
 
-def _encode_leaf(postings: Postings, start: int, end: int, version: int, ids16: bool | None = None) -> bytes:
-    """One leaf; ``ids16``: whether every stripe id of the postings fits 16 bits (None: look at the leaf's)."""
+@dataclass(frozen=True)
+class _IntLeaves:
+    """What every int64 leaf (format 2) of a tree is cut from, computed once for the whole tree instead of per
+    leaf: the gaps between neighbouring keys as 8 little-endian bytes each, each leaf's gap width, and the ids
+    in their stored width. _encode_leaf gives the same bytes with or without it."""
+
+    gap_bytes: np.ndarray  # uint8 (n - 1, 8)
+    widths: dict[int, int]  # leaf start -> gap width in bytes
+    ids: np.ndarray  # "<u2" or "<u4"
+
+    @classmethod
+    def of(cls, postings: Postings, bounds: Sequence[int], ids16: bool) -> _IntLeaves:
+        k = np.ascontiguousarray(postings.keys, dtype="<i8").view("<u8")
+        gaps = k[1:] - k[:-1]  # wraps modulo 2**64: the true gap, which is below 2**64
+        starts = np.asarray(bounds[:-1], dtype=np.int64)
+        # each leaf's largest gap: the gaps from its start to the next leaf's start, with the gap across the
+        # boundary (to the next leaf's first key) counted as 0; a padding 0 lets a last one-key leaf have one
+        masked = np.zeros(len(k), dtype=np.uint64)
+        masked[: len(gaps)] = gaps
+        masked[np.asarray(bounds[1:-1], dtype=np.int64) - 1] = 0
+        largest = np.maximum.reduceat(masked, starts).tolist() if len(starts) else []
+        widths = {int(a): (int(m).bit_length() + 7) // 8 for a, m in zip(starts.tolist(), largest, strict=True)}
+        ids = postings.ids.astype("<u2" if ids16 else "<u4")  # write_tree passes ids16 True only
+        return cls(gaps.view(np.uint8).reshape(-1, 8), widths, ids)
+
+
+def _encode_leaf(postings: Postings, start: int, end: int, version: int, ids16: bool | None = None,
+                 pre: _IntLeaves | None = None) -> bytes:
+    """One leaf; ``ids16``: whether every stripe id of the postings fits 16 bits (None: look at the leaf's);
+    ``pre``: the tree's int64 leaves computed at once (_IntLeaves; format 2, every id fits 16 bits)."""
     keys = postings.keys[start:end]
     lo, hi = postings.span(start, end)
     single = hi - lo == end - start  # every key of the leaf has one stripe (each has at least one)
@@ -258,11 +286,14 @@ def _encode_leaf(postings: Postings, start: int, end: int, version: int, ids16: 
         ids16 = len(ids) == 0 or int(ids.max()) <= 0xFFFF
     if version >= 2 and ids16:
         flags |= _IDS16
-        id_bytes = ids.astype("<u2").tobytes()
+        id_bytes = pre.ids[lo:hi].tobytes() if pre is not None else ids.astype("<u2").tobytes()
     else:
         id_bytes = ids.astype("<u4").tobytes()
     parts = [_LEAF_HEAD.pack(end - start, flags)]
-    if version >= 2 and postings.domain is Domain.INT64:
+    if pre is not None and end > start:
+        width = pre.widths[start]
+        parts.extend((_WIDTH.pack(width), _FIRST.pack(int(keys[0])), pre.gap_bytes[start : end - 1, :width].tobytes()))
+    elif version >= 2 and postings.domain is Domain.INT64:
         parts.extend(_encode_gaps(keys))
     else:
         parts.append(encode_keys(postings.domain, keys))
@@ -330,13 +361,16 @@ def write_tree(writer: IndexFileWriter, postings: Postings) -> dict[str, Any]:
     # all ids fit 16 bits: every leaf writes u16 ids (the per-leaf test would say so each time); else ask per leaf
     ids16 = True if len(postings.ids) == 0 or int(postings.ids.max()) <= 0xFFFF else None
     pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
+    pre = None
+    if domain is Domain.INT64 and writer.version >= 2 and len(postings.keys) and ids16:
+        pre = _IntLeaves.of(postings, bounds, ids16)
 
     def first_key(a: int) -> Key:
         return postings.keys[a].item() if domain is Domain.INT64 else postings.keys[a]  # type: ignore[no-any-return]
 
     if len(pairs) < PACK_THREADS_FROM:
         for a, b in pairs:
-            level.append(_Child(first_key(a), writer.add_block(_encode_leaf(postings, a, b, writer.version, ids16)),
+            level.append(_Child(first_key(a), writer.add_block(_encode_leaf(postings, a, b, writer.version, ids16, pre)),
                                 b - a))
     else:
         # leaves encoded here, compressed and checksummed in threads (zstd and crc32 release the GIL), written
@@ -344,7 +378,7 @@ def write_tree(writer: IndexFileWriter, postings: Postings) -> dict[str, Any]:
         with ThreadPoolExecutor(PACK_THREADS, thread_name_prefix="btree-leaves") as pool:
             pending: deque[tuple[int, int, Future[PackedBlock]]] = deque()
             for a, b in pairs:
-                pending.append((a, b, pool.submit(pack_block, _encode_leaf(postings, a, b, writer.version, ids16))))
+                pending.append((a, b, pool.submit(pack_block, _encode_leaf(postings, a, b, writer.version, ids16, pre))))
                 while len(pending) > PACK_AHEAD or (pending and pending[0][2].done()):
                     a0, b0, done = pending.popleft()
                     level.append(_Child(first_key(a0), writer.add_packed(done.result()), b0 - a0))

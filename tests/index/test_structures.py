@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from index import tables
 from metastore.index import bloom, btree
 from metastore.index.bind import KeyRange, KeySet, NullTest
-from metastore.index.columns import column_type
+from metastore.index.columns import Domain, column_type
 from metastore.index.coverage import DataFile, FileValues, StripeValues
 from metastore.index.parts import PartReader, write_part
 from metastore.index.scan import scan_column
@@ -297,3 +297,29 @@ def test_leaves_packed_in_threads_give_the_same_file(tmp_path: Path, monkeypatch
                 answer = reader.answer(KeyRange("c", v, True, v, True))
                 assert answer is not None and answer[s]
                 assert answer.tolist() == [v in set(vals) for vals, _ in stripes]
+
+
+def test_int_leaves_cut_at_once_give_the_same_leaves() -> None:
+    """_IntLeaves (gaps, widths and ids computed once for the tree) gives every leaf _encode_leaf's per-leaf
+    bytes: unique and repeated keys, one-key leaves (also last), full-range keys whose gaps wrap."""
+    rng = np.random.default_rng(41)
+    cases = [
+        np.unique(rng.integers(-(1 << 63), (1 << 63) - 1, size=3000, dtype=np.int64)),
+        np.arange(0, 5000, dtype=np.int64) * 10 + (1 << 40),
+        np.asarray([-(1 << 63), -5, 0, 7, (1 << 63) - 1], dtype=np.int64),
+    ]
+    for keys in cases:
+        for repeat in (False, True):
+            n = len(keys)
+            counts = rng.integers(1, 4, size=n) if repeat else np.ones(n, dtype=np.int64)
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            ids = np.concatenate([np.sort(rng.choice(900, size=c, replace=False)) for c in counts]).astype(np.uint32)
+            postings = btree.Postings(Domain.INT64, keys, offsets, ids)
+            for step in (1, 2, 7, 400):
+                bounds = [*range(0, n, step), n]
+                if n > 3:
+                    bounds = sorted({*bounds, n - 1})  # a one-key last leaf
+                pre = btree._IntLeaves.of(postings, bounds, True)
+                for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+                    assert btree._encode_leaf(postings, a, b, 2, True, pre) == btree._encode_leaf(postings, a, b, 2, True)
