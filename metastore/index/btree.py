@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import bisect
 import struct
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +37,7 @@ import numpy as np
 
 from metastore.index.bind import KeyRange, KeySet, Leaf, NullTest
 from metastore.index.columns import Domain, Key
-from metastore.index.container import BlockRef, IndexFileReader, IndexFileWriter
+from metastore.index.container import BlockRef, IndexFileReader, IndexFileWriter, PackedBlock, pack_block
 from metastore.index.coverage import Coverage, FileValues, decode_keys, encode_keys
 from metastore.index.errors import IndexFileCorrupt
 
@@ -45,6 +47,10 @@ MAX_LEAF_KEYS = 4096
 #: decoded inner nodes a reader keeps (a tree of 10 M keys has about 3,000 leaves under a few inner nodes)
 MAX_CACHED_NODES = 1024
 FANOUT = 512
+#: trees of this many leaves or more compress their leaves in PACK_THREADS threads, up to PACK_AHEAD in flight
+PACK_THREADS_FROM = 64
+PACK_THREADS = 2
+PACK_AHEAD = 32
 GIVE_UP_KEYS = 10_000
 GIVE_UP_FRACTION = 0.10
 _LEAF_HEAD = struct.Struct("<IB")
@@ -56,14 +62,34 @@ _SINGLE = 1
 _IDS16 = 2
 
 
-@dataclass
 class Postings:
-    """Sorted distinct keys with the sorted stripe ids of each: ``ids[offsets[i]:offsets[i+1]]``."""
+    """Sorted distinct keys with the sorted stripe ids of each: ``ids[offsets[i]:offsets[i+1]]``. When every key
+    has one stripe (a unique column) the offsets are ``0..n`` and are made only if asked for (``single``): an
+    array of 50 M fresh int64s costs about a second of page faults that the tree's writing does not need."""
 
-    domain: Domain
-    keys: np.ndarray
-    offsets: np.ndarray  # int64, len(keys) + 1
-    ids: np.ndarray  # uint32
+    def __init__(self, domain: Domain, keys: np.ndarray, offsets: np.ndarray | None, ids: np.ndarray) -> None:
+        self.domain = domain
+        self.keys = keys
+        self.ids = ids  # uint32
+        self._offsets = offsets  # int64, len(keys) + 1; None: one id per key
+
+    @property
+    def single(self) -> bool:
+        """Whether every key has exactly one stripe id."""
+        return self._offsets is None or len(self.ids) == len(self.keys)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """int64, len(keys) + 1: key i's ids are ``ids[offsets[i]:offsets[i+1]]``."""
+        if self._offsets is None:
+            self._offsets = np.arange(len(self.keys) + 1, dtype=np.int64)
+        return self._offsets
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """Where the ids of keys start..end lie in ``ids``."""
+        if self._offsets is None:
+            return start, end
+        return int(self._offsets[start]), int(self._offsets[end])
 
     @classmethod
     def empty(cls, domain: Domain) -> Postings:
@@ -85,7 +111,7 @@ class Postings:
             k, i, new_key = _int_pairs_order(np.asarray(keys, dtype=np.int64), np.asarray(ids, dtype=np.uint32),
                                              grouped)
         if bool(new_key.all()):  # every key in one stripe only (a unique column): no grouping to do
-            return cls(domain, k, np.arange(len(k) + 1, dtype=np.int64), i)
+            return cls(domain, k, None, i)
         starts = np.flatnonzero(new_key)
         offsets = np.append(starts, len(k)).astype(np.int64)
         return cls(domain, k[starts], offsets, i)
@@ -143,6 +169,8 @@ def postings_of(files: Sequence[FileValues], domain: Domain) -> Postings:
     """The postings of scanned files (stripe ids in coverage order). Along the concatenated keys (stripe after
     stripe, or a file's merged run), equal keys come in stripe-id order, so a stable sort by key alone orders
     the pairs (Postings.from_pairs with ``grouped``)."""
+    if domain is Domain.INT64:
+        return _int_postings(files)
     key_parts: list[np.ndarray] = []
     id_parts: list[np.ndarray] = []
     base = 0
@@ -163,6 +191,34 @@ def postings_of(files: Sequence[FileValues], domain: Domain) -> Postings:
     return Postings.from_pairs(domain, np.concatenate(key_parts), np.concatenate(id_parts), grouped=True)
 
 
+def _int_postings(files: Sequence[FileValues]) -> Postings:
+    """postings_of for int64 keys: the pairs copied once into arrays of their final size (no per-file
+    temporaries), then ordered as Postings.from_pairs orders grouped pairs."""
+    total = sum(len(f.merged[0]) if f.merged is not None else sum(len(s.distinct) for s in f.stripes)
+                for f in files)
+    if total == 0:
+        return Postings.empty(Domain.INT64)
+    keys = np.empty(total, dtype=np.int64)
+    ids = np.empty(total, dtype=np.uint32)
+    at = 0
+    base = 0
+    for f in files:
+        if f.merged is not None:
+            run, local = f.merged
+            n = len(run)
+            keys[at : at + n] = run
+            np.add(local, np.uint32(base), out=ids[at : at + n], dtype=np.uint32, casting="unsafe")
+            at += n
+        else:
+            for j, s in enumerate(f.stripes):
+                n = len(s.distinct)
+                keys[at : at + n] = s.distinct
+                ids[at : at + n] = base + j
+                at += n
+        base += len(f.stripes)
+    return Postings.from_pairs(Domain.INT64, keys, ids, grouped=True)
+
+
 # ---------------------------------------------------------------------------------------------- writing
 
 
@@ -171,7 +227,7 @@ def _leaf_bounds(domain: Domain, postings: Postings) -> list[int]:
     n = len(postings.keys)
     if n == 0:
         return [0]
-    if domain is Domain.INT64 and len(postings.ids) == n:
+    if domain is Domain.INT64 and postings.single:
         # one stripe per key: every key counts 12 bytes, so the rule below cuts every LEAF_TARGET_BYTES // 12
         # keys (the same bounds, without a cumulative sum over every key)
         step = min(max(LEAF_TARGET_BYTES // 12, 1), MAX_LEAF_KEYS)
@@ -191,19 +247,53 @@ def _leaf_bounds(domain: Domain, postings: Postings) -> list[int]:
     return bounds
 
 
-def _encode_leaf(postings: Postings, start: int, end: int, version: int) -> bytes:
+@dataclass(frozen=True)
+class _IntLeaves:
+    """What every int64 leaf (format 2) of a tree is cut from, computed once for the whole tree instead of per
+    leaf: the gaps between neighbouring keys as 8 little-endian bytes each, each leaf's gap width, and the ids
+    in their stored width. _encode_leaf gives the same bytes with or without it."""
+
+    gap_bytes: np.ndarray  # uint8 (n - 1, 8)
+    widths: dict[int, int]  # leaf start -> gap width in bytes
+    ids: np.ndarray  # "<u2" or "<u4"
+
+    @classmethod
+    def of(cls, postings: Postings, bounds: Sequence[int], ids16: bool) -> _IntLeaves:
+        k = np.ascontiguousarray(postings.keys, dtype="<i8").view("<u8")
+        gaps = k[1:] - k[:-1]  # wraps modulo 2**64: the true gap, which is below 2**64
+        starts = np.asarray(bounds[:-1], dtype=np.int64)
+        # each leaf's largest gap: the gaps from its start to the next leaf's start, with the gap across the
+        # boundary (to the next leaf's first key) counted as 0; a padding 0 lets a last one-key leaf have one
+        masked = np.zeros(len(k), dtype=np.uint64)
+        masked[: len(gaps)] = gaps
+        masked[np.asarray(bounds[1:-1], dtype=np.int64) - 1] = 0
+        largest = np.maximum.reduceat(masked, starts).tolist() if len(starts) else []
+        widths = {int(a): (int(m).bit_length() + 7) // 8 for a, m in zip(starts.tolist(), largest, strict=True)}
+        ids = postings.ids.astype("<u2" if ids16 else "<u4")  # write_tree passes ids16 True only
+        return cls(gaps.view(np.uint8).reshape(-1, 8), widths, ids)
+
+
+def _encode_leaf(postings: Postings, start: int, end: int, version: int, ids16: bool | None = None,
+                 pre: _IntLeaves | None = None) -> bytes:
+    """One leaf; ``ids16``: whether every stripe id of the postings fits 16 bits (None: look at the leaf's);
+    ``pre``: the tree's int64 leaves computed at once (_IntLeaves; format 2, every id fits 16 bits)."""
     keys = postings.keys[start:end]
-    lo, hi = int(postings.offsets[start]), int(postings.offsets[end])
+    lo, hi = postings.span(start, end)
     single = hi - lo == end - start  # every key of the leaf has one stripe (each has at least one)
     ids = postings.ids[lo:hi]
     flags = _SINGLE if single else 0
-    if version >= 2 and (len(ids) == 0 or int(ids.max()) <= 0xFFFF):
+    if ids16 is None:
+        ids16 = len(ids) == 0 or int(ids.max()) <= 0xFFFF
+    if version >= 2 and ids16:
         flags |= _IDS16
-        id_bytes = ids.astype("<u2").tobytes()
+        id_bytes = pre.ids[lo:hi].tobytes() if pre is not None else ids.astype("<u2").tobytes()
     else:
         id_bytes = ids.astype("<u4").tobytes()
     parts = [_LEAF_HEAD.pack(end - start, flags)]
-    if version >= 2 and postings.domain is Domain.INT64:
+    if pre is not None and end > start:
+        width = pre.widths[start]
+        parts.extend((_WIDTH.pack(width), _FIRST.pack(int(keys[0])), pre.gap_bytes[start : end - 1, :width].tobytes()))
+    elif version >= 2 and postings.domain is Domain.INT64:
         parts.extend(_encode_gaps(keys))
     else:
         parts.append(encode_keys(postings.domain, keys))
@@ -268,9 +358,33 @@ def write_tree(writer: IndexFileWriter, postings: Postings) -> dict[str, Any]:
     domain = postings.domain
     bounds = _leaf_bounds(domain, postings)
     level: list[_Child] = []
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        ref = writer.add_block(_encode_leaf(postings, a, b, writer.version))
-        level.append(_Child(postings.keys[a].item() if domain is Domain.INT64 else postings.keys[a], ref, b - a))
+    # all ids fit 16 bits: every leaf writes u16 ids (the per-leaf test would say so each time); else ask per leaf
+    ids16 = True if len(postings.ids) == 0 or int(postings.ids.max()) <= 0xFFFF else None
+    pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
+    pre = None
+    if domain is Domain.INT64 and writer.version >= 2 and len(postings.keys) and ids16:
+        pre = _IntLeaves.of(postings, bounds, ids16)
+
+    def first_key(a: int) -> Key:
+        return postings.keys[a].item() if domain is Domain.INT64 else postings.keys[a]  # type: ignore[no-any-return]
+
+    if len(pairs) < PACK_THREADS_FROM:
+        for a, b in pairs:
+            level.append(_Child(first_key(a), writer.add_block(_encode_leaf(postings, a, b, writer.version, ids16, pre)),
+                                b - a))
+    else:
+        # leaves encoded here, compressed and checksummed in threads (zstd and crc32 release the GIL), written
+        # in order: the same bytes as one thread, with the compression beside the encoding on a second core
+        with ThreadPoolExecutor(PACK_THREADS, thread_name_prefix="btree-leaves") as pool:
+            pending: deque[tuple[int, int, Future[PackedBlock]]] = deque()
+            for a, b in pairs:
+                pending.append((a, b, pool.submit(pack_block, _encode_leaf(postings, a, b, writer.version, ids16, pre))))
+                while len(pending) > PACK_AHEAD or (pending and pending[0][2].done()):
+                    a0, b0, done = pending.popleft()
+                    level.append(_Child(first_key(a0), writer.add_packed(done.result()), b0 - a0))
+            while pending:
+                a0, b0, done = pending.popleft()
+                level.append(_Child(first_key(a0), writer.add_packed(done.result()), b0 - a0))
     height = 1
     while len(level) > 1:
         parents: list[_Child] = []

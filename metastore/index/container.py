@@ -76,6 +76,23 @@ class BlockRef:
         return ref
 
 
+#: a block as stored (bytes), its raw length, the stored bytes' CRC-32 and its codec
+PackedBlock = tuple[bytes, int, int, int]
+
+
+def pack_block(data: bytes | bytearray | memoryview, *, compress: bool = True) -> PackedBlock:
+    """A block as IndexFileWriter stores it: zstd-compressed when that is smaller (blocks over 64 bytes), with
+    its CRC. Pure, and its compression and CRC release the GIL, so writers may pack blocks in threads."""
+    raw = bytes(data)
+    stored = raw
+    codec = _CODEC_NONE
+    if compress and len(raw) > 64:
+        packed = bytes(cramjam.zstd.compress(raw, level=_ZSTD_LEVEL))
+        if len(packed) < len(raw):
+            stored, codec = packed, _CODEC_ZSTD
+    return stored, len(raw), zlib.crc32(stored), codec
+
+
 class IndexFileWriter:
     """Writes one index file: blocks first, then ``finish(description)``. Use as a context manager; the file
     appears at ``path`` only when finish() succeeded."""
@@ -93,14 +110,12 @@ class IndexFileWriter:
 
     def add_block(self, data: bytes | bytearray | memoryview, *, compress: bool = True) -> BlockRef:
         """Append a block; returns its reference (for the description or a parent block)."""
-        raw = bytes(data)
-        stored = raw
-        codec = _CODEC_NONE
-        if compress and len(raw) > 64:
-            packed = bytes(cramjam.zstd.compress(raw, level=_ZSTD_LEVEL))
-            if len(packed) < len(raw):
-                stored, codec = packed, _CODEC_ZSTD
-        ref = BlockRef(self._offset, len(stored), zlib.crc32(stored), len(raw), codec)
+        return self.add_packed(pack_block(data, compress=compress))
+
+    def add_packed(self, packed: PackedBlock) -> BlockRef:
+        """Append a block packed by pack_block (which may run in another thread); returns its reference."""
+        stored, raw_length, crc, codec = packed
+        ref = BlockRef(self._offset, len(stored), crc, raw_length, codec)
         self._file.write(stored)
         self._offset += len(stored)
         return ref

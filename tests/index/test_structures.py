@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from index import tables
 from metastore.index import bloom, btree
 from metastore.index.bind import KeyRange, KeySet, NullTest
-from metastore.index.columns import column_type
+from metastore.index.columns import Domain, column_type
 from metastore.index.coverage import DataFile, FileValues, StripeValues
 from metastore.index.parts import PartReader, write_part
 from metastore.index.scan import scan_column
@@ -270,3 +270,56 @@ def test_version_1_btree_files_are_still_read(tmp_path: Path, monkeypatch: pytes
             a, b = (r.answer(leaf) for r in readers)
             assert a is not None and b is not None and np.array_equal(a, b)
             assert np.array_equal(a, _brute(stripes, leaf))
+
+
+def test_leaves_packed_in_threads_give_the_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_tree compresses leaves in threads from PACK_THREADS_FROM leaves on: the file is byte for byte the
+    one-thread file, for unique keys (offsets not made) and repeated keys alike, and answers point lookups."""
+    rng = np.random.default_rng(31)
+    for repeat in (False, True):
+        stripes = []
+        for _ in range(12):
+            keys = rng.integers(-(1 << 50), 1 << 50, size=400, dtype=np.int64)
+            if repeat:
+                keys = keys % 300
+            stripes.append((np.unique(keys).tolist(), 0))
+        files = _files(stripes, False)
+        paths = []
+        for threads_from in (1 << 30, 1):
+            monkeypatch.setattr(btree, "PACK_THREADS_FROM", threads_from)
+            path = tmp_path / f"{repeat}-{threads_from}.idx"
+            write_part(path, kind="btree", column="c", ctype=INT_TYPE, files=files, fpp=0.01)
+            paths.append(path)
+        assert paths[0].read_bytes() == paths[1].read_bytes()
+        reader = PartReader(str(paths[1]), kind="btree", column="c", ctype=INT_TYPE)
+        for s, (values, _) in enumerate(stripes[:4]):
+            for v in values[:20]:
+                answer = reader.answer(KeyRange("c", v, True, v, True))
+                assert answer is not None and answer[s]
+                assert answer.tolist() == [v in set(vals) for vals, _ in stripes]
+
+
+def test_int_leaves_cut_at_once_give_the_same_leaves() -> None:
+    """_IntLeaves (gaps, widths and ids computed once for the tree) gives every leaf _encode_leaf's per-leaf
+    bytes: unique and repeated keys, one-key leaves (also last), full-range keys whose gaps wrap."""
+    rng = np.random.default_rng(41)
+    cases = [
+        np.unique(rng.integers(-(1 << 63), (1 << 63) - 1, size=3000, dtype=np.int64)),
+        np.arange(0, 5000, dtype=np.int64) * 10 + (1 << 40),
+        np.asarray([-(1 << 63), -5, 0, 7, (1 << 63) - 1], dtype=np.int64),
+    ]
+    for keys in cases:
+        for repeat in (False, True):
+            n = len(keys)
+            counts = rng.integers(1, 4, size=n) if repeat else np.ones(n, dtype=np.int64)
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            ids = np.concatenate([np.sort(rng.choice(900, size=c, replace=False)) for c in counts]).astype(np.uint32)
+            postings = btree.Postings(Domain.INT64, keys, offsets, ids)
+            for step in (1, 2, 7, 400):
+                bounds = [*range(0, n, step), n]
+                if n > 3:
+                    bounds = sorted({*bounds, n - 1})  # a one-key last leaf
+                pre = btree._IntLeaves.of(postings, bounds, True)
+                for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+                    assert btree._encode_leaf(postings, a, b, 2, True, pre) == btree._encode_leaf(postings, a, b, 2, True)

@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -76,12 +81,6 @@ def _harness() -> Path:
     return HARNESS
 
 
-@pytest.fixture(scope="module")
-def harness_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The harness's output folder, shared by the runs of this module so that it compiles once."""
-    return tmp_path_factory.mktemp("hive-conformance")
-
-
 def run_harness(address: tuple[str, int], out: Path) -> tuple[int, list[str], str]:
     """Run the harness against thrift://host:port; (tests run, names of the failing tests, summary line)."""
     harness = _harness()
@@ -121,34 +120,99 @@ def _serve(workdir: Path, db_url: str) -> OurServer:
         pytest.fail(f"our server did not start: {exc}", pytrace=False)
 
 
+@dataclass
+class HarnessRun:
+    """One backend's harness run: tests run, the failing tests' names, the summary line, its output folder."""
+
+    run: int
+    failing: list[str]
+    summary: str
+    out: Path
+
+
+def _run_on(db_url: str, workdir: Path, out: Path, compiled_in: Path | None,
+            first_done: Future[HarnessRun] | None) -> HarnessRun:
+    """Start our server on db_url and run the harness against it. With compiled_in (the first run's output
+    folder), wait until that run has compiled the harness (its junit.out appears once javac is done, or the run
+    ended) and take a copy of its classes, so the harness compiles once."""
+    server = _serve(workdir / "server", db_url)
+    try:
+        if compiled_in is not None and first_done is not None:
+            while not (compiled_in / "junit.out").exists() and not first_done.done():
+                time.sleep(0.2)
+            if (compiled_in / "classes").is_dir():
+                shutil.copytree(compiled_in / "classes", out / "classes", dirs_exist_ok=True)
+        run, failing, summary = run_harness(server.address, out)
+    finally:
+        server.stop()
+    return HarnessRun(run, failing, summary, out)
+
+
+@pytest.fixture(scope="module")
+def harness_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[HarnessRun]]]:
+    """The harness's runs against ours on each selected backend, started together on first use. A run spends
+    most of its ~100 s waiting on the server's clock (about a fifth of it is CPU), so the two overlap and the
+    module takes about one run's time instead of two."""
+    _harness()
+    wanted = {
+        item.callspec.params["backend"] for item in request.session.items
+        if item.module is request.module and hasattr(item, "callspec")
+    }
+    scratch = None
+    urls: dict[str, str | BaseException] = {}
+    if "sqlite" in wanted:
+        urls["sqlite"] = f"sqlite:///{tmp_path_factory.mktemp('hive-sqlite') / 'metastore.db'}"
+    if "postgresql" in wanted:
+        try:
+            scratch = create_scratch_database(request.getfixturevalue("pg_server"), "mshive")
+            urls["postgresql"] = scratch.url
+        except pytest.skip.Exception:
+            pass  # METASTORE_TEST_PG is unset: the PostgreSQL test skips with pg_server's reason
+        except (RuntimeError, pytest.fail.Exception) as exc:  # the PostgreSQL test reports it
+            urls["postgresql"] = exc
+    runs: dict[str, Future[HarnessRun]] = {}
+    first: tuple[Path, Future[HarnessRun]] | None = None
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hive-harness")
+    try:
+        for backend, url in urls.items():
+            if isinstance(url, BaseException):
+                failed: Future[HarnessRun] = Future()
+                failed.set_exception(url)
+                runs[backend] = failed
+                continue
+            workdir = tmp_path_factory.mktemp(f"hive-{backend}-run")
+            out = tmp_path_factory.mktemp(f"hive-{backend}-out")
+            runs[backend] = pool.submit(
+                _run_on, url, workdir, out, first[0] if first else None, first[1] if first else None
+            )
+            first = first or (out, runs[backend])
+        yield runs
+    finally:
+        pool.shutdown(wait=True)
+        if scratch is not None:
+            drop_scratch_database(scratch)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)])
 def test_hive_2_3_metastore_tests_that_pass_on_the_reference_pass_on_ours(
-    backend: str, harness_out: Path, tmp_path: Path, request: pytest.FixtureRequest
+    backend: str, harness_runs: dict[str, Future[HarnessRun]], request: pytest.FixtureRequest
 ) -> None:
-    _harness()
-    scratch = None
     if backend == "postgresql":
-        scratch = create_scratch_database(request.getfixturevalue("pg_server"), "mshive")
-        db_url = scratch.url
-    else:
-        db_url = f"sqlite:///{tmp_path / 'metastore.db'}"
-    server = _serve(tmp_path / "server", db_url)
-    try:
-        run, failing, summary = run_harness(server.address, harness_out)
-    finally:
-        server.stop()
-        if scratch is not None:
-            drop_scratch_database(scratch)
+        request.getfixturevalue("pg_server")  # skips with the reason when METASTORE_TEST_PG is unset
+    result = harness_runs[backend].result()
+    run, failing, summary = result.run, result.failing, result.summary
     assert run == REFERENCE_TESTS_RUN, f"the harness ran {run} tests, the reference run {REFERENCE_TESTS_RUN}: {summary}"
-    why = first_lines_of_failures(harness_out, failing)
+    why = first_lines_of_failures(result.out, failing)
     unexpected = sorted(
         name for name in set(failing) - set(REFERENCE_FAILING)
         if not (name in INTENTIONAL_FAILURES and INTENTIONAL_FAILURES[name][0] in why[name])
     )
     assert not unexpected, (
         f"{len(unexpected)} of Hive's tests pass on the reference HMS 2.3.10 but fail on ours ({backend}); "
-        f"JUnit's output with stack traces: {harness_out / 'junit.out'}\n"
+        f"JUnit's output with stack traces: {result.out / 'junit.out'}\n"
         + "\n".join(f"  {name}: {why[name]}" for name in unexpected)
     )
     stale = sorted(set(INTENTIONAL_FAILURES) - set(failing))
