@@ -148,6 +148,30 @@ def double_positions(hashes: np.ndarray, k: int, bits: int) -> np.ndarray:
     return out.view(np.int64)
 
 
+def _filters_positions(h: np.ndarray, k: int, bits: np.ndarray, *, legacy: bool) -> np.ndarray:
+    """int64 bit positions (filters, values, probes) of k probes of every hash in filters of ``bits`` bits each
+    (a reader tests all its stripes at once): probe_positions' for a LEGACY_PROBES file and for PROBES filters
+    under DOUBLE_MIN_BITS, double_positions' for the others; each filter's positions made by its scheme only."""
+    out = np.empty((len(bits), len(h), k), dtype=np.uint64)
+    small = np.ones(len(bits), dtype=bool) if legacy else bits < np.uint64(DOUBLE_MIN_BITS)
+    wide = ~small & (bits > np.uint64(1 << 32))
+    scaled = ~small & ~wide
+    probe = np.arange(k, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        if small.any():
+            # probe i (1..k) of a hash h: mix(h + i * golden) % bits
+            mixed = _mix(h[:, None] + (probe[None, :] + np.uint64(1)) * _GOLDEN)
+            out[small] = mixed[None, :, :] % bits[small, None, None]
+        if not small.all():
+            # probe i (0..k-1): z = h + i * (mix(h) | 1), then ((z >> 32) * bits) >> 32, or z % bits past 2**32 bits
+            z = h[:, None] + probe[None, :] * (_mix(h) | np.uint64(1))[:, None]
+            if scaled.any():
+                out[scaled] = ((z >> _HIGH)[None, :, :] * bits[scaled, None, None]) >> _HIGH
+            if wide.any():
+                out[wide] = z[None, :, :] % bits[wide, None, None]
+    return out.view(np.int64)
+
+
 def filter_size(entries: int, fpp: float) -> tuple[int, int]:
     """(bits, hash functions) of a filter for ``entries`` values: bits a multiple of 64, grown until the
     textbook false-positive rate with that many hash functions is at most ``fpp``."""
@@ -176,22 +200,17 @@ class StripeBloom:
         bits, k = filter_size(entries, fpp)
         return cls(np.zeros(bits // 64, dtype=np.uint64), k)
 
-    def _positions(self, hashes: np.ndarray) -> np.ndarray:
-        """(values, probes) bit positions of the filter's scheme (a view for PROBES)."""
+    def _probe_major(self, hashes: np.ndarray) -> np.ndarray:
+        """(probes, values) bit positions of the filter's scheme (PROBES' are made probe-major: no copy)."""
         h = np.asarray(hashes, dtype=np.int64).ravel()
         if self.probes == LEGACY_PROBES:
-            return probe_positions(h, self.num_hash_functions, self.num_bits)
-        return double_positions(h, self.num_hash_functions, self.num_bits).T
+            return probe_positions(h, self.num_hash_functions, self.num_bits).T
+        return double_positions(h, self.num_hash_functions, self.num_bits)
 
     def _bitmap(self, hashes: np.ndarray) -> np.ndarray:
         """A bool per bit of the filter: the bits of the hashes set (the filter's own bits not included)."""
-        h = np.asarray(hashes, dtype=np.int64).ravel()
-        if self.probes == LEGACY_PROBES:
-            pos = probe_positions(h, self.num_hash_functions, self.num_bits).ravel()
-        else:
-            pos = double_positions(h, self.num_hash_functions, self.num_bits).ravel()  # probe-major: no copy
         bitmap = np.zeros(self.num_bits, dtype=bool)
-        bitmap[pos] = True
+        bitmap[self._probe_major(hashes)] = True
         return bitmap
 
     def _or_bitmap(self, bitmap: np.ndarray) -> None:
@@ -208,9 +227,9 @@ class StripeBloom:
 
     def test_hashes(self, hashes: np.ndarray) -> np.ndarray:
         """Per hash, whether every probe bit is set (the value may be in the stripe)."""
-        pos = self._positions(hashes)
+        pos = self._probe_major(hashes)
         bits = (self.words[pos >> 6] >> (pos & 63).astype(np.uint64)) & np.uint64(1)
-        return np.all(bits == 1, axis=1)
+        return np.all(bits == 1, axis=0)
 
 
 def stripe_filter(domain: Domain, distinct: np.ndarray, fpp: float) -> StripeBloom | None:
@@ -337,24 +356,7 @@ class BloomReader:
         # StripeBloom.test_hashes for every stripe at once; probes beyond a stripe's own count hold trivially
         k_max = int(self._k.max())
         h = np.asarray(hashes, dtype=np.int64).view(np.uint64)
-        bits = self._bits[:, None, None]
-        with np.errstate(over="ignore"):
-            if self.probes == LEGACY_PROBES:
-                # probe i (1..k) of a value is mix(hash + i * golden) modulo the stripe's bits
-                probe = np.arange(1, k_max + 1, dtype=np.uint64)
-                mixed = _mix(h[:, None] + probe[None, :] * _GOLDEN)  # (values, probes)
-                positions = (mixed[None, :, :] % bits).astype(np.int64)  # (stripes, values, probes)
-            else:
-                # probe i (0..k-1) is z = hash + i * (mix(hash) | 1), then ((z >> 32) * bits) >> 32 (z % bits
-                # for filters of 2**32 bits or more)
-                # for filters of DOUBLE_MIN_BITS or more; the smaller ones as LEGACY_PROBES
-                probe = np.arange(k_max, dtype=np.uint64)
-                z = h[:, None] + probe[None, :] * (_mix(h) | np.uint64(1))[:, None]  # (values, probes)
-                scaled = ((z >> _HIGH)[None, :, :] * bits) >> _HIGH
-                double = np.where(bits > np.uint64(1 << 32), z[None, :, :] % bits, scaled)
-                mixed = _mix(h[:, None] + (probe[None, :] + np.uint64(1)) * _GOLDEN)
-                legacy = mixed[None, :, :] % bits
-                positions = np.where(bits < np.uint64(DOUBLE_MIN_BITS), legacy, double).astype(np.int64)
+        positions = _filters_positions(h, k_max, self._bits, legacy=self.probes == LEGACY_PROBES)
         words = self._words[self._first[:, None, None] + (positions >> 6)]
         bits = (words >> (positions & 63).astype(np.uint64)) & np.uint64(1)
         unused = np.arange(1, k_max + 1)[None, None, :] > self._k[:, None, None]

@@ -176,13 +176,7 @@ class FileStatsCache:
 
     def lookup(self, files: Sequence[FileRef], partition: str | None = None) -> dict[str, FilePartials]:
         """Stored results of `files` valid for their listed size, mtime and version, by URL (PartialStore)."""
-        out = {}
-        for ref in files:
-            cached = self.get(ref.url, ref.size, ref.mtime_ns, ref.version)
-            if cached is not None:
-                out[ref.url] = FilePartials(ref.url, ref.size, ref.mtime_ns, ref.version, partition,
-                                            info=cached.info, entries=cached.entries)
-        return out
+        return self.lookup_many({partition: files})
 
     def lookup_many(self, groups: Mapping[str | None, Sequence[FileRef]]) -> dict[str, FilePartials]:
         """:meth:`lookup` for several partitions' files (partition name -> files), read with a few statements

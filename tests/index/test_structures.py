@@ -187,7 +187,7 @@ def test_bloom_bits_are_the_positions_of_the_hashes() -> None:
         built.add_hashes(hashes[: n // 2])
         built.add_hashes(hashes[n // 2 :])
         expected = np.zeros_like(built.words)
-        for p in built._positions(hashes).ravel().tolist():
+        for p in built._probe_major(hashes).ravel().tolist():
             expected[p >> 6] |= np.uint64(1) << np.uint64(p & 63)
         assert np.array_equal(built.words, expected)
 
