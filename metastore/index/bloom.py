@@ -25,6 +25,10 @@ that count. On all-distinct values both give the filter of the distinct keys bit
 about 2 % repeated values may get a filter up to 2 % larger than its distinct count needs (never smaller, so the
 configured rate holds).
 
+The build's per-value loop (hash, probe positions, bits) runs in the compiled kernel (kernels.py,
+``_kernels.bloom_add``) when it is built: the same bits as the numpy code here, which runs otherwise and is the
+reference the kernel is tested against (tests/index/test_kernels.py).
+
 Answers equality and IN (``KeySet`` and point ``KeyRange`` leaves); everything else is undecided. A stripe
 with no non-null value has an empty filter and matches nothing. Blocks: the filters' 64-bit words back to back,
 and an index of (first word u64, words u32, hash functions u32) per stripe.
@@ -39,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from metastore.index import kernels
 from metastore.index.bind import KeyRange, KeySet, Leaf
 from metastore.index.columns import Domain, Key
 from metastore.index.container import BlockRef, IndexFileReader, IndexFileWriter
@@ -219,11 +224,24 @@ class StripeBloom:
         packed = np.packbits(bitmap, bitorder="little").view("<u8")
         self.words |= packed.astype(np.uint64, copy=False)
 
-    def add_hashes(self, hashes: np.ndarray) -> None:
-        """Add values by their 64-bit key hashes."""
+    def add_hashes(self, hashes: np.ndarray, *, native: bool = True) -> None:
+        """Add values by their 64-bit key hashes (by the compiled kernel when built and ``native``, else by
+        numpy: the same bits)."""
         if len(hashes) == 0:
             return
+        if native and self._native_add(hashes, hashed=True) is not None:
+            return
         self._or_bitmap(self._bitmap(hashes))
+
+    def _native_add(self, keys: np.ndarray, *, hashed: bool) -> int | None:
+        """Set the probe bits of int64 keys (``hashed``: their hashes already) with the compiled kernel; the
+        number of bits of the filter set afterwards, or None when the kernel is not built (nothing done)."""
+        compiled = kernels.native()
+        if compiled is None:
+            return None
+        double = self.probes != LEGACY_PROBES and self.num_bits >= DOUBLE_MIN_BITS
+        return compiled.bloom_add(self.words, np.ascontiguousarray(keys, dtype=np.int64), self.num_hash_functions,
+                                  hashed, double)
 
     def test_hashes(self, hashes: np.ndarray) -> np.ndarray:
         """Per hash, whether every probe bit is set (the value may be in the stripe)."""
@@ -232,12 +250,15 @@ class StripeBloom:
         return np.all(bits == 1, axis=0)
 
 
-def stripe_filter(domain: Domain, distinct: np.ndarray, fpp: float) -> StripeBloom | None:
-    """The filter of one stripe's distinct keys (None when the stripe has no non-null value)."""
+def stripe_filter(domain: Domain, distinct: np.ndarray, fpp: float, *, native: bool = True) -> StripeBloom | None:
+    """The filter of one stripe's distinct keys (None when the stripe has no non-null value); int64 keys are
+    hashed by the compiled kernel when it is built (and ``native``)."""
     if len(distinct) == 0:
         return None
     bloom = StripeBloom.for_entries(len(distinct), fpp)
-    bloom.add_hashes(key_hashes(domain, distinct))
+    if native and domain is Domain.INT64 and bloom._native_add(distinct, hashed=False) is not None:
+        return bloom
+    bloom.add_hashes(key_hashes(domain, distinct), native=native)
     return bloom
 
 
@@ -253,17 +274,21 @@ def _distinct_count(values: np.ndarray) -> int:
     return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1 if len(ordered) else 0
 
 
-def values_filter(values: np.ndarray, fpp: float) -> StripeBloom | None:
+def values_filter(values: np.ndarray, fpp: float, *, native: bool = True) -> StripeBloom | None:
     """The filter of one stripe from its non-null int64 keys as read (any order, repeats allowed), without
     sorting them when they are (almost) all distinct: the bits of every value are set in a filter sized for
     the number of values, kept when the linear-counting estimate of the distinct count from the bits set,
     ``-(m / k) ln(1 - set / m)``, is at least ``1 - DISTINCT_SLACK`` of the values; otherwise the distinct
     values are counted (a sort) and the filter built for that count. On distinct values the result is
-    stripe_filter's bit for bit; it depends on the values only, not on where they were read."""
+    stripe_filter's bit for bit; it depends on the values only, not on where they were read. With the compiled
+    kernel built (and ``native``) the values are hashed and their bits set in one pass, in the filter itself
+    (the same bits as this numpy code)."""
     n = len(values)
     if n == 0:
         return None
     keys = np.asarray(values, dtype=np.int64)
+    if native and kernels.native() is not None:
+        return _native_values_filter(keys, fpp)
     hashes = key_hashes(Domain.INT64, keys)
     if n >= EXACT_BELOW:
         bloom = StripeBloom.for_entries(n, fpp)
@@ -276,6 +301,24 @@ def values_filter(values: np.ndarray, fpp: float) -> StripeBloom | None:
             return bloom
     bloom = StripeBloom.for_entries(_distinct_count(keys), fpp)
     bloom.add_hashes(hashes)
+    return bloom
+
+
+def _native_values_filter(keys: np.ndarray, fpp: float) -> StripeBloom:
+    """values_filter by the compiled kernel: hashes and bits in one pass; the bits set in the fresh filter are
+    the count the numpy code takes from its bitmap of the values' bits."""
+    n = len(keys)
+    keys = np.ascontiguousarray(keys)
+    if n >= EXACT_BELOW:
+        bloom = StripeBloom.for_entries(n, fpp)
+        m, k = bloom.num_bits, bloom.num_hash_functions
+        wanted = m * (1.0 - math.exp(-k * (1.0 - DISTINCT_SLACK) * n / m))
+        set_bits = bloom._native_add(keys, hashed=False)
+        assert set_bits is not None
+        if set_bits >= wanted:
+            return bloom
+    bloom = StripeBloom.for_entries(_distinct_count(keys), fpp)
+    bloom._native_add(keys, hashed=False)
     return bloom
 
 

@@ -1,0 +1,183 @@
+"""The compiled kernels (metastore/index/_kernels.c) against their numpy references: the same bloom bits for
+every probe scheme and filter size, the same index file bytes for a whole build, and the numpy fallback (with
+one warning) when the extension cannot be imported.
+
+`pip install -e .` builds the extension; a checkout used without it skips the comparisons here, except under CI,
+where an unbuilt extension fails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from metastore.index import bloom, kernels
+from metastore.index.columns import Domain
+
+REPO = Path(__file__).resolve().parents[2]
+
+_compiled = kernels._native
+if _compiled is None and os.environ.get("CI"):
+    pytest.fail(f"metastore.index._kernels is not built under CI ({kernels._missing})", pytrace=False)
+needs_kernels = pytest.mark.skipif(_compiled is None, reason="metastore.index._kernels not built (pip install -e .)")
+
+
+def _same(a: bloom.StripeBloom | None, b: bloom.StripeBloom | None) -> bool:
+    assert a is not None and b is not None
+    return a.num_hash_functions == b.num_hash_functions and a.probes == b.probes and np.array_equal(a.words, b.words)
+
+
+@needs_kernels
+@pytest.mark.parametrize("fpp", [0.001, 0.01, 0.3])
+def test_values_filter_kernel_is_the_numpy_filter(fpp: float) -> None:
+    """values_filter from raw int64 values: all distinct, with a few repeats (kept at the larger size) and with
+    many (counted exactly), on both sides of EXACT_BELOW and of DOUBLE_MIN_BITS (SplitMix64 positions below it,
+    double hashing from it on): the kernel's filter is the numpy filter, bit for bit."""
+    rng = np.random.default_rng(31)
+    for n in (1, 2, 7, 500, 1_200, bloom.EXACT_BELOW - 1, bloom.EXACT_BELOW, 20_000, 71_000):
+        values = rng.integers(-(1 << 63), (1 << 63) - 1, size=n, dtype=np.int64)
+        few = np.concatenate([values, values[: n // 200]])  # under DISTINCT_SLACK repeated
+        many = np.concatenate([values, values[: n // 3 + 1], values[:1]])
+        for keys in (values, rng.permutation(few), rng.permutation(many), np.sort(values)):
+            assert _same(bloom.values_filter(keys, fpp), bloom.values_filter(keys, fpp, native=False)), (n, fpp)
+
+
+@needs_kernels
+def test_stripe_filter_kernel_is_the_numpy_filter() -> None:
+    """stripe_filter of sorted distinct keys: int64 keys (hashed in the kernel) and bytes keys (hashed by numpy,
+    bits set in the kernel) give the numpy filter's bits."""
+    rng = np.random.default_rng(32)
+    for n in (1, 3, 1_000, 2_000, 40_000):
+        ints = np.unique(rng.integers(-(1 << 40), 1 << 40, size=n, dtype=np.int64))
+        assert _same(bloom.stripe_filter(Domain.INT64, ints, 0.001),
+                     bloom.stripe_filter(Domain.INT64, ints, 0.001, native=False))
+        items = sorted({bytes(rng.integers(0, 256, size=int(rng.integers(0, 24)), dtype=np.uint8)) for _ in range(n)})
+        keys = np.empty(len(items), dtype=object)
+        keys[:] = items
+        assert _same(bloom.stripe_filter(Domain.BYTES, keys, 0.01),
+                     bloom.stripe_filter(Domain.BYTES, keys, 0.01, native=False))
+
+
+@needs_kernels
+def test_legacy_scheme_kernel_is_the_numpy_filter() -> None:
+    """A filter of the older splitmix64 scheme (SplitMix64 positions at every size) gets the same bits from the
+    kernel as from numpy, added to in two steps."""
+    rng = np.random.default_rng(33)
+    for n, k in ((5, 22), (3_000, 10), (60_000, 7)):
+        bits, _ = bloom.filter_size(n, 0.01)
+        a = bloom.StripeBloom(np.zeros(bits // 64, dtype=np.uint64), k, bloom.LEGACY_PROBES)
+        b = bloom.StripeBloom(np.zeros(bits // 64, dtype=np.uint64), k, bloom.LEGACY_PROBES)
+        hashes = bloom.key_hashes(Domain.INT64, rng.integers(-(1 << 62), 1 << 62, size=n, dtype=np.int64))
+        for part in (hashes[: n // 2], hashes[n // 2 :]):
+            a.add_hashes(part)
+            b.add_hashes(part, native=False)
+        assert _same(a, b)
+
+
+@needs_kernels
+def test_kernel_positions_at_and_past_two_to_the_32_bits() -> None:
+    """Filters of exactly 2**32 bits (the scaled position is z >> 32) and past it (z % bits): the bits set are
+    those of double_positions, and the kernel's count is the filter's set bits. The words are calloc'd zeros:
+    only the touched pages become memory."""
+    assert _compiled is not None
+    rng = np.random.default_rng(34)
+    hashes = rng.integers(-(1 << 63), (1 << 63) - 1, size=2_000, dtype=np.int64)
+    for bits, k in ((1 << 32, 9), ((1 << 32) + 64 * 3, 5)):
+        words = np.zeros(bits // 64, dtype=np.uint64)
+        count = _compiled.bloom_add(words, hashes, k, True, True)
+        positions = np.unique(bloom.double_positions(hashes, k, bits))
+        assert count == len(positions)
+        touched = np.unique(positions >> 6)
+        expected = np.zeros(len(touched), dtype=np.uint64)
+        np.bitwise_or.at(expected, np.searchsorted(touched, positions >> 6),
+                         np.left_shift(np.uint64(1), (positions & 63).astype(np.uint64)))
+        assert np.array_equal(words[touched], expected)
+
+
+@needs_kernels
+def test_kernel_refuses_bad_arguments() -> None:
+    assert _compiled is not None
+    words = np.zeros(4, dtype=np.uint64)
+    keys = np.arange(10, dtype=np.int64)
+    assert _compiled.bloom_add(words, keys, 3, False, False) == int(np.unpackbits(words.view(np.uint8)).sum())
+    with pytest.raises(ValueError, match="items of 8 bytes"):
+        _compiled.bloom_add(words, keys.astype(np.int32), 3, False, False)
+    with pytest.raises(ValueError, match="probes"):
+        _compiled.bloom_add(words, keys, 0, False, False)
+    with pytest.raises(ValueError, match="no bits"):
+        _compiled.bloom_add(np.zeros(0, dtype=np.uint64), keys, 3, False, False)
+    readonly = np.zeros(4, dtype=np.uint64)
+    readonly.flags.writeable = False
+    with pytest.raises((BufferError, TypeError, ValueError)):
+        _compiled.bloom_add(readonly, keys, 3, False, False)
+    with pytest.raises((BufferError, TypeError, ValueError)):
+        _compiled.bloom_add(np.zeros((4, 2), dtype=np.uint64)[:, 0], keys, 3, False, False)  # not contiguous
+
+
+_BUILD = textwrap.dedent("""
+    import sys, uuid, warnings
+    from pathlib import Path
+    if sys.argv[2] == "numpy":
+        sys.modules["metastore.index._kernels"] = None  # the import fails as when the extension is not built
+    import numpy as np
+    from metastore.index.build import BuildTarget, build_parts
+    from metastore.index.model import IndexKind, IndexLevel, IndexRecord, IndexState
+    from metastore.index.scan import data_file
+    from metastore.index import kernels
+    from metastore.locations import local_path
+
+    root = Path(sys.argv[1])
+    files = tuple(data_file(str(p)) for p in sorted(root.glob("*.orc")))
+    out = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for column, ctype in (("k", "bigint"), ("s", "string")):
+            for level in (IndexLevel.STRIPE, IndexLevel.TABLE):
+                record = IndexRecord(name="ix", db_name="db", table_name="t", column=column, column_type=ctype,
+                                     kind=IndexKind.BLOOM, level=level, properties={"bloom.fpp": "0.001"},
+                                     location=f"file:{root / sys.argv[2] / uuid.uuid4().hex}", state=IndexState.READY)
+                report = build_parts(record, [BuildTarget("", files)], column_position=None)
+                out.extend(str(local_path(p.location)) for p in report.parts)
+    print(sum("is not built" in str(w.message) for w in caught), kernels._native is not None)
+    print("\\n".join(out))
+""")
+
+
+def _write_orc(directory: Path) -> None:
+    """Two files of int64 keys (a few repeated, a few null) and strings: stripes of about 10,000 rows (double
+    hashing) and a last stripe of a few hundred (SplitMix64 positions)."""
+    from metastore.orcio import OrcWriter
+
+    rng = np.random.default_rng(35)
+    directory.mkdir(parents=True)
+    for f, n in enumerate((30_300, 700)):
+        keys = rng.integers(-(1 << 63), (1 << 63) - 1, size=n, dtype=np.int64)
+        keys[: n // 50] = keys[n // 2 : n // 2 + n // 50]
+        with OrcWriter(str(directory / f"part-{f}.orc"), "struct<k:bigint,s:string>",
+                       {"orc.stripe.size": str(200_000)}) as w:
+            w.write_batch({"k": [None if i % 97 == 3 else int(v) for i, v in enumerate(keys)],
+                           "s": [f"s{int(v) % 5000}" for v in keys]})
+
+
+def test_build_without_the_extension_writes_the_same_files(tmp_path: Path) -> None:
+    """A BLOOM build (int64 and string columns, stripe and table level) in a process where the extension cannot
+    be imported falls back to numpy, warns once, and writes index files byte-identical to the kernel's build."""
+    _write_orc(tmp_path / "t")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    runs = {}
+    for mode in ("numpy", "native"):
+        done = subprocess.run([sys.executable, "-c", _BUILD, str(tmp_path / "t"), mode], capture_output=True,
+                              text=True, env=env, timeout=300, check=True)
+        head, *paths = done.stdout.strip().splitlines()
+        runs[mode] = (head, [Path(p).read_bytes() for p in paths])
+    assert runs["numpy"][0] == "1 False"  # one warning for the whole process, the numpy code ran
+    if _compiled is None:
+        pytest.skip("metastore.index._kernels not built: only the fallback was checked")
+    assert runs["native"][0] == "0 True"
+    assert len(runs["native"][1]) == len(runs["numpy"][1]) == 2 * (2 + 1)  # per column 2 STRIPE parts, 1 TABLE
+    assert runs["native"][1] == runs["numpy"][1]
