@@ -19,7 +19,15 @@ from typing import Any, cast
 from metastore.catalog import FieldSchema, Table
 from metastore.client import connect
 from metastore.errors import InvalidInput
-from metastore.spark.tasks import RESULT_SCHEMA, TaskPlan, Unit, failing_tasks, harvest_tasks
+from metastore.spark.tasks import (
+    RESULT_SCHEMA,
+    TaskPlan,
+    Unit,
+    default_parallelism,
+    failing_tasks,
+    harvest_task,
+    run_plans,
+)
 from metastore.sql.analysis import (
     AnalyzeSummary,
     AnalyzeTarget,
@@ -73,7 +81,9 @@ _TASKS_PER_CORE = 4
 #: Units (files or pieces) in one task at most: a task's results reach the driver together, so this bounds them
 #: (128 MB of 4 MB files, as Spark's openCostInBytes of 4 MB allows).
 _MAX_UNITS_PER_TASK = 32
-#: Pickled task plans in one Spark job at most (a job broadcasts its plans); a larger table runs several jobs.
+#: Pickled task plans in one Spark job at most; a larger table runs several jobs. Plans of up to
+#: tasks.CLOSURE_PLAN_BYTES (1 MiB, ~100 tasks) reach the tasks in their function's closure, more as a broadcast
+#: table (tasks.run_plans): a createDataFrame of at most 32 MiB, well inside Spark Connect's 128 MiB gRPC messages.
 _JOB_PLAN_BYTES = 32 << 20
 #: Fresh per-file results are sent to the cache (the metastore: one call) in batches of this many files or bytes.
 _CACHE_BATCH_FILES = 64
@@ -441,7 +451,7 @@ def harvest_targets(
         merge.flush()
     elif units:
         session = spark() if callable(spark) else spark
-        cores = parallelism or _default_parallelism(session)
+        cores = parallelism or default_parallelism(session)
         tasks = plan_tasks(units, cores, task_bytes, specs, options, storage_options or StorageOptions())
         jobs = _jobs(tasks)
         _log.info("%d unit(s) of %d file(s) in %d task(s), %d job(s), for %d core(s); %d file(s) split into pieces",
@@ -459,7 +469,7 @@ def harvest_targets(
 def _driver_rows(units: Sequence[Unit], specs: tuple[ColumnSpec, ...], options: ScanOptions,
                  storage: StorageOptions, threads: int | None = None) -> Iterator[tuple[Any, ...]]:
     """The result rows of ``units`` harvested in this process, as executors would return them (task -1; the
-    FilePiece itself instead of its pickle): the same analyze_file_piece calls as tasks.harvest_tasks makes.
+    FilePiece itself instead of its pickle): the same analyze_file_piece calls as tasks.harvest_task makes.
     ``threads`` (default: one per CPU, at most _DRIVER_THREADS) share the work: when fewer units than threads
     are left, each unit of at least _DRIVER_SPLIT_BYTES has its columns split into groups scanned in parallel
     (decompression, decoding and hashing run mostly outside the GIL) and joined (scan.join_column_groups: the
@@ -574,18 +584,6 @@ def _jobs(tasks: list[TaskPlan]) -> list[list[tuple[int, bytes]]]:
     return [job for job in jobs if job]
 
 
-def _default_parallelism(spark: Any) -> int:
-    """The cores Spark gives a job by default (classic: the context's; Connect: as many partitions as a range
-    gets, which is the same number)."""
-    try:
-        return int(spark.sparkContext.defaultParallelism)
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-        from pyspark.sql import functions as F  # noqa: N812
-
-        last = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0]
-        return int(last) + 1
-
-
 #: The fields of a result row, in the order _ResultMerge.add takes them.
 _RESULT_FIELDS = ("target", "file", "piece", "pieces", "task", "result", "error")
 
@@ -593,16 +591,7 @@ _RESULT_FIELDS = ("target", "file", "piece", "pieces", "task", "result", "error"
 def _run_job(spark: Any, job: list[tuple[int, bytes]]) -> Iterator[tuple[Any, ...]]:
     """Run a job's tasks on executors, exactly one Spark task each, and yield their result rows as they reach
     the driver (in completion order, not after the whole job)."""
-    from pyspark.sql import functions as F  # noqa: N812
-
-    n = len(job)
-    first = job[0][0]
-    # range(n) in n partitions puts exactly one task id in each; the broadcast side carries the plans, so each
-    # executor receives them once and every task finds its own
-    ids = spark.range(0, n, 1, n)
-    plans = spark.createDataFrame([(task - first, payload) for task, payload in job], "task long, payload binary")
-    joined = ids.join(F.broadcast(plans), ids["id"] == plans["task"]).select("payload")
-    results = joined.mapInArrow(harvest_tasks, RESULT_SCHEMA)
+    results = run_plans(spark, [payload for _, payload in job], harvest_task, RESULT_SCHEMA)
     if getattr(results, "_jdf", None) is None:
         # Spark Connect: the client iterates Arrow batches as the server streams them
         for row in results.toLocalIterator():

@@ -2,7 +2,8 @@
 
 The driver plans tasks over the files a build must scan (small files grouped into ~128 MB tasks, at least as many
 tasks as cores when there are enough files); each task runs :func:`metastore.index.scan.scan_column` on its files
-through ``mapInArrow`` and returns one row per file (the pickled per-stripe values, or an error naming the file).
+through ``mapInArrow`` (metastore.spark.tasks.run_plans) and returns one row per file (the pickled per-stripe
+values, or an error naming the file).
 Rows stream back with ``toLocalIterator``, so the driver writes each index part as soon as its files have arrived
 (metastore.index.build). Only DataFrame APIs are used: local sessions, clusters and Spark Connect alike.
 """
@@ -21,9 +22,10 @@ from metastore.index.coverage import FileValues
 from metastore.index.errors import IndexBuildError
 from metastore.index.maintain import column_position
 from metastore.index.model import DataFile, IndexKind, IndexRecord
+from metastore.spark.tasks import default_parallelism, run_plans
 from metastore.storage import StorageOptions
 
-__all__ = ["SCAN_SCHEMA", "ScanTask", "scan_tasks", "spark_scanner"]
+__all__ = ["SCAN_SCHEMA", "ScanTask", "scan_task", "spark_scanner"]
 
 #: rows executors return (DDL, as mapInArrow takes it)
 SCAN_SCHEMA = "path string, result binary, error string"
@@ -44,34 +46,26 @@ class ScanTask:
     bloom_fpp: float | None = None  # BLOOM: per stripe its filter at this rate, made on the executor
 
 
-def scan_tasks(batches: Iterator[Any]) -> Iterator[Any]:
-    """mapInArrow function: scan each task's files, one result row per file (errors name the file)."""
+def scan_task(payload: bytes) -> Iterator[Any]:
+    """A task's function (tasks.run_plans): scan the files of one pickled ScanTask, one result row per file
+    (errors name the file)."""
     import pyarrow as pa
 
     from metastore.index.scan import scan_column
 
     schema = pa.schema([("path", pa.string()), ("result", pa.binary()), ("error", pa.string())])
-    for batch in batches:
-        for payload in batch.column("payload").to_pylist():
-            task: ScanTask = pickle.loads(payload)
-            ctype = column_type(task.column_type, task.column)
-            for f in task.files:
-                result: bytes | None = None
-                error: str | None = None
-                try:
-                    values = scan_column(f, task.column, ctype, task.position, task.storage,
-                                         bounds_only=task.bounds_only, bloom_fpp=task.bloom_fpp)
-                    result = pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
-                except IndexBuildError as exc:
-                    error = str(exc)
-                yield pa.RecordBatch.from_pylist([{"path": f.path, "result": result, "error": error}], schema=schema)
-
-
-def _parallelism(spark: Any) -> int:
-    try:
-        return max(1, int(spark.sparkContext.defaultParallelism))
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-        return 2
+    task: ScanTask = pickle.loads(payload)
+    ctype = column_type(task.column_type, task.column)
+    for f in task.files:
+        result: bytes | None = None
+        error: str | None = None
+        try:
+            values = scan_column(f, task.column, ctype, task.position, task.storage,
+                                 bounds_only=task.bounds_only, bloom_fpp=task.bloom_fpp)
+            result = pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
+        except IndexBuildError as exc:
+            error = str(exc)
+        yield pa.RecordBatch.from_pylist([{"path": f.path, "result": result, "error": error}], schema=schema)
 
 
 def plan_tasks(files: Sequence[DataFile], per_task: int, cores: int) -> list[tuple[DataFile, ...]]:
@@ -101,23 +95,16 @@ def spark_scanner(spark: Any, record: IndexRecord, table: Table, storage: Storag
     def scan(files: Sequence[DataFile]) -> Iterable[FileValues]:
         if not files:
             return
-        from pyspark.sql import functions as F  # noqa: N812
-
-        groups = plan_tasks(files, TASK_BYTES, _parallelism(spark))
+        groups = plan_tasks(files, TASK_BYTES, max(1, default_parallelism(spark)))
         fpp = fpp_of(record) if record.kind is IndexKind.BLOOM else None
         tasks = [ScanTask(record.column, record.column_type, position, g, storage or StorageOptions(),
                           bounds_only(record), fpp) for g in groups]
-        n = len(tasks)
-        # range(n) in n partitions puts one task id in each; the broadcast side carries the plans
-        ids = spark.range(0, n, 1, n)
-        plans = spark.createDataFrame(
-            [(i, pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL)) for i, t in enumerate(tasks)],
-            "task long, payload binary",
-        )
-        joined = ids.join(F.broadcast(plans), ids["id"] == plans["task"]).select("payload")
+        # one Spark task per ScanTask (tasks.run_plans: the plans in the function's closure, or broadcast)
+        frame = run_plans(spark, [pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL) for t in tasks], scan_task,
+                          SCAN_SCHEMA)
         wanted = {f.path: f for f in files}
         seen: set[str] = set()
-        for row in joined.mapInArrow(scan_tasks, SCAN_SCHEMA).toLocalIterator():
+        for row in frame.toLocalIterator():
             path = row["path"]
             if row["error"]:
                 raise IndexBuildError(row["error"])

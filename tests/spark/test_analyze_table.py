@@ -137,6 +137,54 @@ def test_spark_equals_the_shell_byte_for_byte(spark, data: Path, tmp_path: Path,
     spark_client.close()
 
 
+def _planned(caplog: pytest.LogCaptureFixture) -> tuple[int, int]:
+    """(tasks, jobs) of the last run, from the driver's log."""
+    found = [r.args for r in caplog.records
+             if r.name == "metastore.spark.analyze" and str(r.msg).startswith("%d unit(s) of %d file(s) in")]
+    assert isinstance(found[-1], tuple)
+    return int(found[-1][2]), int(found[-1][3])
+
+
+@pytest.mark.parametrize("how", ["closure, a job per task", "broadcast"])
+def test_plans_in_closures_of_several_jobs_or_broadcast_equal_the_shell(
+        spark, data: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+        how: str) -> None:
+    """Task plans reach the tasks in their function's closure, in as many Spark jobs as the per-job cap on plan
+    bytes makes (here one plan a job), each job one Spark job; or, above the closure's cap, as a broadcast table
+    joined to the task ids (one Spark job more). Both give the shell's statistics byte for byte."""
+    from metastore.spark import analyze as analyze_module
+    from metastore.spark import tasks as tasks_module
+
+    if how == "broadcast":
+        monkeypatch.setattr(tasks_module, "CLOSURE_PLAN_BYTES", 0)
+    else:
+        monkeypatch.setattr(analyze_module, "_JOB_PLAN_BYTES", 1)
+    (tmp_path / "local").mkdir()
+    (tmp_path / "spark").mkdir()
+    _, local_client = _make(tmp_path / "local", data)
+    spark_url, spark_client = _make(tmp_path / "spark", data)
+    SqlSession(local_client, None).run("ANALYZE TABLE sales.events COMPUTE STATISTICS FOR COLUMNS")
+    caplog.set_level(logging.INFO, logger="metastore.spark.analyze")
+    context = spark.sparkContext
+    group = f"plans-{how}"
+    context.setJobGroup(group, group)
+    try:
+        summary = analyze_table(spark, "sales.events", metastore=spark_url, cache=None, split_bytes=300 * 1024,
+                                task_bytes=400 * 1024)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    assert not summary.failed
+    tasks, jobs = _planned(caplog)
+    spark_jobs = len(context.statusTracker().getJobIdsForGroup(group))
+    if how == "broadcast":
+        assert tasks > 1 and jobs == 1 and spark_jobs == 2  # the plans' broadcast, then the tasks
+    else:
+        assert tasks > 1 and jobs == tasks and spark_jobs == jobs  # no job besides the tasks'
+    assert _all_stats(spark_client) == _all_stats(local_client)
+    local_client.close()
+    spark_client.close()
+
+
 def test_partial_spec_columns_and_the_cache(spark, data: Path, tmp_path: Path) -> None:
     (tmp_path / "local").mkdir()
     (tmp_path / "spark").mkdir()

@@ -337,6 +337,63 @@ def test_spark_connect_corrupt_file_fails_its_partition_only(table_dir: Path, se
     assert sorted(written) == [f"ds={d}" for d in DAYS if d != DAYS[5]]
 
 
+# `metastore spark-analyze` with the per-job and closure caps on task plans lowered (argv 1 and 2), logging the plan
+_CAPPED_RUN = """
+import logging, sys
+from metastore.spark import analyze, tasks
+analyze._JOB_PLAN_BYTES = int(sys.argv[1])
+tasks.CLOSURE_PLAN_BYTES = int(sys.argv[2])
+logging.basicConfig(level=logging.WARNING)
+logging.getLogger("metastore.spark.analyze").setLevel(logging.INFO)
+from metastore.spark.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.parametrize("how", ["closures", "broadcast"])
+def test_spark_connect_plans_in_several_jobs_or_broadcast(table_dir: Path, server: OurServer,
+                                                         connect_server: ConnectServer, reference: Reference,
+                                                         how: str) -> None:
+    """Over Spark Connect, task plans travel in the tasks' function's closure, one job per plan when the per-job
+    cap is a byte; or as a broadcast table when they exceed the closure's cap. Both write the in-process
+    statistics. The cores come from the range's plan (no counting job): the application's 2."""
+    import re
+
+    uri = f"thrift://127.0.0.1:{server.port}"
+    name = f"events_{how}"
+    with ThriftMetastoreClient(uri) as client:
+        _create_table(SqlSession(client, None), table_dir, name)
+    caps = ("1", str(1 << 20)) if how == "closures" else (str(32 << 20), "0")
+    result = subprocess.run(
+        [sys.executable, "-c", _CAPPED_RUN, *caps, f"sales.{name}", "--master", connect_server.url, "--metastore",
+         uri, "--no-stats-cache", "--output", "json"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr + connect_server.log_tail()
+    planned = re.findall(r"in (\d+) task\(s\), (\d+) job\(s\), for (\d+) core\(s\)", result.stderr)
+    assert len(planned) == 1, result.stderr
+    tasks, jobs, cores = map(int, planned[0])
+    assert cores == 2 and tasks > 1
+    assert jobs == (tasks if how == "closures" else 1)
+    with ThriftMetastoreClient(uri) as client:
+        assert differences(stored(client, name), reference.first) == []
+
+
+def test_spark_connect_cores_from_the_range_plan_equal_a_counting_job(connect_server: ConnectServer) -> None:
+    """default_parallelism on Spark Connect reads the partitions of spark.range from its physical plan (one
+    analysis call); the job it replaces counts the same number."""
+    script = (
+        "import sys\n"
+        "from pyspark.sql import SparkSession, functions as F\n"
+        "from metastore.spark.tasks import _range_splits, default_parallelism\n"
+        "spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()\n"
+        "job = spark.range(0, 1 << 16).select(F.spark_partition_id().alias('p')).agg(F.max('p')).first()[0] + 1\n"
+        "print(_range_splits(spark), default_parallelism(spark), job)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, connect_server.url], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["2", "2", "2"]
+
+
 def test_executors_read_a_table_in_s3_with_the_drivers_options(s3_bucket: str, cluster: Cluster,
                                                                 tmp_path: Path) -> None:
     """A table in the S3 server (files of our writer and of pyarrow): the driver and the executors (JVMs and Python

@@ -2,7 +2,7 @@
 size, large files split by stripe ranges into one task per piece; results merged in listing order whatever
 order they arrive in, and a result seen twice (a retried or speculative task's copy) counted once.
 
-Results come from the executors' own function (metastore.spark.tasks.harvest_tasks) run in this process on real
+Results come from the executors' own function (metastore.spark.tasks.harvest_task) run in this process on real
 ORC files, exactly the rows Spark would return."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pyarrow.orc as po
 import pytest
 
 from metastore.spark.analyze import _RESULT_FIELDS, _ResultMerge, plan_tasks
-from metastore.spark.tasks import TaskPlan, Unit, harvest_tasks
+from metastore.spark.tasks import TaskPlan, Unit, harvest_task
 from metastore.sql.analysis import AnalyzeTarget, TargetOutcome
 from metastore.stats.harvest import merge_partials
 from metastore.stats.harvest.runner import column_specs
@@ -126,7 +126,7 @@ def _targets(files: dict[str, list[Path]]) -> list[AnalyzeTarget]:
 
 def _rows(targets: list[AnalyzeTarget]) -> list[tuple]:
     """What the executors return for every file of ``targets`` (the first file of each split in 3 pieces),
-    one task per file, computed by harvest_tasks itself."""
+    one task per file, computed by harvest_task itself."""
     tasks = []
     for ti, target in enumerate(targets):
         for fi, ref in enumerate(target.files):
@@ -134,10 +134,10 @@ def _rows(targets: list[AnalyzeTarget]) -> list[tuple]:
             for k in range(pieces):
                 unit = Unit(ti, fi, ref.url, ref.size, ref.mtime_ns, k, pieces, tuple(range(len(SPECS))))
                 tasks.append(TaskPlan(len(tasks), SPECS, OPTIONS, (unit,)))
-    batch = pa.RecordBatch.from_pylist([{"task": t.task, "payload": pickle.dumps(t)} for t in tasks])
     rows = []
-    for out in harvest_tasks(iter([batch])):
-        rows.extend(tuple(r[name] for name in _RESULT_FIELDS) for r in out.to_pylist())
+    for task in tasks:
+        for out in harvest_task(pickle.dumps(task)):
+            rows.extend(tuple(r[name] for name in _RESULT_FIELDS) for r in out.to_pylist())
     assert all(r[6] is None for r in rows)
     return rows
 
