@@ -15,10 +15,24 @@
  *                       ((z >> 32) * m) >> 32, or z % m when m > 2**32  (bloom.double_positions)
  *       else:           probe i (1..k): mix(h + i * 0x9E3779B97F4A7C15) % m  (bloom.probe_positions)
  *     where mix is SplitMix64's finalizer.
+ *
+ * merge_runs(keys, ids, bases, out_keys, out_ids) -> None
+ *     Merges sorted runs of int64 keys (each non-decreasing) into out_keys, ordered by key and, for equal keys,
+ *     by run (the order a stable sort of the runs' concatenation gives: btree._int_pairs_order), and writes each
+ *     key's id to out_ids (uint16 or uint32): bases[r] plus the run's own id (ids[r], uint16 or uint32), or
+ *     bases[r] alone where ids[r] is None. out_keys and out_ids hold exactly the runs' keys. A loser tree of
+ *     (key, run) pairs: log2(runs) comparisons per key; runs already in order are copied.
+ *
+ * encode_int_leaf(keys, ids, offsets, start, end, lo, hi, ids16) -> bytes
+ *     One BTREE leaf of format 2 over sorted distinct int64 keys[start:end] (btree._encode_leaf): u32 n, u8 flags
+ *     (1: one id per key, hi - lo == n; 2: u16 ids), u8 width, i64 first key, n - 1 gaps in `width` bytes (the
+ *     bytes of the largest gap), then unless every key has one id the n + 1 offsets[start..end] - lo as u32,
+ *     then ids[lo:hi] (uint32 in) as u16 (ids16) or u32; all little-endian.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MURMUR_SEED 104729ULL
@@ -184,9 +198,298 @@ static PyObject *bloom_add(PyObject *self, PyObject *args) {
     return PyLong_FromUnsignedLongLong(set_bits);
 }
 
+/* ------------------------------------------------------------------------------------------ merge_runs */
+
+typedef struct {
+    const int64_t *keys;
+    const void *ids; /* NULL: every id is base */
+    int id_size;     /* 2 or 4 */
+    uint32_t base;
+    Py_ssize_t len;
+} Run;
+
+#define DONE 0x80000000u
+
+/* (key, run) as two unsigned words that compare in the merge's order: the key with its sign bit flipped, and
+ * the run number with DONE set once the run is exhausted (after every real key, even INT64_MAX) */
+static inline uint64_t order_key(int64_t k) { return (uint64_t)k ^ 0x8000000000000000ULL; }
+
+static inline int before(uint64_t ak, uint32_t as, uint64_t bk, uint32_t bs) {
+    return ak < bk || (ak == bk && as < bs);
+}
+
+static inline uint32_t run_id(const Run *run, Py_ssize_t at) {
+    if (run->ids == NULL) return run->base;
+    if (run->id_size == 2) return run->base + ((const uint16_t *)run->ids)[at];
+    return run->base + ((const uint32_t *)run->ids)[at];
+}
+
+static inline void put_id(void *out, int size, Py_ssize_t at, uint32_t id) {
+    if (size == 2)
+        ((uint16_t *)out)[at] = (uint16_t)id;
+    else
+        ((uint32_t *)out)[at] = id;
+}
+
+/* 0 on success, -1 when out of memory */
+static int merge(const Run *runs, Py_ssize_t count, int64_t *out_keys, void *out_ids, int out_size) {
+    /* runs in order already (each starts at or after the previous one's end): the concatenation */
+    int ordered = 1;
+    int64_t last = 0;
+    int seen = 0;
+    for (Py_ssize_t r = 0; r < count && ordered; r++) {
+        if (runs[r].len == 0) continue;
+        if (seen && runs[r].keys[0] < last) ordered = 0;
+        last = runs[r].keys[runs[r].len - 1];
+        seen = 1;
+    }
+    if (ordered) {
+        Py_ssize_t o = 0;
+        for (Py_ssize_t r = 0; r < count; r++) {
+            const Run *run = &runs[r];
+            memcpy(out_keys + o, run->keys, (size_t)run->len * sizeof(int64_t));
+            for (Py_ssize_t j = 0; j < run->len; j++) put_id(out_ids, out_size, o + j, run_id(run, j));
+            o += run->len;
+        }
+        return 0;
+    }
+    Py_ssize_t leaves = 1;
+    while (leaves < count) leaves <<= 1;
+    /* node_key/node_run[1..leaves-1]: the loser of each match; win_*: scratch for building the tree */
+    uint64_t *node_key = malloc(sizeof(uint64_t) * 2 * (size_t)leaves);
+    uint32_t *node_run = malloc(sizeof(uint32_t) * 2 * (size_t)leaves);
+    uint64_t *win_key = malloc(sizeof(uint64_t) * 2 * (size_t)leaves);
+    uint32_t *win_run = malloc(sizeof(uint32_t) * 2 * (size_t)leaves);
+    Py_ssize_t *pos = calloc((size_t)leaves, sizeof(Py_ssize_t));
+    if (!node_key || !node_run || !win_key || !win_run || !pos) {
+        free(node_key); free(node_run); free(win_key); free(win_run); free(pos);
+        return -1;
+    }
+    Py_ssize_t total = 0;
+    for (Py_ssize_t r = 0; r < leaves; r++) {
+        if (r < count && runs[r].len > 0) {
+            win_key[leaves + r] = order_key(runs[r].keys[0]);
+            win_run[leaves + r] = (uint32_t)r;
+            total += runs[r].len;
+        } else {
+            win_key[leaves + r] = UINT64_MAX;
+            win_run[leaves + r] = (uint32_t)r | DONE;
+        }
+    }
+    for (Py_ssize_t node = leaves - 1; node >= 1; node--) {
+        Py_ssize_t a = 2 * node, b = 2 * node + 1;
+        if (before(win_key[a], win_run[a], win_key[b], win_run[b])) {
+            win_key[node] = win_key[a]; win_run[node] = win_run[a];
+            node_key[node] = win_key[b]; node_run[node] = win_run[b];
+        } else {
+            win_key[node] = win_key[b]; win_run[node] = win_run[b];
+            node_key[node] = win_key[a]; node_run[node] = win_run[a];
+        }
+    }
+    uint64_t wk = win_key[1];
+    uint32_t wr = win_run[1];
+    for (Py_ssize_t o = 0; o < total; o++) {
+        uint32_t r = wr & ~DONE;
+        const Run *run = &runs[r];
+        Py_ssize_t at = pos[r]++;
+        out_keys[o] = run->keys[at];
+        put_id(out_ids, out_size, o, run_id(run, at));
+        /* a hundred runs are more streams than the hardware prefetcher follows */
+        __builtin_prefetch(run->keys + at + 64);
+        if (run->ids) __builtin_prefetch((const char *)run->ids + (size_t)(at + 64) * (size_t)run->id_size);
+        if (at + 1 < run->len) {
+            wk = order_key(run->keys[at + 1]);
+        } else {
+            wk = UINT64_MAX;
+            wr = r | DONE;
+        }
+        /* replay the winner's path to the root; the swaps by masks (no branch: the outcome is a coin toss) */
+        for (Py_ssize_t node = ((Py_ssize_t)r + leaves) >> 1; node >= 1; node >>= 1) {
+            uint64_t nk = node_key[node];
+            uint32_t nr = node_run[node];
+            uint64_t swap = (uint64_t)0 - (uint64_t)((nk < wk) | ((nk == wk) & (nr < wr)));
+            uint64_t dk = (nk ^ wk) & swap;
+            uint32_t dr = (nr ^ wr) & (uint32_t)swap;
+            node_key[node] = nk ^ dk;
+            node_run[node] = nr ^ dr;
+            wk ^= dk;
+            wr ^= dr;
+        }
+    }
+    free(node_key); free(node_run); free(win_key); free(win_run); free(pos);
+    return 0;
+}
+
+static PyObject *merge_runs(PyObject *self, PyObject *args) {
+    PyObject *keys_obj, *ids_obj, *bases_obj, *out_keys_obj, *out_ids_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO:merge_runs", &keys_obj, &ids_obj, &bases_obj, &out_keys_obj, &out_ids_obj))
+        return NULL;
+    PyObject *keys_seq = PySequence_Fast(keys_obj, "merge_runs: keys must be a sequence");
+    if (!keys_seq) return NULL;
+    PyObject *ids_seq = PySequence_Fast(ids_obj, "merge_runs: ids must be a sequence");
+    if (!ids_seq) { Py_DECREF(keys_seq); return NULL; }
+    PyObject *bases_seq = PySequence_Fast(bases_obj, "merge_runs: bases must be a sequence");
+    if (!bases_seq) { Py_DECREF(keys_seq); Py_DECREF(ids_seq); return NULL; }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(keys_seq);
+    PyObject *result = NULL;
+    Run *runs = NULL;
+    Py_buffer *views = NULL; /* 2 per run: keys, ids */
+    char *held = NULL;       /* which views are held */
+    Py_buffer out_keys = {0}, out_ids = {0};
+    int have_out_keys = 0, have_out_ids = 0;
+    if (PySequence_Fast_GET_SIZE(ids_seq) != count || PySequence_Fast_GET_SIZE(bases_seq) != count) {
+        PyErr_SetString(PyExc_ValueError, "merge_runs: keys, ids and bases differ in length");
+        goto done;
+    }
+    if (count >= (Py_ssize_t)DONE) {
+        PyErr_SetString(PyExc_ValueError, "merge_runs: too many runs");
+        goto done;
+    }
+    runs = calloc((size_t)count + 1, sizeof(Run));
+    views = calloc(2 * (size_t)count + 1, sizeof(Py_buffer));
+    held = calloc(2 * (size_t)count + 1, 1);
+    if (!runs || !views || !held) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t total = 0;
+    for (Py_ssize_t r = 0; r < count; r++) {
+        if (get_array(PySequence_Fast_GET_ITEM(keys_seq, r), &views[2 * r], 8, 0, "merge_runs keys") < 0) goto done;
+        held[2 * r] = 1;
+        runs[r].keys = (const int64_t *)views[2 * r].buf;
+        runs[r].len = views[2 * r].len / 8;
+        PyObject *ids = PySequence_Fast_GET_ITEM(ids_seq, r);
+        if (ids != Py_None) {
+            if (PyObject_GetBuffer(ids, &views[2 * r + 1], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+            held[2 * r + 1] = 1;
+            Py_ssize_t size = views[2 * r + 1].itemsize;
+            if ((size != 2 && size != 4) || views[2 * r + 1].len != size * runs[r].len) {
+                PyErr_SetString(PyExc_ValueError, "merge_runs: a run's ids must be uint16 or uint32, one per key");
+                goto done;
+            }
+            runs[r].ids = views[2 * r + 1].buf;
+            runs[r].id_size = (int)size;
+        }
+        unsigned long long base = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(bases_seq, r));
+        if (PyErr_Occurred()) goto done;
+        if (base > 0xFFFFFFFFULL) {
+            PyErr_SetString(PyExc_ValueError, "merge_runs: a base id past 32 bits");
+            goto done;
+        }
+        runs[r].base = (uint32_t)base;
+        total += runs[r].len;
+    }
+    if (get_array(out_keys_obj, &out_keys, 8, 1, "merge_runs out_keys") < 0) goto done;
+    have_out_keys = 1;
+    if (PyObject_GetBuffer(out_ids_obj, &out_ids, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) goto done;
+    have_out_ids = 1;
+    if ((out_ids.itemsize != 2 && out_ids.itemsize != 4) || out_keys.len / 8 != total ||
+        out_ids.len / out_ids.itemsize != total) {
+        PyErr_SetString(PyExc_ValueError, "merge_runs: the outputs must hold every key (int64) and id (uint16/32)");
+        goto done;
+    }
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = merge(runs, count, (int64_t *)out_keys.buf, out_ids.buf, (int)out_ids.itemsize);
+    Py_END_ALLOW_THREADS
+    if (failed) { PyErr_NoMemory(); goto done; }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (views) {
+        for (Py_ssize_t i = 0; i < 2 * count; i++)
+            if (held[i]) PyBuffer_Release(&views[i]);
+    }
+    if (have_out_keys) PyBuffer_Release(&out_keys);
+    if (have_out_ids) PyBuffer_Release(&out_ids);
+    free(runs); free(views); free(held);
+    Py_DECREF(keys_seq); Py_DECREF(ids_seq); Py_DECREF(bases_seq);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ encode_int_leaf */
+
+static inline void put_le(unsigned char *out, uint64_t v, int bytes) {
+    for (int b = 0; b < bytes; b++) out[b] = (unsigned char)(v >> (8 * b));
+}
+
+static PyObject *encode_int_leaf(PyObject *self, PyObject *args) {
+    PyObject *keys_obj, *ids_obj, *offsets_obj;
+    Py_ssize_t start, end, lo, hi;
+    int ids16;
+    if (!PyArg_ParseTuple(args, "OOOnnnnp:encode_int_leaf", &keys_obj, &ids_obj, &offsets_obj, &start, &end, &lo, &hi,
+                          &ids16))
+        return NULL;
+    Py_buffer keys, ids, offsets;
+    int have_offsets = 0;
+    PyObject *result = NULL;
+    if (get_array(keys_obj, &keys, 8, 0, "encode_int_leaf keys") < 0) return NULL;
+    if (get_array(ids_obj, &ids, 4, 0, "encode_int_leaf ids") < 0) {
+        PyBuffer_Release(&keys);
+        return NULL;
+    }
+    Py_ssize_t n = end - start, count = hi - lo;
+    int single = count == n;
+    if (start < 0 || end < start || end > keys.len / 8 || lo < 0 || hi < lo || hi > ids.len / 4 || count < n) {
+        PyErr_SetString(PyExc_ValueError, "encode_int_leaf: the leaf's range lies outside the keys or ids");
+        goto done;
+    }
+    if (!single) {
+        if (offsets_obj == Py_None) {
+            PyErr_SetString(PyExc_ValueError, "encode_int_leaf: keys with several ids need offsets");
+            goto done;
+        }
+        if (get_array(offsets_obj, &offsets, 8, 0, "encode_int_leaf offsets") < 0) goto done;
+        have_offsets = 1;
+        if (end + 1 > offsets.len / 8) {
+            PyErr_SetString(PyExc_ValueError, "encode_int_leaf: the offsets end before the leaf");
+            goto done;
+        }
+    }
+    const uint64_t *k = (const uint64_t *)keys.buf + start;
+    uint64_t largest = 0;
+    for (Py_ssize_t j = 1; j < n; j++) {
+        uint64_t gap = k[j] - k[j - 1]; /* modulo 2**64: the true gap between sorted distinct keys */
+        largest = gap > largest ? gap : largest;
+    }
+    int width = 0;
+    while (width < 8 && (largest >> (8 * width)) != 0) width++;
+    int id_size = ids16 ? 2 : 4;
+    Py_ssize_t size = 5 + 1 + (n > 0 ? 8 + (Py_ssize_t)width * (n - 1) : 0) + (single ? 0 : 4 * (n + 1)) +
+                      (Py_ssize_t)id_size * count;
+    result = PyBytes_FromStringAndSize(NULL, size);
+    if (!result) goto done;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+    const int64_t *off = have_offsets ? (const int64_t *)offsets.buf : NULL;
+    const uint32_t *id = (const uint32_t *)ids.buf + lo;
+    Py_BEGIN_ALLOW_THREADS
+    put_le(out, (uint64_t)n, 4);
+    out[4] = (unsigned char)((single ? 1 : 0) | (ids16 ? 2 : 0));
+    out[5] = (unsigned char)width;
+    out += 6;
+    if (n > 0) {
+        put_le(out, k[0], 8);
+        out += 8;
+        for (Py_ssize_t j = 1; j < n; j++, out += width) put_le(out, k[j] - k[j - 1], width);
+    }
+    if (!single)
+        for (Py_ssize_t j = start; j <= end; j++, out += 4) put_le(out, (uint64_t)(off[j] - lo), 4);
+    if (ids16)
+        for (Py_ssize_t j = 0; j < count; j++, out += 2) put_le(out, id[j], 2);
+    else
+        for (Py_ssize_t j = 0; j < count; j++, out += 4) put_le(out, id[j], 4);
+    Py_END_ALLOW_THREADS
+done:
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&ids);
+    if (have_offsets) PyBuffer_Release(&offsets);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"bloom_add", bloom_add, METH_VARARGS,
      "bloom_add(words, keys, k, hashed, double_hashing) -> bits set: sets the k probe bits of every key."},
+    {"merge_runs", merge_runs, METH_VARARGS,
+     "merge_runs(keys, ids, bases, out_keys, out_ids): merges sorted int64 runs by (key, run) with their ids."},
+    {"encode_int_leaf", encode_int_leaf, METH_VARARGS,
+     "encode_int_leaf(keys, ids, offsets, start, end, lo, hi, ids16) -> bytes: one format-2 BTREE leaf."},
     {NULL, NULL, 0, NULL},
 };
 

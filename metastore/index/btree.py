@@ -16,6 +16,10 @@ Blocks (each zstd-compressed with a CRC, container.py):
 - inner node: ``u32 n, u8 level``, the first key of each child, then per child its block reference (offset
   u64, length u32, crc u32, raw length u32, codec u8) and the number of keys below it (u64).
 
+Building int64 trees, the compiled kernels (kernels.py) merge the sorted runs of the files (``merge_runs``, in two
+threads over two key ranges) and encode the leaves (``encode_int_leaf``); numpy's stable sort and _encode_leaf
+are the reference they are tested against (same postings, same bytes) and run when the extension is not built.
+
 A point lookup reads the description, then one block per level (about three for 50 million keys); ranges read
 the blocks their keys span. A range spanning more than ``GIVE_UP_KEYS`` keys and at least ``GIVE_UP_FRACTION``
 of all keys is not looked up (openLooKeng's rule: filtering would not pay); the answer is then "undecided",
@@ -28,13 +32,14 @@ from __future__ import annotations
 import bisect
 import struct
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from metastore.index import kernels
 from metastore.index.bind import KeyRange, KeySet, Leaf, NullTest
 from metastore.index.columns import Domain, Key
 from metastore.index.container import BlockRef, IndexFileReader, IndexFileWriter, PackedBlock, pack_block
@@ -191,13 +196,43 @@ def postings_of(files: Sequence[FileValues], domain: Domain) -> Postings:
     return Postings.from_pairs(domain, np.concatenate(key_parts), np.concatenate(id_parts), grouped=True)
 
 
-def _int_postings(files: Sequence[FileValues]) -> Postings:
+def _int_postings(files: Sequence[FileValues], *, native: bool = True) -> Postings:
     """postings_of for int64 keys: the pairs copied once into arrays of their final size (no per-file
-    temporaries), then ordered as Postings.from_pairs orders grouped pairs."""
+    temporaries), then ordered as Postings.from_pairs orders grouped pairs. With the compiled kernel (and
+    ``native``) the sorted runs (a file's merged run, or each stripe's sorted distinct keys) are merged straight
+    into those arrays instead (merge_sorted_runs: the same pairs in the same order)."""
     total = sum(len(f.merged[0]) if f.merged is not None else sum(len(s.distinct) for s in f.stripes)
                 for f in files)
     if total == 0:
         return Postings.empty(Domain.INT64)
+    compiled = kernels.native() if native else None
+    if compiled is not None:
+        runs: list[np.ndarray] = []
+        run_ids: list[np.ndarray | None] = []
+        bases: list[int] = []
+        base = 0
+        for f in files:
+            if f.merged is not None:
+                runs.append(np.ascontiguousarray(f.merged[0], dtype=np.int64))
+                run_ids.append(np.ascontiguousarray(f.merged[1]))
+                bases.append(base)
+            else:
+                for j, s in enumerate(f.stripes):
+                    if len(s.distinct):
+                        runs.append(np.ascontiguousarray(s.distinct, dtype=np.int64))
+                        run_ids.append(None)
+                        bases.append(base + j)
+            base += len(f.stripes)
+        k = np.empty(total, dtype=np.int64)
+        i = np.empty(total, dtype=np.uint32)
+        merge_sorted_runs(compiled, runs, run_ids, bases, k, i)
+        new_key = np.empty(total, dtype=bool)
+        new_key[:1] = True
+        np.not_equal(k[1:], k[:-1], out=new_key[1:])
+        if bool(new_key.all()):
+            return Postings(Domain.INT64, k, None, i)
+        starts = np.flatnonzero(new_key)
+        return Postings(Domain.INT64, k[starts], np.append(starts, total).astype(np.int64), i)
     keys = np.empty(total, dtype=np.int64)
     ids = np.empty(total, dtype=np.uint32)
     at = 0
@@ -217,6 +252,40 @@ def _int_postings(files: Sequence[FileValues]) -> Postings:
                 at += n
         base += len(f.stripes)
     return Postings.from_pairs(Domain.INT64, keys, ids, grouped=True)
+
+
+#: merge_sorted_runs splits a merge of at least this many keys into MERGE_THREADS key ranges, one thread each
+MERGE_SPLIT_FROM = 1 << 20
+MERGE_THREADS = 2
+
+
+def merge_sorted_runs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarray | None],
+                      bases: Sequence[int], out_keys: np.ndarray, out_ids: np.ndarray) -> None:
+    """The compiled k-way merge (``_kernels.merge_runs``) of sorted int64 runs into ``out_keys``/``out_ids``:
+    by key, equal keys in run order (a stable sort of the runs' concatenation), each key's id ``bases[r]`` plus
+    its run's id (``ids[r]``, or nothing when None). Large merges are cut at pivot keys into MERGE_THREADS
+    ranges (every run split where the pivot would go, keys below it left), merged in threads (the kernel
+    releases the GIL): the ranges are disjoint and ascending, so their outputs side by side are the whole merge."""
+    total = len(out_keys)
+    parts = MERGE_THREADS if total >= MERGE_SPLIT_FROM and len(runs) > 1 else 1
+    if parts == 1:
+        compiled.merge_runs(list(runs), list(ids), list(bases), out_keys, out_ids)
+        return
+    sample = np.sort(np.concatenate([r[:: max(1, len(r) // 256)] for r in runs if len(r)]))
+    pivots = [sample[(len(sample) * p) // parts] for p in range(1, parts)]
+    cuts = np.asarray([[0, *np.searchsorted(r, pivots, side="left").tolist(), len(r)] for r in runs], dtype=np.int64)
+    jobs = []
+    at = 0
+    for p in range(parts):
+        lo, hi = cuts[:, p].tolist(), cuts[:, p + 1].tolist()
+        size = sum(b - a for a, b in zip(lo, hi, strict=True))
+        jobs.append(([r[a:b] for r, a, b in zip(runs, lo, hi, strict=True)],
+                     [None if x is None else x[a:b] for x, a, b in zip(ids, lo, hi, strict=True)],
+                     out_keys[at : at + size], out_ids[at : at + size]))
+        at += size
+    with ThreadPoolExecutor(parts, thread_name_prefix="btree-merge") as pool:
+        for done in [pool.submit(compiled.merge_runs, r, x, list(bases), k, i) for r, x, k, i in jobs]:
+            done.result()
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -353,32 +422,56 @@ def _encode_inner(domain: Domain, level: int, children: Sequence[_Child]) -> byt
     return b"".join(parts)
 
 
-def write_tree(writer: IndexFileWriter, postings: Postings) -> dict[str, Any]:
-    """Bulk-load the tree into the file; returns the description entries (root, height, key count)."""
+def _leaf_encoder(postings: Postings, version: int, ids16: bool | None, native: bool) -> Callable[[int, int], bytes]:
+    """The encoder of the tree's leaves (start, end -> the leaf's bytes): the compiled one for int64 keys of
+    format 2 when it is built (and ``native``), else _encode_leaf (with _IntLeaves computed once when every id
+    fits 16 bits); the same bytes."""
+    compiled = kernels.native() if native and postings.domain is Domain.INT64 and version >= 2 else None
+    if compiled is not None:
+        keys = np.ascontiguousarray(postings.keys, dtype=np.int64)
+        ids = np.ascontiguousarray(postings.ids, dtype=np.uint32)
+        offsets = postings._offsets
+
+        def native_leaf(a: int, b: int) -> bytes:
+            lo, hi = postings.span(a, b)
+            small = ids16 if ids16 is not None else hi == lo or int(ids[lo:hi].max()) <= 0xFFFF
+            return compiled.encode_int_leaf(keys, ids, offsets, a, b, lo, hi, small)  # type: ignore[no-any-return]
+
+        return native_leaf
+    pre = None
+    if postings.domain is Domain.INT64 and version >= 2 and len(postings.keys) and ids16:
+        pre = _IntLeaves.of(postings, _leaf_bounds(postings.domain, postings), ids16)
+
+    def numpy_leaf(a: int, b: int) -> bytes:
+        return _encode_leaf(postings, a, b, version, ids16, pre)
+
+    return numpy_leaf
+
+
+def write_tree(writer: IndexFileWriter, postings: Postings, *, native: bool = True) -> dict[str, Any]:
+    """Bulk-load the tree into the file; returns the description entries (root, height, key count). ``native``:
+    int64 leaves encoded by the compiled kernel when it is built (the same bytes as numpy's)."""
     domain = postings.domain
     bounds = _leaf_bounds(domain, postings)
     level: list[_Child] = []
     # all ids fit 16 bits: every leaf writes u16 ids (the per-leaf test would say so each time); else ask per leaf
     ids16 = True if len(postings.ids) == 0 or int(postings.ids.max()) <= 0xFFFF else None
     pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
-    pre = None
-    if domain is Domain.INT64 and writer.version >= 2 and len(postings.keys) and ids16:
-        pre = _IntLeaves.of(postings, bounds, ids16)
+    encode = _leaf_encoder(postings, writer.version, ids16, native)
 
     def first_key(a: int) -> Key:
         return postings.keys[a].item() if domain is Domain.INT64 else postings.keys[a]  # type: ignore[no-any-return]
 
     if len(pairs) < PACK_THREADS_FROM:
         for a, b in pairs:
-            level.append(_Child(first_key(a), writer.add_block(_encode_leaf(postings, a, b, writer.version, ids16, pre)),
-                                b - a))
+            level.append(_Child(first_key(a), writer.add_block(encode(a, b)), b - a))
     else:
         # leaves encoded here, compressed and checksummed in threads (zstd and crc32 release the GIL), written
         # in order: the same bytes as one thread, with the compression beside the encoding on a second core
         with ThreadPoolExecutor(PACK_THREADS, thread_name_prefix="btree-leaves") as pool:
             pending: deque[tuple[int, int, Future[PackedBlock]]] = deque()
             for a, b in pairs:
-                pending.append((a, b, pool.submit(pack_block, _encode_leaf(postings, a, b, writer.version, ids16, pre))))
+                pending.append((a, b, pool.submit(pack_block, encode(a, b))))
                 while len(pending) > PACK_AHEAD or (pending and pending[0][2].done()):
                     a0, b0, done = pending.popleft()
                     level.append(_Child(first_key(a0), writer.add_packed(done.result()), b0 - a0))

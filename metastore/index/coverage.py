@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from metastore.index import kernels
 from metastore.index.columns import Domain
 from metastore.index.container import BlockRef, IndexFileReader, IndexFileWriter
 from metastore.index.errors import IndexFileCorrupt
@@ -68,15 +69,24 @@ class FileValues:
             return [len(s.distinct) for s in self.stripes]
         return np.bincount(self.merged[1], minlength=len(self.stripes)).tolist()
 
-    def merge_stripes(self) -> FileValues:
-        """The same values with the stripes' int64 keys merged into ``merged`` (one sorted run of the file)."""
+    def merge_stripes(self, *, native: bool = True) -> FileValues:
+        """The same values with the stripes' int64 keys merged into ``merged`` (one sorted run of the file): by
+        the compiled k-way merge when it is built (and ``native``), else numpy's stable sort (the same run)."""
         parts = [s.distinct for s in self.stripes if len(s.distinct)]
         counts = [len(s.distinct) for s in self.stripes]
-        keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         id_type = np.uint16 if len(self.stripes) <= 0x10000 else np.uint32
-        ids = np.repeat(np.arange(len(self.stripes), dtype=id_type), counts)
         stripes = [StripeValues(s.offset, s.length, s.rows, s.distinct[:0], s.nulls, s.values, s.bloom)
                    for s in self.stripes]
+        compiled = kernels.native() if native else None
+        if compiled is not None:
+            total = sum(counts)
+            merged_keys = np.empty(total, dtype=np.int64)
+            merged_ids = np.empty(total, dtype=id_type)
+            compiled.merge_runs([np.ascontiguousarray(r, dtype=np.int64) for r in parts], [None] * len(parts), [j for j, c in enumerate(counts) if c], merged_keys,
+                                merged_ids)
+            return FileValues(self.file, stripes, (merged_keys, merged_ids))
+        keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        ids = np.repeat(np.arange(len(self.stripes), dtype=id_type), counts)
         if len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1])):
             return FileValues(self.file, stripes, (keys, ids))  # one ascending run already (a sorted column)
         order = np.argsort(keys, kind="stable")  # merges the stripes' sorted runs; equal keys stay in stripe order

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metastore.index import bloom, kernels
+from metastore.index import bloom, btree, kernels
 from metastore.index.columns import Domain
+from metastore.index.coverage import DataFile, FileValues, StripeValues
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -119,12 +120,129 @@ def test_kernel_refuses_bad_arguments() -> None:
         _compiled.bloom_add(np.zeros((4, 2), dtype=np.uint64)[:, 0], keys, 3, False, False)  # not contiguous
 
 
+def _stable_merge(runs: list[np.ndarray], ids: list[np.ndarray | None], bases: list[int]):
+    keys = np.concatenate([*runs, np.zeros(0, dtype=np.int64)])
+    parts = [np.full(len(r), b, dtype=np.uint32) if i is None else i.astype(np.uint32) + np.uint32(b)
+             for r, i, b in zip(runs, ids, bases, strict=True)]
+    order = np.argsort(keys, kind="stable")
+    return keys[order], np.concatenate([*parts, np.zeros(0, dtype=np.uint32)])[order]
+
+
+@needs_kernels
+def test_merge_runs_is_the_stable_sort() -> None:
+    """k-way merges of sorted runs (empty runs, repeated keys within and across runs, INT64 extremes, runs already
+    in order, ids as uint16, uint32 or none) give the stable sort of their concatenation and its ids."""
+    assert _compiled is not None
+    rng = np.random.default_rng(36)
+    extremes = np.asarray([np.iinfo(np.int64).min, np.iinfo(np.int64).max], dtype=np.int64)
+    for trial in range(400):
+        low, high = [(-6, 6), (-(1 << 63), (1 << 63) - 1), (0, 1000)][trial % 3]
+        runs, ids, bases = [], [], []
+        for r in range(int(rng.integers(0, 14))):
+            run = np.sort(np.concatenate([rng.integers(low, high, size=int(rng.integers(0, 40)), dtype=np.int64),
+                                          extremes[: int(trial % 5 == 0) * 2]]))
+            if trial % 11 == 0:  # runs in order: each after the previous one
+                run = np.sort(rng.integers(0, 50, size=len(run), dtype=np.int64)) + 100 * r
+            runs.append(run)
+            kind = (trial + r) % 3
+            local = np.sort(rng.integers(0, 9, size=len(run)))
+            ids.append(None if kind == 0 else local.astype(np.uint16 if kind == 1 else np.uint32))
+            bases.append(10 * r)
+        keys, expected = _stable_merge(runs, ids, bases)
+        for out_type in (np.uint32, np.uint16):
+            out_keys = np.empty(len(keys), dtype=np.int64)
+            out_ids = np.empty(len(keys), dtype=out_type)
+            _compiled.merge_runs(runs, ids, bases, out_keys, out_ids)
+            assert np.array_equal(out_keys, keys) and np.array_equal(out_ids, expected.astype(out_type)), trial
+    with pytest.raises(ValueError, match="hold every key"):
+        _compiled.merge_runs([np.arange(3)], [None], [0], np.empty(2, dtype=np.int64), np.empty(2, dtype=np.uint32))
+    with pytest.raises(ValueError, match="uint16 or uint32"):
+        _compiled.merge_runs([np.arange(3)], [np.arange(3, dtype=np.uint8)], [0], np.empty(3, dtype=np.int64),
+                             np.empty(3, dtype=np.uint32))
+    with pytest.raises(ValueError, match="differ in length"):
+        _compiled.merge_runs([np.arange(3)], [], [0], np.empty(3, dtype=np.int64), np.empty(3, dtype=np.uint32))
+
+
+def _files(rng: np.random.Generator, count: int, stripes: int, keys: int, low: int, high: int) -> list[FileValues]:
+    out = []
+    for f in range(count):
+        values = []
+        for s in range(stripes):
+            n = int(rng.integers(0, keys + 1))
+            distinct = np.unique(rng.integers(low, high, size=n, dtype=np.int64))
+            values.append(StripeValues(10 * s, 10, n, distinct, int(n == 0), len(distinct)))
+        out.append(FileValues(DataFile(f"file:/d/{f}.orc", 100, 1), values))
+    return out
+
+
+def _same_postings(a: btree.Postings, b: btree.Postings) -> bool:
+    return (a.single == b.single and np.array_equal(a.keys, b.keys) and np.array_equal(a.ids, b.ids)
+            and np.array_equal(a.offsets, b.offsets))
+
+
+@needs_kernels
+@pytest.mark.parametrize("split_from", [btree.MERGE_SPLIT_FROM, 50])
+def test_int_postings_and_merged_stripes_kernel_are_numpy(monkeypatch: pytest.MonkeyPatch, split_from: int) -> None:
+    """A worker's merged run of a file (merge_stripes) and the parent's postings over plain stripes, merged runs
+    or a mix (the merge cut into key ranges merged in threads when split_from is small) are numpy's."""
+    monkeypatch.setattr(btree, "MERGE_SPLIT_FROM", split_from)
+    rng = np.random.default_rng(37)
+    for trial in range(40):
+        low, high = [(-30, 30), (-(1 << 63), (1 << 63) - 1), (0, 3)][trial % 3]
+        files = _files(rng, int(rng.integers(1, 7)), int(rng.integers(1, 5)), 60, low, high)
+        merged = [f.merge_stripes() for f in files]
+        for plain, run in zip(files, merged, strict=True):
+            reference = plain.merge_stripes(native=False)
+            assert run.merged is not None and reference.merged is not None
+            assert np.array_equal(run.merged[0], reference.merged[0])
+            assert run.merged[1].dtype == reference.merged[1].dtype
+            assert np.array_equal(run.merged[1], reference.merged[1])
+        for variant in (files, merged, [m if i % 2 else f for i, (f, m) in enumerate(zip(files, merged, strict=True))]):
+            assert _same_postings(btree._int_postings(variant), btree._int_postings(variant, native=False)), trial
+
+
+def _tree_bytes(tmp_path: Path, postings: btree.Postings, native: bool) -> bytes:
+    from metastore.index.container import IndexFileWriter
+
+    path = tmp_path / f"tree-{native}.idx"
+    with IndexFileWriter(path) as writer:
+        writer.finish(btree.write_tree(writer, postings, native=native))
+    return path.read_bytes()
+
+
+@needs_kernels
+def test_int_leaves_kernel_are_numpy_leaves(tmp_path: Path) -> None:
+    """Whole trees (one leaf to hundreds, leaves packed in threads from PACK_THREADS_FROM) of int64 keys: unique
+    keys with one stripe each, keys in several stripes (offsets), stripe ids past 16 bits (u32 ids), gaps from
+    one byte to eight: the kernel's leaves give the numpy tree's bytes."""
+    rng = np.random.default_rng(38)
+    cases = [
+        (np.arange(5, dtype=np.int64), np.arange(5, dtype=np.uint32)),
+        (np.asarray([np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max], dtype=np.int64), np.zeros(3, np.uint32)),
+    ]
+    for n, high_id in ((200_000, 700), (30_000, 70_000), (3_000, 40)):
+        cases.append((np.unique(rng.integers(-(1 << 63), (1 << 63) - 1, size=n, dtype=np.int64)), None))
+        cases.append((rng.integers(0, n // 3, size=n, dtype=np.int64), high_id))
+    for keys, ids in cases:
+        if ids is None or isinstance(ids, int):
+            ids = rng.integers(0, ids or 700, size=len(keys)).astype(np.uint32)
+        pairs = np.unique(np.stack([keys, ids.astype(np.int64)]), axis=1)
+        postings = btree.Postings.from_pairs(Domain.INT64, pairs[0], pairs[1].astype(np.uint32))
+        assert _tree_bytes(tmp_path, postings, True) == _tree_bytes(tmp_path, postings, False)
+    assert _compiled is not None
+    with pytest.raises(ValueError, match="outside"):
+        _compiled.encode_int_leaf(np.arange(3), np.zeros(3, dtype=np.uint32), None, 0, 4, 0, 3, True)
+    with pytest.raises(ValueError, match="need offsets"):
+        _compiled.encode_int_leaf(np.arange(3), np.zeros(5, dtype=np.uint32), None, 0, 3, 0, 5, True)
+
+
 _BUILD = textwrap.dedent("""
     import sys, uuid, warnings
     from pathlib import Path
     if sys.argv[2] == "numpy":
         sys.modules["metastore.index._kernels"] = None  # the import fails as when the extension is not built
     import numpy as np
+    from metastore.index import build
     from metastore.index.build import BuildTarget, build_parts
     from metastore.index.model import IndexKind, IndexLevel, IndexRecord, IndexState
     from metastore.index.scan import data_file
@@ -134,15 +252,19 @@ _BUILD = textwrap.dedent("""
     root = Path(sys.argv[1])
     files = tuple(data_file(str(p)) for p in sorted(root.glob("*.orc")))
     out = []
+    build.PARALLEL_MIN_BYTES = 0  # the pool on: a BTREE's workers merge each file's stripes into one run
+    build.WORKERS = 2
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for column, ctype in (("k", "bigint"), ("s", "string")):
-            for level in (IndexLevel.STRIPE, IndexLevel.TABLE):
-                record = IndexRecord(name="ix", db_name="db", table_name="t", column=column, column_type=ctype,
-                                     kind=IndexKind.BLOOM, level=level, properties={"bloom.fpp": "0.001"},
-                                     location=f"file:{root / sys.argv[2] / uuid.uuid4().hex}", state=IndexState.READY)
-                report = build_parts(record, [BuildTarget("", files)], column_position=None)
-                out.extend(str(local_path(p.location)) for p in report.parts)
+        for kind in (IndexKind.BLOOM, IndexKind.BTREE):
+            for column, ctype in (("k", "bigint"), ("s", "string")):
+                for level in (IndexLevel.STRIPE, IndexLevel.TABLE):
+                    record = IndexRecord(name="ix", db_name="db", table_name="t", column=column, column_type=ctype,
+                                         kind=kind, level=level, properties={"bloom.fpp": "0.001"},
+                                         location=f"file:{root / sys.argv[2] / uuid.uuid4().hex}",
+                                         state=IndexState.READY)
+                    report = build_parts(record, [BuildTarget("", files)], column_position=None)
+                    out.extend(str(local_path(p.location)) for p in report.parts)
     print(sum("is not built" in str(w.message) for w in caught), kernels._native is not None)
     print("\\n".join(out))
 """)
@@ -165,8 +287,9 @@ def _write_orc(directory: Path) -> None:
 
 
 def test_build_without_the_extension_writes_the_same_files(tmp_path: Path) -> None:
-    """A BLOOM build (int64 and string columns, stripe and table level) in a process where the extension cannot
-    be imported falls back to numpy, warns once, and writes index files byte-identical to the kernel's build."""
+    """BLOOM and BTREE builds (int64 and string columns, stripe and table level, files scanned in two worker
+    processes) in a process where the extension cannot be imported fall back to numpy, warn once, and write
+    index files byte-identical to the kernels' builds."""
     _write_orc(tmp_path / "t")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     runs = {}
@@ -179,5 +302,6 @@ def test_build_without_the_extension_writes_the_same_files(tmp_path: Path) -> No
     if _compiled is None:
         pytest.skip("metastore.index._kernels not built: only the fallback was checked")
     assert runs["native"][0] == "0 True"
-    assert len(runs["native"][1]) == len(runs["numpy"][1]) == 2 * (2 + 1)  # per column 2 STRIPE parts, 1 TABLE
+    # per kind and column 2 STRIPE parts and 1 TABLE part
+    assert len(runs["native"][1]) == len(runs["numpy"][1]) == 2 * 2 * (2 + 1)
     assert runs["native"][1] == runs["numpy"][1]
