@@ -467,14 +467,36 @@ static PyObject *encode_int_leaf(PyObject *self, PyObject *args) {
     if (n > 0) {
         put_le(out, k[0], 8);
         out += 8;
-        for (Py_ssize_t j = 1; j < n; j++, out += width) put_le(out, k[j] - k[j - 1], width);
+        Py_ssize_t j = 1;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* a gap's low `width` bytes by one 8-byte store, the next gap overwriting the rest; only up to the
+         * third-last key, so a store ends within the last gaps or the offsets and ids written after them (for
+         * n >= 3 at least 2n bytes follow the gaps, and a store passes the gaps' end by at most 8 - 2 * width) */
+        if (width > 0)
+            for (; j < n - 1; j++, out += width) {
+                uint64_t gap = k[j] - k[j - 1];
+                memcpy(out, &gap, 8);
+            }
+#endif
+        for (; j < n; j++, out += width) put_le(out, k[j] - k[j - 1], width);
     }
     if (!single)
         for (Py_ssize_t j = start; j <= end; j++, out += 4) put_le(out, (uint64_t)(off[j] - lo), 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (ids16) {
+        for (Py_ssize_t j = 0; j < count; j++) {
+            uint16_t v = (uint16_t)id[j];
+            memcpy(out + 2 * j, &v, 2);
+        }
+    } else {
+        memcpy(out, id, 4 * (size_t)count);
+    }
+#else
     if (ids16)
         for (Py_ssize_t j = 0; j < count; j++, out += 2) put_le(out, id[j], 2);
     else
         for (Py_ssize_t j = 0; j < count; j++, out += 4) put_le(out, id[j], 4);
+#endif
     Py_END_ALLOW_THREADS
 done:
     PyBuffer_Release(&keys);

@@ -5,7 +5,7 @@ into the file's stripe table (coverage.py), the dictionary that keeps the long "
 out of the tree. The tree is bulk-loaded bottom-up from sorted keys, so it is balanced and the same input gives
 the same bytes.
 
-Blocks (each zstd-compressed with a CRC, container.py):
+Blocks (each with a CRC, container.py; zstd-compressed where that pays, see below):
 
 - leaf (format version 2): ``u32 n, u8 flags`` (bit 0: every key has exactly one stripe; bit 1: stripe ids
   are u16), the keys, then either n stripe ids or n+1 u32 offsets into the id array. int64 keys are the first
@@ -19,6 +19,13 @@ Blocks (each zstd-compressed with a CRC, container.py):
 Building int64 trees, the compiled kernels (kernels.py) merge the sorted runs of the files (``merge_runs``, in two
 threads over two key ranges) and encode the leaves (``encode_int_leaf``); numpy's stable sort and _encode_leaf
 are the reference they are tested against (same postings, same bytes) and run when the extension is not built.
+
+Leaves are zstd-compressed only where it pays: the first leaf of every COMPRESS_PROBE_EVERY is compressed as a
+probe, and the leaves up to the next probe are compressed only when that probe shrank by at least
+COMPRESS_MIN_SAVING; else they are stored raw (codec 0 in their reference: no format change, and trees written
+with every leaf compressed read the same). A unique hash column's leaves (random 64-bit gaps) shrink by 11 % at
+zstd level 3 for 0.6 s of CPU per 400 MB; a sorted column's by 99.5 %. The decision depends on the leaves'
+bytes only, so the same input still gives the same file.
 
 A point lookup reads the description, then one block per level (about three for 50 million keys); ranges read
 the blocks their keys span. A range spanning more than ``GIVE_UP_KEYS`` keys and at least ``GIVE_UP_FRACTION``
@@ -56,6 +63,11 @@ FANOUT = 512
 PACK_THREADS_FROM = 64
 PACK_THREADS = 2
 PACK_AHEAD = 32
+#: a leaf is compressed only when its run's probe leaf shrank by at least this fraction (measured: random int64
+#: gaps 11 %, sorted keys 99.5 %)
+COMPRESS_MIN_SAVING = 0.20
+#: leaves per probe: the first leaf of each run of this many decides whether the rest of the run is compressed
+COMPRESS_PROBE_EVERY = 128
 GIVE_UP_KEYS = 10_000
 GIVE_UP_FRACTION = 0.10
 _LEAF_HEAD = struct.Struct("<IB")
@@ -462,16 +474,36 @@ def write_tree(writer: IndexFileWriter, postings: Postings, *, native: bool = Tr
     def first_key(a: int) -> Key:
         return postings.keys[a].item() if domain is Domain.INT64 else postings.keys[a]  # type: ignore[no-any-return]
 
+    compress = True
+
+    def probe(i: int, data: bytes) -> PackedBlock | None:
+        # the first leaf of each COMPRESS_PROBE_EVERY is compressed here and decides the leaves after it
+        nonlocal compress
+        if i % COMPRESS_PROBE_EVERY:
+            return None
+        packed = pack_block(data)
+        compress = len(packed[0]) <= (1.0 - COMPRESS_MIN_SAVING) * len(data)
+        return packed
+
     if len(pairs) < PACK_THREADS_FROM:
-        for a, b in pairs:
-            level.append(_Child(first_key(a), writer.add_block(encode(a, b)), b - a))
+        for i, (a, b) in enumerate(pairs):
+            data = encode(a, b)
+            packed = probe(i, data) or pack_block(data, compress=compress)
+            level.append(_Child(first_key(a), writer.add_packed(packed), b - a))
     else:
         # leaves encoded here, compressed and checksummed in threads (zstd and crc32 release the GIL), written
         # in order: the same bytes as one thread, with the compression beside the encoding on a second core
         with ThreadPoolExecutor(PACK_THREADS, thread_name_prefix="btree-leaves") as pool:
             pending: deque[tuple[int, int, Future[PackedBlock]]] = deque()
-            for a, b in pairs:
-                pending.append((a, b, pool.submit(pack_block, encode(a, b))))
+            for i, (a, b) in enumerate(pairs):
+                data = encode(a, b)
+                probed = probe(i, data)
+                if probed is None:
+                    pending.append((a, b, pool.submit(pack_block, data, compress=compress)))
+                else:
+                    done_now: Future[PackedBlock] = Future()
+                    done_now.set_result(probed)
+                    pending.append((a, b, done_now))
                 while len(pending) > PACK_AHEAD or (pending and pending[0][2].done()):
                     a0, b0, done = pending.popleft()
                     level.append(_Child(first_key(a0), writer.add_packed(done.result()), b0 - a0))

@@ -218,6 +218,9 @@ def test_int_leaves_kernel_are_numpy_leaves(tmp_path: Path) -> None:
     rng = np.random.default_rng(38)
     cases = [
         (np.arange(5, dtype=np.int64), np.arange(5, dtype=np.uint32)),
+        (np.asarray([7], dtype=np.int64), np.asarray([3], dtype=np.uint32)),
+        (np.asarray([7, 1 << 40], dtype=np.int64), np.asarray([3, 1], dtype=np.uint32)),
+        (np.asarray([7, 7, 9], dtype=np.int64), np.asarray([3, 4, 1], dtype=np.uint32)),
         (np.asarray([np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max], dtype=np.int64), np.zeros(3, np.uint32)),
     ]
     for n, high_id in ((200_000, 700), (30_000, 70_000), (3_000, 40)):

@@ -323,3 +323,67 @@ def test_int_leaves_cut_at_once_give_the_same_leaves() -> None:
                 pre = btree._IntLeaves.of(postings, bounds, True)
                 for a, b in zip(bounds[:-1], bounds[1:], strict=True):
                     assert btree._encode_leaf(postings, a, b, 2, True, pre) == btree._encode_leaf(postings, a, b, 2, True)
+
+
+def _leaf_refs(path: Path) -> list:
+    from metastore.index.container import IndexFileReader
+
+    reader = IndexFileReader.open_path(str(path))
+    tree = btree.BTreeReader(reader, Domain.INT64)
+    leaves = []
+
+    def walk(ref, height: int) -> None:
+        if height == 1:
+            leaves.append(ref)
+            return
+        for child, _ in btree._decode_inner(Domain.INT64, reader.block(ref), str(path)).children:
+            walk(child, height - 1)
+
+    assert tree.root is not None
+    walk(tree.root, tree.height)
+    return leaves
+
+
+@pytest.mark.parametrize("threads_from", [1 << 30, 1])
+def test_leaves_compressed_only_where_it_pays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads_from: int
+) -> None:
+    """Random 64-bit gaps (zstd saves ~11 %) are stored raw after their probe leaf, sorted keys (one-byte gaps)
+    compressed; the file answers as the one written the previous way (every leaf compressed where smaller,
+    COMPRESS_MIN_SAVING 0), which is still read, is smaller, and equals brute force."""
+    monkeypatch.setattr(btree, "LEAF_TARGET_BYTES", 2048)
+    monkeypatch.setattr(btree, "FANOUT", 8)
+    monkeypatch.setattr(btree, "COMPRESS_PROBE_EVERY", 4)
+    monkeypatch.setattr(btree, "PACK_THREADS_FROM", threads_from)
+    rng = np.random.default_rng(53)
+    randoms = np.unique(rng.integers(-(1 << 62), -(1 << 40), size=12_000, dtype=np.int64))
+    sorted_run = np.arange(0, 12_000, dtype=np.int64)
+    keys = np.concatenate([randoms, sorted_run])
+    owner = rng.integers(0, 12, size=len(keys))
+    stripes = [(keys[owner == s].tolist(), 0) for s in range(12)]
+    files = _files(stripes, False)
+    paths = {}
+    for saving in (0.0, btree.COMPRESS_MIN_SAVING):
+        monkeypatch.setattr(btree, "COMPRESS_MIN_SAVING", saving)
+        paths[saving] = tmp_path / f"{saving}-{threads_from}.idx"
+        write_part(paths[saving], kind="btree", column="c", ctype=INT_TYPE, files=files, fpp=0.01)
+    old, new = paths[0.0], paths[btree.COMPRESS_MIN_SAVING]
+    old_refs, new_refs = _leaf_refs(old), _leaf_refs(new)
+    assert len(old_refs) == len(new_refs) > 16
+    assert all(ref.codec == 1 for ref in old_refs)
+    # leaves are in key order: the random keys' leaves first; each run of 4 starts with its (compressed) probe
+    codecs = [ref.codec for ref in new_refs]
+    n_random = sum(1 for ref in new_refs if ref.length > ref.raw_length * 0.5)
+    assert n_random > 8
+    raw_random = [c for i, c in enumerate(codecs[:n_random]) if i % 4 and (i // 4 + 1) * 4 <= n_random]
+    assert raw_random and all(c == 0 for c in raw_random)
+    assert all(c == 1 for c in codecs[(n_random // 4 + 1) * 4 :])
+    assert 0 < old.stat().st_size < new.stat().st_size
+    readers = [PartReader(str(p), kind="btree", column="c", ctype=INT_TYPE) for p in (old, new)]
+    probes = [KeyRange("c", int(v), True, int(v), True) for v in rng.choice(keys, 60)]
+    probes += [KeyRange("c", int(randoms[100]), True, int(randoms[3000]), False), KeyRange("c", 10, True, 900, True)]
+    probes.append(KeySet("c", frozenset(int(v) for v in rng.choice(keys, 7)), False))
+    for leaf in probes:
+        a, b = (r.answer(leaf) for r in readers)
+        assert a is not None and b is not None
+        assert np.array_equal(a, b) and np.array_equal(a, _brute(stripes, leaf))
