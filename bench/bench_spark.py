@@ -24,6 +24,7 @@ Spark" section of BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime as dt
 import os
 import re
@@ -61,13 +62,15 @@ def session(master: str, memory: str = "3g"):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    warehouse = tempfile.mkdtemp(prefix="bench-spark-wh-")
+    atexit.register(shutil.rmtree, warehouse, True)  # Spark writes nothing there, but the folder stayed behind
     spark = (
         SparkSession.builder.master(master)
         .appName("bench-spark")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "20")
         .config("spark.driver.memory", memory)
-        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="bench-spark-wh-"))
+        .config("spark.sql.warehouse.dir", warehouse)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -62,6 +62,15 @@ def _make(tmp: Path, data: Path) -> tuple[str, EmbeddedMetastoreClient]:
     return url, client
 
 
+def _pair(tmp_path: Path, data: Path) -> tuple[EmbeddedMetastoreClient, str, EmbeddedMetastoreClient]:
+    """Two metastores over the same files: one for the shell's in-process ANALYZE, one (by URL) for Spark's."""
+    (tmp_path / "local").mkdir()
+    (tmp_path / "spark").mkdir()
+    _, local_client = _make(tmp_path / "local", data)
+    spark_url, spark_client = _make(tmp_path / "spark", data)
+    return local_client, spark_url, spark_client
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("events")
@@ -109,10 +118,7 @@ def _split_files(caplog: pytest.LogCaptureFixture) -> dict[str, list[int]]:
 
 def test_spark_equals_the_shell_byte_for_byte(spark, data: Path, tmp_path: Path,
                                               caplog: pytest.LogCaptureFixture) -> None:
-    (tmp_path / "local").mkdir()
-    (tmp_path / "spark").mkdir()
-    _, local_client = _make(tmp_path / "local", data)
-    spark_url, spark_client = _make(tmp_path / "spark", data)
+    local_client, spark_url, spark_client = _pair(tmp_path, data)
     SqlSession(local_client, None).run("ANALYZE TABLE sales.events COMPUTE STATISTICS FOR COLUMNS")
     # small split and task sizes: the multi-stripe files become several pieces, files group several per task
     caplog.set_level(logging.DEBUG, logger="metastore.spark.analyze")
@@ -159,10 +165,7 @@ def test_plans_in_closures_of_several_jobs_or_broadcast_equal_the_shell(
         monkeypatch.setattr(tasks_module, "CLOSURE_PLAN_BYTES", 0)
     else:
         monkeypatch.setattr(analyze_module, "_JOB_PLAN_BYTES", 1)
-    (tmp_path / "local").mkdir()
-    (tmp_path / "spark").mkdir()
-    _, local_client = _make(tmp_path / "local", data)
-    spark_url, spark_client = _make(tmp_path / "spark", data)
+    local_client, spark_url, spark_client = _pair(tmp_path, data)
     SqlSession(local_client, None).run("ANALYZE TABLE sales.events COMPUTE STATISTICS FOR COLUMNS")
     caplog.set_level(logging.INFO, logger="metastore.spark.analyze")
     context = spark.sparkContext
@@ -186,10 +189,7 @@ def test_plans_in_closures_of_several_jobs_or_broadcast_equal_the_shell(
 
 
 def test_partial_spec_columns_and_the_cache(spark, data: Path, tmp_path: Path) -> None:
-    (tmp_path / "local").mkdir()
-    (tmp_path / "spark").mkdir()
-    _, local_client = _make(tmp_path / "local", data)
-    url, client = _make(tmp_path / "spark", data)
+    local_client, url, client = _pair(tmp_path, data)
     SqlSession(local_client, None).run(
         f"ANALYZE TABLE sales.events PARTITION (ds='{DAYS[1]}') COMPUTE STATISTICS FOR COLUMNS name, qty"
     )
@@ -282,10 +282,7 @@ def test_histograms_on_spark_agree_with_local_within_kll_bounds(spark, data: Pat
     sketch's normalized rank error (99 % confidence for k=200; checked at twice that, in both engines)."""
     from metastore.stats.kll import kll_from_bytes
 
-    (tmp_path / "local").mkdir()
-    (tmp_path / "spark").mkdir()
-    _, local_client = _make(tmp_path / "local", data)
-    spark_url, spark_client = _make(tmp_path / "spark", data)
+    local_client, spark_url, spark_client = _pair(tmp_path, data)
     SqlSession(local_client, None, histograms=True).run("ANALYZE TABLE sales.events COMPUTE STATISTICS FOR COLUMNS")
     summary = analyze_table(spark, "sales.events", histograms=True, metastore=spark_url, cache=None,
                             split_bytes=300 * 1024, task_bytes=400 * 1024)
@@ -395,10 +392,7 @@ def test_a_small_rerun_is_read_on_the_driver_and_equals_the_shell(spark, data: P
         (copy / part.name).mkdir(parents=True)
         for f in part.iterdir():
             os.link(f, copy / part.name / f.name)
-    (tmp_path / "local").mkdir()
-    (tmp_path / "spark").mkdir()
-    _, local_client = _make(tmp_path / "local", copy)
-    url, client = _make(tmp_path / "spark", copy)
+    local_client, url, client = _pair(tmp_path, copy)
     cache = tmp_path / "cache.sqlite"
     first = analyze_table(spark, "sales.events", metastore=url, cache=str(cache), task_bytes=400 * 1024)
     assert not first.failed and sum(r[6] for r in first.rows) == 0
