@@ -35,36 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MURMUR_SEED 104729ULL
-#define C1 0x87C37B91114253D5ULL
-#define C2 0x4CF5AD432745937FULL
-#define N1 0x52DCE729ULL
-#define F1 0xFF51AFD7ED558CCDULL
-#define F2 0xC4CEB9FE1A85EC53ULL
+#include "../orcio/murmur3.h" /* hash64_long */
+
 #define GOLDEN 0x9E3779B97F4A7C15ULL
 #define MIX1 0xBF58476D1CE4E5B9ULL
 #define MIX2 0x94D049BB133111EBULL
-
-static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-static inline uint64_t bswap64(uint64_t x) { return __builtin_bswap64(x); }
-
-/* Murmur3 hash64 (Hive/ORC's single-lane variant) of the 8 big-endian bytes of a long: one block, no tail. */
-static inline uint64_t hash64_long(uint64_t value) {
-    uint64_t k = bswap64(value);
-    k *= C1;
-    k = rotl64(k, 31);
-    k *= C2;
-    uint64_t h = MURMUR_SEED ^ k;
-    h = rotl64(h, 27) * 5 + N1;
-    h ^= 8;
-    h ^= h >> 33;
-    h *= F1;
-    h ^= h >> 33;
-    h *= F2;
-    h ^= h >> 33;
-    return h;
-}
 
 /* SplitMix64's finalizer */
 static inline uint64_t mix64(uint64_t z) {

@@ -15,14 +15,41 @@ API:
     hash64_array_long(values) -> np.ndarray[int64]   hash64_long over an integer array
     hash64_array_bytes(values) -> np.ndarray[int64]  hash64 over a sequence of bytes (``hash64_many`` alias)
 
+The array functions run compiled loops (``metastore.orcio._murmur3_native``, built from _murmur3_native.c and
+murmur3.h by ``pip install -e .``) when that extension is importable; otherwise the numpy code here, their
+reference (same results, only slower), with a warning once per process.
+
 This module imports only numpy: ``metastore.orcio`` stays independent of the rest of the project.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
+from types import ModuleType
 
 import numpy as np
+
+try:
+    from . import _murmur3_native as _native
+
+    _missing: str | None = None
+except ImportError as exc:  # not built: the numpy code runs instead
+    _native = None  # type: ignore[assignment]
+    _missing = str(exc)
+
+_warned = False
+
+
+def compiled() -> ModuleType | None:
+    """The compiled hash loops, or None (with a warning the first time) when they are not built."""
+    global _warned
+    if _native is None and not _warned:
+        _warned = True
+        warnings.warn(
+            f"metastore.orcio._murmur3_native is not built ({_missing}); Murmur3 hashing uses the slower numpy "
+            "code (reinstall with `pip install -e .` and a C compiler to build it)", RuntimeWarning, stacklevel=3)
+    return _native
 
 __all__ = [
     "DEFAULT_SEED",
@@ -152,12 +179,19 @@ def _fmix_in_place(h: np.ndarray, t: np.ndarray) -> None:
     h ^= t
 
 
-def hash64_array_long(values: np.ndarray | Sequence[int]) -> np.ndarray:
-    """``hash64_long`` over an array of integers (taken as int64); returns an int64 array."""
+def hash64_array_long(values: np.ndarray | Sequence[int], native: bool = True) -> np.ndarray:
+    """``hash64_long`` over an array of integers (taken as int64); returns an int64 array.
+
+    ``native=False`` runs the numpy code even when the compiled loop is there (the tests' reference)."""
     arr = np.asarray(values)
     if arr.dtype != np.int64:
         arr = arr.astype(np.int64)
     arr = arr.ravel()
+    loops = compiled() if native else None
+    if loops is not None:
+        result = np.empty(arr.size, dtype=np.int64)
+        loops.hash64_longs(np.ascontiguousarray(arr), result)
+        return result
     # The big-endian bytes read back little-endian are the byte-swapped value: one full block.
     out = arr.byteswap().view(np.uint64)
     n = out.size

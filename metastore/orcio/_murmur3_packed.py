@@ -6,26 +6,38 @@ waste. :func:`hash64_packed` hashes straight from ``(buffer, offsets)``: for the
 it gathers the (unaligned) little-endian word through a byte-strided uint64 view of the zero-padded buffer,
 masks off bytes past the value's end, and applies the block or tail step of the hash to all values that
 have a j-th word at once. The results equal ``hash64`` of each value (seed 104729 unless given).
+
+When ``metastore.orcio._murmur3_native`` is built, a compiled loop (releasing the GIL) does the hashing instead;
+this numpy code is its reference and the fallback.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._murmur3 import DEFAULT_SEED, HASH_BLOCK, _block_step, _fmix_in_place, _mix_into
+from ._murmur3 import DEFAULT_SEED, HASH_BLOCK, _block_step, _fmix_in_place, _mix_into, compiled
 
 # Mask keeping the low r bytes of a word, for r = 0..8 bytes of the value left in it.
 _MASKS = np.array([0] + [(1 << (8 * r)) - 1 for r in range(1, 8)] + [0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
 
 
 def hash64_packed(
-    buffer: bytes | bytearray | memoryview | np.ndarray, offsets: np.ndarray, seed: int = DEFAULT_SEED
+    buffer: bytes | bytearray | memoryview | np.ndarray, offsets: np.ndarray, seed: int = DEFAULT_SEED,
+    native: bool = True,
 ) -> np.ndarray:
-    """``hash64`` of each value ``buffer[offsets[i]:offsets[i+1]]``; returns an int64 array of ``len(offsets)-1``."""
+    """``hash64`` of each value ``buffer[offsets[i]:offsets[i+1]]``; returns an int64 array of ``len(offsets)-1``.
+
+    ``native=False`` runs the numpy code even when the compiled loop is there (the tests' reference)."""
     offsets = np.asarray(offsets, dtype=np.int64)
     n = len(offsets) - 1
     if n <= 0:
         return np.empty(0, dtype=np.int64)
+    loops = compiled() if native else None
+    # (an array buffer that is not C-contiguous, or 2-D offsets, take the numpy code)
+    if loops is not None and offsets.ndim == 1 and (not isinstance(buffer, np.ndarray) or buffer.flags.c_contiguous):
+        out = np.empty(n, dtype=np.int64)
+        loops.hash64_packed(buffer, np.ascontiguousarray(offsets), seed & 0xFFFFFFFFFFFFFFFF, out)
+        return out
     raw = np.frombuffer(buffer, dtype=np.uint8) if not isinstance(buffer, np.ndarray) else buffer.view(np.uint8)
     end = int(offsets[-1])
     if end > raw.size or int(offsets[0]) < 0:
