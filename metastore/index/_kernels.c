@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orcio/murmur3.h" /* hash64_long */
+#include "../orcio/_murmur3.h" /* hash64_long */
 
 #define GOLDEN 0x9E3779B97F4A7C15ULL
 #define MIX1 0xBF58476D1CE4E5B9ULL

@@ -16,7 +16,7 @@ API:
     hash64_array_bytes(values) -> np.ndarray[int64]  hash64 over a sequence of bytes (``hash64_many`` alias)
 
 The array functions run compiled loops (``metastore.orcio._murmur3_native``, built from _murmur3_native.c and
-murmur3.h by ``pip install -e .``) when that extension is importable; otherwise the numpy code here, their
+_murmur3.h by ``pip install -e .``) when that extension is importable; otherwise the numpy code here, their
 reference (same results, only slower), with a warning once per process.
 
 This module imports only numpy: ``metastore.orcio`` stays independent of the rest of the project.

@@ -10,7 +10,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-#include "murmur3.h"
+#include "_murmur3.h"
 
 /* a C-contiguous buffer of 8-byte items; writable when asked */
 static int get_int64s(PyObject *obj, Py_buffer *view, int writable, const char *name) {

@@ -291,7 +291,9 @@ def test_verbose_reports_every_phase(dataset: Dataset) -> None:
         assert phases[name][1] == "wall", name
     for name in cpu:
         assert phases[name][1].startswith("CPU"), name
-    assert phases["scan and decode"][0] > 0 and phases["hashing"][0] > 0
+    # (hashing's clock itself is checked unrounded in tests/stats/test_harvest_parts.py: the compiled Murmur3 loop
+    # hashes these 2 x 48,000 values in well under the millisecond this report prints)
+    assert phases["scan and decode"][0] > 0 and "hashing" in phases
     assert phases["statement total"][0] >= max(phases[name][0] for name in wall[:-1])
     assert phases["start-up before the first statement (interpreter, imports, connecting)"][0] > 0
     assert "loading the harvest (imports)" in phases
