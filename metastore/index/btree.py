@@ -127,11 +127,23 @@ class Postings:
         else:
             k, i, new_key = _int_pairs_order(np.asarray(keys, dtype=np.int64), np.asarray(ids, dtype=np.uint32),
                                              grouped)
+        return cls._of_ordered(domain, k, i, new_key)
+
+    @classmethod
+    def _of_ordered(cls, domain: Domain, k: np.ndarray, i: np.ndarray, new_key: np.ndarray) -> Postings:
+        """Postings of pairs ordered by key, then id, ``new_key`` marking where each key starts."""
         if bool(new_key.all()):  # every key in one stripe only (a unique column): no grouping to do
             return cls(domain, k, None, i)
         starts = np.flatnonzero(new_key)
-        offsets = np.append(starts, len(k)).astype(np.int64)
-        return cls(domain, k[starts], offsets, i)
+        return cls(domain, k[starts], np.append(starts, len(k)).astype(np.int64), i)
+
+
+def _key_starts(k: np.ndarray) -> np.ndarray:
+    """Per position of sorted keys, whether it starts a new key."""
+    new_key = np.empty(len(k), dtype=bool)
+    new_key[:1] = True
+    np.not_equal(k[1:], k[:-1], out=new_key[1:])
+    return new_key
 
 
 def _int_pairs_order(keys: np.ndarray, ids: np.ndarray, grouped: bool = False,
@@ -157,9 +169,7 @@ def _int_pairs_order(keys: np.ndarray, ids: np.ndarray, grouped: bool = False,
         order = np.argsort(keys, kind="stable" if in_order else None)
         k = keys[order]
         i = ids[order]
-    new_key = np.empty(len(k), dtype=bool)
-    new_key[:1] = True
-    np.not_equal(k[1:], k[:-1], out=new_key[1:])
+    new_key = _key_starts(k)
     if len(k) and not in_order and not bool(new_key.all()):
         group = np.cumsum(new_key, dtype=np.int64) - 1
         width = int(i.max()) + 1
@@ -238,13 +248,7 @@ def _int_postings(files: Sequence[FileValues], *, native: bool = True) -> Postin
         k = np.empty(total, dtype=np.int64)
         i = np.empty(total, dtype=np.uint32)
         merge_sorted_runs(compiled, runs, run_ids, bases, k, i)
-        new_key = np.empty(total, dtype=bool)
-        new_key[:1] = True
-        np.not_equal(k[1:], k[:-1], out=new_key[1:])
-        if bool(new_key.all()):
-            return Postings(Domain.INT64, k, None, i)
-        starts = np.flatnonzero(new_key)
-        return Postings(Domain.INT64, k[starts], np.append(starts, total).astype(np.int64), i)
+        return Postings._of_ordered(Domain.INT64, k, i, _key_starts(k))
     keys = np.empty(total, dtype=np.int64)
     ids = np.empty(total, dtype=np.uint32)
     at = 0

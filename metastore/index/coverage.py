@@ -82,8 +82,9 @@ class FileValues:
             total = sum(counts)
             merged_keys = np.empty(total, dtype=np.int64)
             merged_ids = np.empty(total, dtype=id_type)
-            compiled.merge_runs([np.ascontiguousarray(r, dtype=np.int64) for r in parts], [None] * len(parts), [j for j, c in enumerate(counts) if c], merged_keys,
-                                merged_ids)
+            runs = [np.ascontiguousarray(r, dtype=np.int64) for r in parts]
+            bases = [j for j, c in enumerate(counts) if c]  # each run's stripe id
+            compiled.merge_runs(runs, [None] * len(runs), bases, merged_keys, merged_ids)
             return FileValues(self.file, stripes, (merged_keys, merged_ids))
         keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         ids = np.repeat(np.arange(len(self.stripes), dtype=id_type), counts)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -103,8 +104,6 @@ def default_parallelism(spark: Any) -> int:
 def _range_splits(spark: Any) -> int | None:
     """The partitions ``spark.range(n)`` gets, from its physical plan (``Range (0, n, step=1, splits=k)``, which
     Spark explains without running a job); None when the plan does not say."""
-    import re
-
     try:
         text = spark.range(0, 1 << 16)._explain_string(mode="simple")
     except Exception:  # noqa: BLE001 - a private API: the caller then counts with a job
