@@ -16,12 +16,13 @@
  *       else:           probe i (1..k): mix(h + i * 0x9E3779B97F4A7C15) % m  (bloom.probe_positions)
  *     where mix is SplitMix64's finalizer.
  *
- * merge_runs(keys, ids, bases, out_keys, out_ids) -> None
+ * merge_runs(keys, ids, bases, out_keys, out_ids) -> int
  *     Merges sorted runs of int64 keys (each non-decreasing) into out_keys, ordered by key and, for equal keys,
  *     by run (the order a stable sort of the runs' concatenation gives: btree._int_pairs_order), and writes each
  *     key's id to out_ids (uint16 or uint32): bases[r] plus the run's own id (ids[r], uint16 or uint32), or
  *     bases[r] alone where ids[r] is None. out_keys and out_ids hold exactly the runs' keys. A loser tree of
- *     (key, run) pairs: log2(runs) comparisons per key; runs already in order are copied.
+ *     (key, run) pairs: log2(runs) comparisons per key; runs already in order are copied. Returns how many output
+ *     keys equal the key before them (0: the keys are distinct, so no grouping into postings is needed).
  *
  * encode_int_leaf(keys, ids, offsets, start, end, lo, hi, ids16) -> bytes
  *     One BTREE leaf of format 2 over sorted distinct int64 keys[start:end] (btree._encode_leaf): u32 n, u8 flags
@@ -206,8 +207,8 @@ static inline void put_id(void *out, int size, Py_ssize_t at, uint32_t id) {
         ((uint32_t *)out)[at] = id;
 }
 
-/* 0 on success, -1 when out of memory */
-static int merge(const Run *runs, Py_ssize_t count, int64_t *out_keys, void *out_ids, int out_size) {
+/* the number of output keys equal to the key before them (0: every key distinct), or -1 when out of memory */
+static Py_ssize_t merge(const Run *runs, Py_ssize_t count, int64_t *out_keys, void *out_ids, int out_size) {
     /* runs in order already (each starts at or after the previous one's end): the concatenation */
     int ordered = 1;
     int64_t last = 0;
@@ -219,14 +220,27 @@ static int merge(const Run *runs, Py_ssize_t count, int64_t *out_keys, void *out
         seen = 1;
     }
     if (ordered) {
-        Py_ssize_t o = 0;
+        Py_ssize_t o = 0, repeats = 0;
         for (Py_ssize_t r = 0; r < count; r++) {
             const Run *run = &runs[r];
-            memcpy(out_keys + o, run->keys, (size_t)run->len * sizeof(int64_t));
-            for (Py_ssize_t j = 0; j < run->len; j++) put_id(out_ids, out_size, o + j, run_id(run, j));
+            /* copied in pieces that stay in cache while their repeats are counted */
+            for (Py_ssize_t j = 0; j < run->len; j += 8192) {
+                Py_ssize_t piece = run->len - j < 8192 ? run->len - j : 8192;
+                const int64_t *from = run->keys + j;
+                memcpy(out_keys + o + j, from, (size_t)piece * sizeof(int64_t));
+                if (o + j > 0) repeats += from[0] == out_keys[o + j - 1];
+                for (Py_ssize_t q = 1; q < piece; q++) repeats += from[q] == from[q - 1];
+            }
+            if (run->ids == NULL && out_size == 4) {
+                for (Py_ssize_t j = 0; j < run->len; j++) ((uint32_t *)out_ids)[o + j] = run->base;
+            } else if (run->ids == NULL) {
+                for (Py_ssize_t j = 0; j < run->len; j++) ((uint16_t *)out_ids)[o + j] = (uint16_t)run->base;
+            } else {
+                for (Py_ssize_t j = 0; j < run->len; j++) put_id(out_ids, out_size, o + j, run_id(run, j));
+            }
             o += run->len;
         }
-        return 0;
+        return repeats;
     }
     Py_ssize_t leaves = 1;
     while (leaves < count) leaves <<= 1;
@@ -263,11 +277,16 @@ static int merge(const Run *runs, Py_ssize_t count, int64_t *out_keys, void *out
     }
     uint64_t wk = win_key[1];
     uint32_t wr = win_run[1];
+    Py_ssize_t repeats = 0;
+    int64_t previous = 0;
     for (Py_ssize_t o = 0; o < total; o++) {
         uint32_t r = wr & ~DONE;
         const Run *run = &runs[r];
         Py_ssize_t at = pos[r]++;
-        out_keys[o] = run->keys[at];
+        int64_t key = run->keys[at];
+        repeats += (o > 0) & (key == previous);
+        previous = key;
+        out_keys[o] = key;
         put_id(out_ids, out_size, o, run_id(run, at));
         /* a hundred runs are more streams than the hardware prefetcher follows */
         __builtin_prefetch(run->keys + at + 64);
@@ -292,7 +311,7 @@ static int merge(const Run *runs, Py_ssize_t count, int64_t *out_keys, void *out
         }
     }
     free(node_key); free(node_run); free(win_key); free(win_run); free(pos);
-    return 0;
+    return repeats;
 }
 
 static PyObject *merge_runs(PyObject *self, PyObject *args) {
@@ -360,13 +379,12 @@ static PyObject *merge_runs(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "merge_runs: the outputs must hold every key (int64) and id (uint16/32)");
         goto done;
     }
-    int failed;
+    Py_ssize_t repeats;
     Py_BEGIN_ALLOW_THREADS
-    failed = merge(runs, count, (int64_t *)out_keys.buf, out_ids.buf, (int)out_ids.itemsize);
+    repeats = merge(runs, count, (int64_t *)out_keys.buf, out_ids.buf, (int)out_ids.itemsize);
     Py_END_ALLOW_THREADS
-    if (failed) { PyErr_NoMemory(); goto done; }
-    result = Py_None;
-    Py_INCREF(result);
+    if (repeats < 0) { PyErr_NoMemory(); goto done; }
+    result = PyLong_FromSsize_t(repeats);
 done:
     if (views) {
         for (Py_ssize_t i = 0; i < 2 * count; i++)

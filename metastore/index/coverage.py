@@ -57,22 +57,31 @@ class StripeValues:
 class FileValues:
     """Every stripe of one data file. ``merged`` (a BTREE build's worker sends it instead of the stripes'
     ``distinct``, which are then empty): every (key, stripe) pair of the file as int64 keys and stripe numbers
-    in the file, ordered by key, then stripe."""
+    in the file, ordered by key, then stripe; ``merged_counts``: how many of them each stripe has (what
+    distinct_counts would count from the stripe numbers)."""
 
     file: DataFile
     stripes: list[StripeValues]
     merged: tuple[np.ndarray, np.ndarray] | None = None
+    merged_counts: tuple[int, ...] | None = None
 
     def distinct_counts(self) -> list[int]:
         """Per stripe, how many distinct non-null keys it holds."""
         if self.merged is None:
             return [len(s.distinct) for s in self.stripes]
+        if self.merged_counts is not None:
+            return list(self.merged_counts)
         return np.bincount(self.merged[1], minlength=len(self.stripes)).tolist()
 
     def merge_stripes(self, *, native: bool = True) -> FileValues:
         """The same values with the stripes' int64 keys merged into ``merged`` (one sorted run of the file): by
-        the compiled k-way merge when it is built (and ``native``), else numpy's stable sort (the same run)."""
+        the compiled k-way merge when it is built (and ``native``), else numpy's stable sort (the same run).
+        Stripes whose keys are in order already (each non-empty stripe's first key above the last key of the
+        one before: a sorted column) are left as they are: their concatenation is the run, and the stripes'
+        arrays say which stripe each key is in without an array of stripe numbers."""
         parts = [s.distinct for s in self.stripes if len(s.distinct)]
+        if self.merged is not None or all(int(b[0]) > int(a[-1]) for a, b in zip(parts[:-1], parts[1:], strict=True)):
+            return self
         counts = [len(s.distinct) for s in self.stripes]
         id_type = np.uint16 if len(self.stripes) <= 0x10000 else np.uint32
         stripes = [StripeValues(s.offset, s.length, s.rows, s.distinct[:0], s.nulls, s.values, s.bloom)
@@ -85,13 +94,11 @@ class FileValues:
             runs = [np.ascontiguousarray(r, dtype=np.int64) for r in parts]
             bases = [j for j, c in enumerate(counts) if c]  # each run's stripe id
             compiled.merge_runs(runs, [None] * len(runs), bases, merged_keys, merged_ids)
-            return FileValues(self.file, stripes, (merged_keys, merged_ids))
+            return FileValues(self.file, stripes, (merged_keys, merged_ids), tuple(counts))
         keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         ids = np.repeat(np.arange(len(self.stripes), dtype=id_type), counts)
-        if len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1])):
-            return FileValues(self.file, stripes, (keys, ids))  # one ascending run already (a sorted column)
         order = np.argsort(keys, kind="stable")  # merges the stripes' sorted runs; equal keys stay in stripe order
-        return FileValues(self.file, stripes, (keys[order], ids[order]))
+        return FileValues(self.file, stripes, (keys[order], ids[order]), tuple(counts))
 
 
 @dataclass(frozen=True)

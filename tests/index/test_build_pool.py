@@ -168,7 +168,9 @@ def test_probe_positions_are_the_formula() -> None:
 def test_merged_runs_give_the_same_postings_and_stripe_sets() -> None:
     """postings_of over files whose keys come as one merged run each (a pooled BTREE's workers), over the plain
     per-stripe files, and over a mix of both, equals the lexsort of every (key, stripe id) pair; distinct_counts
-    (what the value-stripe set is written from) is the same either way, empty stripes included."""
+    (what the value-stripe set is written from) is the same either way, empty stripes included. A file whose
+    stripes are in order (a sorted column) is kept as its stripes; one whose stripes touch (a stripe's first
+    key equal to the last key of the one before) is merged."""
     from metastore.index.coverage import FileValues, StripeValues
     from metastore.index.model import DataFile
 
@@ -181,16 +183,25 @@ def test_merged_runs_give_the_same_postings_and_stripe_sets() -> None:
             distinct = np.unique(rng.integers(-50, 50, n, dtype=np.int64))
             stripes.append(StripeValues(10 * s, 10, n, distinct, int(n == 0), len(distinct)))
         files.append(FileValues(DataFile(f"file:/d/{f}.orc", 100, 1), stripes))
+    for f, starts in ((4, (60, 70, 80, 90)), (5, (100, 110, 119, 130))):  # in order; touching at 119
+        stripes = [StripeValues(10 * s, 10, 10, np.arange(a, a + 10, dtype=np.int64), 0, 10)
+                   for s, a in enumerate(starts)]
+        stripes.insert(2, StripeValues(99, 1, 3, np.zeros(0, dtype=np.int64), 3, 0))  # all null
+        files.append(FileValues(DataFile(f"file:/d/{f}.orc", 100, 1), stripes))
     merged = [f.merge_stripes() for f in files]
+    assert merged[4] is files[4] and merged[5].merged is not None
     keys = np.concatenate([s.distinct for f in files for s in f.stripes])
     ids = np.repeat(np.arange(sum(len(f.stripes) for f in files)),
                     [len(s.distinct) for f in files for s in f.stripes]).astype(np.uint32)
     lex = np.lexsort((ids, keys))
-    for variant in (files, merged, [merged[0], files[1], merged[2], files[3]]):
+    for variant in (files, merged, [merged[0], files[1], merged[2], files[3], merged[4], files[5]]):
         got = btree.postings_of(variant, Domain.INT64)
         pairs = [(int(k), int(i)) for k, a, b in zip(got.keys, got.offsets[:-1], got.offsets[1:], strict=True)
                  for i in got.ids[a:b]]
         assert pairs == list(zip(keys[lex].tolist(), ids[lex].tolist(), strict=True))
     for plain, run in zip(files, merged, strict=True):
         assert run.distinct_counts() == plain.distinct_counts() == [len(s.distinct) for s in plain.stripes]
-        assert all(len(s.distinct) == 0 for s in run.stripes)
+        if run.merged is None:
+            assert run is plain
+        else:
+            assert all(len(s.distinct) == 0 for s in run.stripes)
