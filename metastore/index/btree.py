@@ -495,28 +495,28 @@ def write_tree(writer: IndexFileWriter, postings: Postings, *, native: bool = Tr
     def first_key(a: int) -> Key:
         return postings.keys[a].item() if domain is Domain.INT64 else postings.keys[a]  # type: ignore[no-any-return]
 
-    groups = [pairs[g : g + COMPRESS_PROBE_EVERY] for g in range(0, len(pairs), COMPRESS_PROBE_EVERY)]
+    runs = [pairs[g : g + COMPRESS_PROBE_EVERY] for g in range(0, len(pairs), COMPRESS_PROBE_EVERY)]
 
-    def add(group: list[tuple[int, int]], packed: list[PackedBlock]) -> None:
-        for (a, b), block in zip(group, packed, strict=True):
-            level.append(_Child(first_key(a), writer.add_packed(block), b - a))
+    def add(run: list[tuple[int, int]], packed: list[PackedBlock]) -> None:
+        for (a, b), ref in zip(run, writer.add_packed_run(packed), strict=True):
+            level.append(_Child(first_key(a), ref, b - a))
 
     if len(pairs) < PACK_THREADS_FROM:
-        for group in groups:
-            add(group, _pack_leaves(encode, group))
+        for run in runs:
+            add(run, _pack_leaves(encode, run))
     else:
-        # groups of leaves (each a probe and the leaves it decides) encoded, compressed and checksummed in
+        # probe runs of leaves (a probe and the leaves it decides) encoded, compressed and checksummed in
         # threads (the kernel, zstd and crc32 release the GIL), written here in order: the one-thread bytes
         with ThreadPoolExecutor(PACK_THREADS, thread_name_prefix="btree-leaves") as pool:
             pending: deque[tuple[list[tuple[int, int]], Future[list[PackedBlock]]]] = deque()
-            for group in groups:
-                pending.append((group, pool.submit(_pack_leaves, encode, group)))
+            for run in runs:
+                pending.append((run, pool.submit(_pack_leaves, encode, run)))
                 if len(pending) > PACK_AHEAD:
-                    done_group, done = pending.popleft()
-                    add(done_group, done.result())
+                    done_run, done = pending.popleft()
+                    add(done_run, done.result())
             while pending:
-                done_group, done = pending.popleft()
-                add(done_group, done.result())
+                done_run, done = pending.popleft()
+                add(done_run, done.result())
     height = 1
     while len(level) > 1:
         parents: list[_Child] = []
