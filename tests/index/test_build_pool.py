@@ -205,3 +205,53 @@ def test_merged_runs_give_the_same_postings_and_stripe_sets() -> None:
             assert run is plain
         else:
             assert all(len(s.distinct) == 0 for s in run.stripes)
+
+
+def test_packed_values_unpack_to_the_same_stripes() -> None:
+    """FileValues.packed (a pooled worker's values for the trip to the parent) and unpacked give back every
+    stripe's int64 keys, counts, nulls and spans: gaps of one, two and four bytes, keys whose differences wrap
+    modulo 2**64 (INT64_MAX next to INT64_MIN), empty and all-null stripes, one key; values whose gaps need
+    eight bytes, merged runs and bytes keys travel as they are."""
+    from metastore.index.coverage import FileValues, StripeValues
+    from metastore.index.model import DataFile
+
+    big = np.iinfo(np.int64)
+
+    def file_of(*stripes: np.ndarray) -> FileValues:
+        return FileValues(DataFile("file:/d/x.orc", 100, 1),
+                          [StripeValues(10 * j, 10, len(d) + 2, d, 2, len(d)) for j, d in enumerate(stripes)])
+
+    def arr(*values: int) -> np.ndarray:
+        return np.asarray(values, dtype=np.int64)
+
+    ts = 1_600_000_000_000 + np.arange(3000, dtype=np.int64) * 10
+    cases = {
+        np.uint8: file_of(ts[:1000], arr(), ts[1000:2000], ts[2000:]),
+        np.uint16: file_of(arr(-5, 1000), arr(60_000, 60_001)),
+        np.uint32: file_of(arr(0, 1 << 31), arr((1 << 32) + 7)),
+        "wrap": file_of(arr(big.max - 1, big.max), arr(big.min, big.min + 3)),
+        "descending": file_of(arr(10, 11), arr(3, 4)),  # differences wrap to ~2**64: sent as they are
+        "wide": file_of(arr(0, 1 << 40)),
+        "one": file_of(arr(7)),
+        "empty": file_of(arr(), arr()),
+    }
+    for name, values in cases.items():
+        packed = values.packed()
+        if name in ("descending", "wide", "one", "empty"):
+            assert packed is values, name
+            continue
+        assert packed.gaps is not None and all(len(s.distinct) == 0 for s in packed.stripes), name
+        if name != "wrap":
+            assert packed.gaps[1].dtype == name, name
+        unpacked = packed.unpacked()
+        assert unpacked.merged is None and unpacked.gaps is None
+        assert unpacked.distinct_counts() == values.distinct_counts() == packed.distinct_counts()
+        for a, b in zip(unpacked.stripes, values.stripes, strict=True):
+            assert a.distinct.dtype == np.int64 and np.array_equal(a.distinct, b.distinct), name
+            assert (a.offset, a.length, a.rows, a.nulls, a.values) == (b.offset, b.length, b.rows, b.nulls, b.values)
+    run = file_of(arr(1, 5), arr(2, 3)).merge_stripes()
+    assert run.merged is not None and run.packed() is run and run.unpacked() is run
+    words = np.empty(2, dtype=object)
+    words[:] = [b"a", b"b"]
+    strings = FileValues(DataFile("file:/d/s.orc", 100, 1), [StripeValues(0, 10, 2, words, 0, 2)])
+    assert strings.packed() is strings
