@@ -15,6 +15,7 @@ a half-written part.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, wait
@@ -143,15 +144,65 @@ def local_scanner(
     return scan
 
 
+#: where pooled BTREE workers leave merged runs of at least SHARED_MIN_BYTES for the parent to map (a tmpfs;
+#: None or missing: runs are pickled through the pool's pipe). Measured with two forked workers: 100 results
+#: of 5 MB took 1.3-2.2 s through the pipe (parent CPU 0.5-1.3 s), 0.64-0.66 s through /dev/shm (0.02 s).
+SHARED_DIR: str | None = "/dev/shm"
+SHARED_MIN_BYTES = 1 << 20
+_SHARED_PREFIX = "metastore-index-"
+
+
+def _shared_prefix(parent: int) -> str:
+    return f"{_SHARED_PREFIX}{parent}-"
+
+
+def _sweep_shared(directory: str) -> None:
+    """Remove runs that builds of processes no longer alive left in ``directory`` (killed before mapping them)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(_SHARED_PREFIX):
+            continue
+        pid = name[len(_SHARED_PREFIX):].partition("-")[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _scan_packed(
     file: DataFile, column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None,
-    *, bounds: bool, bloom_fpp: float | None, merge: bool,
+    *, bounds: bool, bloom_fpp: float | None, merge: bool, shared: tuple[str, int] | None = None,
 ) -> FileValues:
     """scan_file in a pool's worker, its values packed for the trip to the parent (FileValues.packed: a
     sorted column's keys as narrow gaps, a few hundred KB a file instead of 4 MB of int64 through the pool's
-    pipe); the parent unpacks them."""
+    pipe; ``shared``, the directory and the parent's pid: a merged run of at least SHARED_MIN_BYTES in a file
+    there, FileValues.to_shared); the parent unpacks them."""
     values = scan_file(file, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp, merge=merge)
-    return values.packed() if merge and not bounds and bloom_fpp is None else values
+    if not merge or bounds or bloom_fpp is not None:
+        return values
+    values = values.packed()
+    if (shared is not None and values.merged is not None
+            and values.merged[0].nbytes + values.merged[1].nbytes >= SHARED_MIN_BYTES):
+        try:
+            return values.to_shared(shared[0], _shared_prefix(shared[1]))
+        except OSError:
+            return values  # no room in shared memory: through the pipe
+    return values
 
 
 def _pooled(
@@ -162,19 +213,31 @@ def _pooled(
     the last file to finish is a small one; results as they finish. The first error stops the scan."""
     from metastore.stats.harvest.runner import worker_pool
 
+    shared = None
+    if merge and SHARED_DIR is not None and os.path.isdir(SHARED_DIR) and os.access(SHARED_DIR, os.W_OK):
+        _sweep_shared(SHARED_DIR)
+        shared = (SHARED_DIR, os.getpid())
     pool = worker_pool(pool_size)
+    submitted = []
+    taken = set()
     try:
         pending = {
             pool.submit(_scan_packed, f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp,
-                        merge=merge)
+                        merge=merge, shared=shared)
             for f in sorted(files, key=lambda f: -f.size)
         }
+        submitted = list(pending)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
+                taken.add(future)
                 yield future.result().unpacked()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        # runs the workers left in shared memory that this build will not map (it failed or was stopped)
+        for future in submitted:
+            if future not in taken and future.done() and not future.cancelled() and future.exception() is None:
+                future.result().discard()
 
 
 def build_parts(

@@ -7,7 +7,10 @@ and so on. Index files store the table as one binary block and the file list in 
 
 from __future__ import annotations
 
+import mmap
+import os
 import struct
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -61,13 +64,15 @@ class FileValues:
     distinct_counts would count from the stripe numbers). ``gaps`` (only between a pooled worker and the
     parent, see packed): the stripes' int64 keys, one stripe after the other, as the first key and the
     differences between neighbours in the narrowest unsigned type that holds them, the stripes' ``distinct``
-    empty and their counts in ``merged_counts``."""
+    empty and their counts in ``merged_counts``. ``shared`` (the same trip, see to_shared): ``merged`` written
+    to a file in shared memory instead, as its path, key count and id type."""
 
     file: DataFile
     stripes: list[StripeValues]
     merged: tuple[np.ndarray, np.ndarray] | None = None
     merged_counts: tuple[int, ...] | None = None
     gaps: tuple[int, np.ndarray] | None = None
+    shared: tuple[str, int, str] | None = None
 
     def distinct_counts(self) -> list[int]:
         """Per stripe, how many distinct non-null keys it holds."""
@@ -102,8 +107,51 @@ class FileValues:
         counts = tuple(len(s.distinct) for s in self.stripes)
         return FileValues(self.file, stripes, None, counts, (int(keys[0]), differences.astype(narrow)))
 
+    def to_shared(self, directory: str, prefix: str) -> FileValues:
+        """The values to send to another process with the merged run in a new file in ``directory`` (a tmpfs:
+        /dev/shm) named ``prefix``..., which ``unpacked`` maps and removes: the run's bytes are written once
+        instead of pickled, piped and unpickled (4-5 MB a file). Values without a merged run as they are;
+        OSError (no room, say) when the file cannot be written, and then no file is left."""
+        if self.merged is None:
+            return self
+        keys, ids = self.merged
+        fd, path = tempfile.mkstemp(dir=directory, prefix=prefix)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(np.ascontiguousarray(keys, dtype=np.int64).data.cast("B"))
+                out.write(np.ascontiguousarray(ids).data.cast("B"))
+        except BaseException:
+            os.unlink(path)
+            raise
+        counts = tuple(self.distinct_counts()) if self.merged_counts is None else self.merged_counts
+        return FileValues(self.file, self.stripes, None, counts, None, (path, len(keys), ids.dtype.str))
+
+    def discard(self) -> None:
+        """Remove the shared file of values that will not be unpacked (a build that failed meanwhile)."""
+        if self.shared is not None:
+            try:
+                os.unlink(self.shared[0])
+            except FileNotFoundError:
+                pass
+
     def unpacked(self) -> FileValues:
-        """The values ``packed`` sent, with every stripe's keys as int64 again (views of one array)."""
+        """The values ``packed`` or ``to_shared`` sent: every stripe's keys as int64 again (views of one array),
+        or the merged run as read-only arrays over the shared file's pages (mapped, then the file removed)."""
+        if self.shared is not None:
+            path, n, id_type = self.shared
+            try:
+                with open(path, "rb") as f:
+                    size = os.fstat(f.fileno()).st_size
+                    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+                    view = mmap.mmap(f.fileno(), size, flags=flags, prot=mmap.PROT_READ) if size else b""
+            finally:
+                os.unlink(path)
+            ids_dtype = np.dtype(id_type)
+            if size != n * (8 + ids_dtype.itemsize):
+                raise ValueError(f"{path} holds {size} bytes, not {n} keys and ids")
+            keys = np.frombuffer(view, dtype=np.int64, count=n)
+            ids = np.frombuffer(view, dtype=ids_dtype, count=n, offset=8 * n)
+            return FileValues(self.file, self.stripes, (keys, ids), self.merged_counts)
         if self.gaps is None:
             return self
         first, differences = self.gaps

@@ -4,6 +4,8 @@ the build paths' faster steps (grouping postings, bloom probe positions) give wh
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from index import tables
-from metastore.index import bloom, btree, build
+from metastore.index import bloom, btree, build, coverage
 from metastore.index.build import BuildTarget, build_parts
 from metastore.index.columns import Domain
 from metastore.index.errors import IndexBuildError
@@ -255,3 +257,111 @@ def test_packed_values_unpack_to_the_same_stripes() -> None:
     words[:] = [b"a", b"b"]
     strings = FileValues(DataFile("file:/d/s.orc", 100, 1), [StripeValues(0, 10, 2, words, 0, 2)])
     assert strings.packed() is strings
+
+
+def test_runs_through_shared_memory_give_the_same_bytes_and_leave_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pools: list[int]
+) -> None:
+    """Pooled BTREE workers leave every merged run in the shared directory (SHARED_MIN_BYTES 0) for the parent
+    to map: the parts are the one-process parts byte for byte and no run file stays behind; nor when a file
+    fails (the runs already written are removed), and runs of a build whose process is gone are swept by the
+    next build."""
+    rng = np.random.default_rng(71)
+    empty = dict.fromkeys(tables.COLUMNS)
+    table = [[[dict(empty, i=int(v)) for v in rng.integers(-(1 << 31), 1 << 31, size=300)] for _ in range(2)]
+             for _ in range(4)]
+    written = tables.write_table(tmp_path / "t", table)
+    shared = tmp_path / "shm"
+    shared.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    stale = shared / f"metastore-index-{dead.stdout.strip()}-old"
+    stale.write_bytes(b"x" * 100)
+    monkeypatch.setattr(build, "WORKERS", 2)
+    seen: list[str] = []
+    real = coverage.FileValues.unpacked
+
+    def unpacked(self: coverage.FileValues) -> coverage.FileValues:
+        if self.shared is not None:
+            seen.append(self.shared[0])
+        return real(self)
+
+    monkeypatch.setattr(coverage.FileValues, "unpacked", unpacked)
+    for column in ("i", "seq"):
+        monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 1 << 62)
+        single = _build(tmp_path, written, column, IndexKind.BTREE, IndexLevel.TABLE)
+        monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
+        monkeypatch.setattr(build, "SHARED_DIR", str(shared))
+        monkeypatch.setattr(build, "SHARED_MIN_BYTES", 0)
+        seen.clear()
+        assert _build(tmp_path, written, column, IndexKind.BTREE, IndexLevel.TABLE) == single
+        assert list(shared.iterdir()) == []  # the stale run swept, every run mapped and removed
+        if column == "i":
+            assert len(seen) == len(written.files)
+    # a build stopped after its first file: the runs finished meanwhile are removed, not mapped
+    discarded = []
+    real_discard = coverage.FileValues.discard
+
+    def discard(self: coverage.FileValues) -> None:
+        discarded.append(self.shared)
+        real_discard(self)
+
+    monkeypatch.setattr(coverage.FileValues, "discard", discard)
+    from metastore.index.columns import column_type
+
+    scan = build._pooled(written.files, 2, "i", column_type("int", "i"), COLUMNS.index("i"), None, False, None, True)
+    first = next(scan)
+    assert first.merged is not None
+    scan.close()
+    assert discarded and all(d is not None for d in discarded)
+    assert list(shared.iterdir()) == []
+    bad = local_path(written.files[2].path)
+    assert bad is not None
+    bad.write_bytes(b"not an orc file at all" * 10)
+    files = list(written.files)
+    files[2] = DataFile(files[2].path, bad.stat().st_size, bad.stat().st_mtime_ns)
+    with pytest.raises(IndexBuildError, match="part-002.orc"):
+        _build(tmp_path, tables.WrittenTable(files, written.rows, written.stripe_rows), "i", IndexKind.BTREE,
+               IndexLevel.TABLE)
+    assert list(shared.iterdir()) == []
+
+
+def test_shared_run_round_trip(tmp_path: Path) -> None:
+    """to_shared writes a merged run (uint16 or uint32 ids) to a file that unpacked maps and removes, the same
+    keys, ids and counts; discard removes a file never unpacked; values without a merged run stay as they are;
+    a file of the wrong size is refused."""
+    from metastore.index.coverage import FileValues, StripeValues
+
+    rng = np.random.default_rng(72)
+    for stripes in (3, 70_000):
+        values = [StripeValues(10 * s, 10, 5, np.sort(rng.choice(1 << 40, size=int(rng.integers(0, 6)),
+                                                                  replace=False)).astype(np.int64), 0, 5)
+                  for s in range(stripes if stripes < 10 else 3)]
+        plain = FileValues(DataFile("file:/d/x.orc", 100, 1), values)
+        run = plain.merge_stripes()
+        if run.merged is None:
+            continue
+        if stripes > 10:  # stripe numbers past 16 bits
+            run = FileValues(run.file, run.stripes, (run.merged[0], run.merged[1].astype(np.uint32)),
+                             run.merged_counts)
+        sent = run.to_shared(str(tmp_path), "metastore-index-1-")
+        assert sent.merged is None and sent.shared is not None and Path(sent.shared[0]).exists()
+        back = sent.unpacked()
+        assert not Path(sent.shared[0]).exists() and back.merged is not None
+        assert np.array_equal(back.merged[0], run.merged[0]) and back.merged[1].dtype == run.merged[1].dtype
+        assert np.array_equal(back.merged[1], run.merged[1])
+        assert back.distinct_counts() == plain.distinct_counts()
+        again = run.to_shared(str(tmp_path), "metastore-index-1-")
+        again.discard()
+        again.discard()
+        assert list(tmp_path.iterdir()) == []
+    plain = FileValues(DataFile("file:/d/x.orc", 100, 1), [StripeValues(0, 10, 1, np.arange(3), 0, 3)])
+    assert plain.to_shared(str(tmp_path), "p") is plain
+    run = FileValues(plain.file, plain.stripes, (np.arange(4, dtype=np.int64), np.zeros(4, np.uint16)), (4,))
+    sent = run.to_shared(str(tmp_path), "p")
+    assert sent.shared is not None
+    with open(sent.shared[0], "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(ValueError, match="not 4 keys"):
+        sent.unpacked()
+    assert list(tmp_path.iterdir()) == []
