@@ -365,3 +365,40 @@ def test_shared_run_round_trip(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not 4 keys"):
         sent.unpacked()
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_postings_of_packed_files_are_the_plain_postings(native: bool) -> None:
+    """Files sent as gaps (FileValues.packed) give postings_of the postings of their plain stripes: summed into
+    place when every file came so and the keys ascend from file to file (all-null files between them), and
+    through the merge otherwise (files overlapping, touching at a file boundary, one file not packed, keys
+    wrapping past the largest int64)."""
+    from metastore.index.coverage import FileValues, StripeValues
+    from metastore.index.model import DataFile
+
+    def file_of(*stripes: list[int]) -> FileValues:
+        values = [StripeValues(10 * j, 10, len(d) + 1, np.asarray(d, dtype=np.int64), 1, len(d))
+                  for j, d in enumerate(stripes)]
+        return FileValues(DataFile(f"file:/d/{id(values)}.orc", 100, 1), values)
+
+    big = int(np.iinfo(np.int64).max)
+    cases = {
+        "ascending": [file_of([1, 2], [], [5, 9]), file_of([], []), file_of([10, 12], [300])],
+        "overlapping": [file_of([1, 2], [5, 9]), file_of([3, 4])],
+        "touching": [file_of([1, 2], [5, 9]), file_of([9, 10])],
+        "single key": [file_of([1, 2], [5, 9]), file_of([20])],
+        "wide": [file_of([1, 2]), file_of([3, 1 << 40])],
+        "wrapping": [file_of([big - 1, big], [-big - 1, -big])],
+    }
+    for name, files in cases.items():
+        packed = [f.packed() for f in files]
+        if name == "ascending":
+            assert btree._ascending_gaps(packed) is not None
+        elif name != "wrapping":
+            assert btree._ascending_gaps(packed) is None, name
+        got = btree._int_postings(packed, native=native)
+        want = btree._int_postings(files, native=native)
+        assert np.array_equal(got.keys, want.keys) and np.array_equal(got.ids, want.ids), name
+        assert got.single == want.single and np.array_equal(got.offsets, want.offsets), name
+    wrapped = [f.packed() for f in cases["wrapping"]]
+    assert wrapped[0].gaps is not None and btree._ascending_gaps(wrapped) is None
