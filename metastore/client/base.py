@@ -136,6 +136,22 @@ class MetastoreClient(abc.ABC):
 
     # ------------------------------------------------------------------ statistics
 
+    def write_analysis(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition],
+        partition_statistics: Sequence[StatsWrite], table_statistics: Sequence[StatsWrite] = (),
+        table_parameters: Mapping[str, str] | None = None,
+    ) -> None:
+        """What an ANALYZE of a partitioned table writes: the partitions' new definitions (alter_partitions),
+        their column statistics, the table level's, and some table parameters (update_table_parameters). Here
+        the metastore's calls in that order, each its own transaction (a failure leaves the earlier calls'
+        writes stored); a client that can (the embedded one) writes everything in one transaction."""
+        if partitions:
+            self.alter_partitions(db_name, table_name, partitions)
+        self.write_statistics(partition_statistics)
+        self.write_statistics(table_statistics)
+        if table_parameters:
+            self.update_table_parameters(db_name, table_name, table_parameters)
+
     def write_statistics(
         self, writes: Sequence[StatsWrite], *, merge: bool = False, batch_size: int = DEFAULT_STATS_BATCH,
         engine: str = DEFAULT_ENGINE,
