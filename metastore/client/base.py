@@ -172,16 +172,20 @@ class MetastoreClient(abc.ABC):
 
     @abc.abstractmethod
     def table_statistics(
-        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE
+        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE,
+        sketches: bool = True,
     ) -> list[ColumnStatsEntry]:
-        """Table-level statistics of those columns that have them."""
+        """Table-level statistics of those columns that have them. ``sketches`` False: the caller does not need
+        their bit vectors and histograms, which a client that can leaves out (a server sends what it is
+        configured to)."""
 
     @abc.abstractmethod
     def partition_statistics(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
-        engine: str = DEFAULT_ENGINE,
+        engine: str = DEFAULT_ENGINE, sketches: bool = True,
     ) -> dict[str, list[ColumnStatsEntry]]:
-        """{partition name: statistics} of the named partitions that have statistics of the columns."""
+        """{partition name: statistics} of the named partitions that have statistics of the columns (``sketches``
+        as for table_statistics)."""
 
     @abc.abstractmethod
     def aggregate_statistics(

@@ -192,16 +192,19 @@ class EmbeddedMetastoreClient(MetastoreClient):
         self._run(self._ms.stats.write, list(writes), merge=merge, engine=engine)
 
     def table_statistics(
-        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE
+        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE,
+        sketches: bool = True,
     ) -> list[ColumnStatsEntry]:
-        return self._run(self._ms.stats.table_stats, db_name, table_name, list(columns), engine=engine)
+        return self._run(self._ms.stats.table_stats, db_name, table_name, list(columns), engine=engine,
+                         sketches=sketches)
 
     def partition_statistics(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
-        engine: str = DEFAULT_ENGINE,
+        engine: str = DEFAULT_ENGINE, sketches: bool = True,
     ) -> dict[str, list[ColumnStatsEntry]]:
         return self._run(
-            self._ms.stats.partitions_stats, db_name, table_name, list(partition_names), list(columns), engine=engine
+            self._ms.stats.partitions_stats, db_name, table_name, list(partition_names), list(columns), engine=engine,
+            sketches=sketches,
         )
 
     def aggregate_statistics(

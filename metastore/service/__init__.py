@@ -59,7 +59,7 @@ class Metastore:
         their parent checked. workers sizes the connection pool as one of that many server workers. engine is
         one the caller keeps (an embedded client's engine reused between clients); None opens one."""
         if check_schema:
-            migrate.check_schema(settings.db, auto_upgrade=auto_upgrade)
+            migrate.check_schema(settings.db, auto_upgrade=auto_upgrade, engine=engine)
         if engine is None:
             engine = create_worker_engine(settings.db, workers=workers or 1)
         store = Store(settings.db, engine=engine, served_encoding=served_encoding)

@@ -413,14 +413,15 @@ class StatisticsService:
 
     def table_stats(
         self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE,
-        catalog: str = DEFAULT_CATALOG,
+        catalog: str = DEFAULT_CATALOG, sketches: bool = True,
     ) -> list[ColumnStatsEntry]:
-        """Table-level statistics of the columns that have them; NoSuchObject for a missing table."""
+        """Table-level statistics of the columns that have them; NoSuchObject for a missing table. ``sketches``
+        False leaves out bit vectors and histograms whatever this service is configured to send."""
         check_names(catalog, db_name, table_name, (), columns)
         with self._read() as repo:
             found = repo.read_table_stats(
                 catalog, db_name, table_name, columns, engine or DEFAULT_ENGINE,
-                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll, prepared=True,
+                bit_vectors=self.fetch_bitvector and sketches, histograms=self.fetch_kll and sketches, prepared=True,
             )
             if not found:
                 _target(repo, catalog, db_name, table_name)
@@ -492,14 +493,15 @@ class StatisticsService:
 
     def partitions_stats(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
-        engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
+        engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG, sketches: bool = True,
     ) -> dict[str, list[ColumnStatsEntry]]:
-        """{partition name: statistics in the order of `columns`} for the named partitions that have any."""
+        """{partition name: statistics in the order of `columns`} for the named partitions that have any
+        (``sketches`` as for table_stats)."""
         check_names(catalog, db_name, table_name, partition_names, columns)
         with self._read() as repo:
             found = repo.read_partition_stats(
                 catalog, db_name, table_name, partition_names, columns, engine or DEFAULT_ENGINE,
-                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll,
+                bit_vectors=self.fetch_bitvector and sketches, histograms=self.fetch_kll and sketches,
             )
             if not found:
                 _target(repo, catalog, db_name, table_name)

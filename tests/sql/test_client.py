@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -159,6 +160,11 @@ def test_statistics_in_batches(client: MetastoreClient, tmp_path: Path) -> None:
     assert first["id"].low == 0 and first["id"].high == 99 and first["name"].max_col_len == 5
     # bitVectors come back from the embedded store; a server returns them only with --fetch-bitvector
     assert (first["id"].bit_vector is not None) == client.returns_sketches
+    # sketches=False: the embedded client leaves the bit vectors out, a server sends what it is configured to
+    plain = client.partition_statistics(db, "t", names[:3], ["id", "name"], sketches=False)
+    assert sorted(plain) == names[:3] and plain[names[0]][1] == found[names[0]][1]
+    assert plain[names[0]][0].stats == (replace(first["id"], bit_vector=None)
+                                        if isinstance(client, EmbeddedMetastoreClient) else first["id"])
     aggregated = client.aggregate_statistics(db, "t", names, ["id"])
     assert aggregated.parts_found == 230
     (agg,) = aggregated.entries
@@ -170,6 +176,10 @@ def test_statistics_in_batches(client: MetastoreClient, tmp_path: Path) -> None:
     assert merged.stats.num_nulls == 2
     client.write_statistics([StatsWrite(db, "t", [agg])])
     assert client.table_statistics(db, "t", ["id", "name"])[0].stats.high == 328
+    (full_table,) = client.table_statistics(db, "t", ["id"])
+    (plain_table,) = client.table_statistics(db, "t", ["id"], sketches=False)
+    assert plain_table.stats == (replace(full_table.stats, bit_vector=None)
+                                 if isinstance(client, EmbeddedMetastoreClient) else full_table.stats)
     client.delete_partition_statistics(db, "t", names[:1], ["id"])
     assert client.partition_statistics(db, "t", names[:1], ["id"]) == {}
     client.delete_table_statistics(db, "t")
