@@ -73,6 +73,11 @@ def current_revision(url: str, engine: sa.Engine | None = None) -> str | None:
         with engine.connect() as conn:
             if not sa.inspect(conn).has_table(VERSION_TABLE):
                 return None
+            if not own:
+                # plain SQL: alembic's statement would be compiled anew into the kept engine's cache each time
+                rows = conn.exec_driver_sql(f"SELECT version_num FROM {VERSION_TABLE}").fetchall()
+                if len(rows) <= 1:
+                    return str(rows[0][0]) if rows else None
             return MigrationContext.configure(conn).get_current_revision()
     finally:
         if own:
