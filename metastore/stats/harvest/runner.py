@@ -509,10 +509,16 @@ def _trim(partial: ColumnPartial, options: ScanOptions) -> ColumnPartial:
     """A partial without what this run did not ask for (a cached sketch is dropped when NDV is not wanted)."""
     changes: dict[str, Any] = {}
     missing = set(partial.missing)
-    if not options.want_ndv and partial.kind in NDV_KINDS:
+    # (a partial that already lacks what is dropped is returned as it is: most cached partials of a run without
+    # histograms have none)
+    if not options.want_ndv and partial.kind in NDV_KINDS and (
+        partial.sketch is not None or MISSING_NDV not in missing
+    ):
         changes["sketch"] = None
         missing.add(MISSING_NDV)
-    if not options.want_histograms and partial.kind in KLL_KINDS:
+    if not options.want_histograms and partial.kind in KLL_KINDS and (
+        partial.histogram is not None or MISSING_HISTOGRAM not in missing
+    ):
         changes["histogram"] = None
         missing.add(MISSING_HISTOGRAM)
     if changes:
