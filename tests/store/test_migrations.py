@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -335,3 +336,48 @@ def test_schema_check_reads_the_migration_scripts_once_per_process(db_url: str) 
     command.downgrade(migrate.alembic_config(db_url), "-1")
     with pytest.raises(SchemaOutOfDate, match="metastore db upgrade"):
         migrate.check_schema(db_url, auto_upgrade=False)
+
+
+def test_head_from_the_scripts_lines_is_alembics_head(tmp_path: Path) -> None:
+    """The head read from the scripts' revision lines (no Alembic import at start-up) is the one Alembic finds;
+    scripts those lines do not describe make the reader give up (None), so Alembic answers instead."""
+    from alembic.script import ScriptDirectory
+
+    versions = migrate.alembic_dir() / "versions"
+    assert migrate._head_of_lines(versions) == ScriptDirectory.from_config(migrate.alembic_config()).get_current_head()
+
+    def scripts(*texts: str) -> Path:
+        folder = tmp_path / f"v{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        for n, text in enumerate(texts):
+            (folder / f"{n:04d}_x.py").write_text(text)
+        return folder
+
+    line = 'revision: str = "{}"\ndown_revision: str | None = {}\n'
+    assert migrate._head_of_lines(scripts(line.format("a", "None"), line.format("b", '"a"'))) == "b"
+    assert migrate._head_of_lines(scripts(line.format("a", "None"), "revision = 'b'\ndown_revision = 'a'\n")) == "b"
+    # two heads (a branch), a merge script, a computed id, a missing parent, a repeated id: Alembic decides
+    assert migrate._head_of_lines(scripts(line.format("a", "None"), line.format("b", '"a"'),
+                                          line.format("c", '"a"'))) is None
+    assert migrate._head_of_lines(scripts(line.format("a", "None"), line.format("b", '"a"'),
+                                          'revision = "m"\ndown_revision = ("a", "b")\n')) is None
+    assert migrate._head_of_lines(scripts(line.format("a", "None"), 'revision = make_id()\ndown_revision = "a"\n')) \
+        is None
+    assert migrate._head_of_lines(scripts(line.format("b", '"a"'))) is None
+    assert migrate._head_of_lines(scripts(line.format("a", "None"), line.format("a", "None"))) is None
+
+
+def test_opening_an_embedded_client_does_not_import_alembic(sqlite_url: str) -> None:
+    """A command that only connects (a cron job's re-ANALYZE, `metastore sql -e`) pays no Alembic import when the
+    schema is current."""
+    import subprocess
+    import sys
+
+    migrate.upgrade(sqlite_url)
+    code = (
+        "import sys\nfrom metastore.client import connect\n"
+        f"connect({sqlite_url!r}).close()\n"
+        "print(sorted(m for m in sys.modules if m == 'alembic' or m.startswith('alembic.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
