@@ -1,6 +1,7 @@
-/* Compiled register loop of metastore.stats.hll (the numpy code there, _unpack_registers, is the reference and the
- * fallback; metastore/stats/_hll_native.pyi is the interface). Releases the GIL.
+/* Compiled register loops of metastore.stats.hll (the numpy code there, HyperLogLog._add_dense and _unpack_registers,
+ * is the reference and the fallback; metastore/stats/_hll_native.pyi is the interface). Both release the GIL.
  *
+ * add_dense(hashes, p, registers): see below.
  * max_packed_registers(bodies, width, out): for every whole body of len(out) registers of `width` bits (1..8)
  *     packed as Hive packs a dense HyperLogLog (each group of eight registers one big-endian field of `width`
  *     bytes, first register in the most significant bits) that `bodies` holds back to back, out[j] =
@@ -73,7 +74,50 @@ static PyObject *max_packed_registers(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* add_dense(hashes, p, registers): Hive's dense add of every 64-bit hash: register h & (2**p - 1) raised to
+ * trailing zeros(h >>> p) + 1 (65 when h >>> p is 0). hashes: C-contiguous 8-byte items; registers: writable
+ * C-contiguous bytes, 2**p of them. */
+static PyObject *add_dense(PyObject *self, PyObject *args) {
+    PyObject *hashes_obj, *registers_obj;
+    int p;
+    if (!PyArg_ParseTuple(args, "OiO:add_dense", &hashes_obj, &p, &registers_obj)) return NULL;
+    if (p < 4 || p > 16) {
+        PyErr_Format(PyExc_ValueError, "add_dense: p %d is not 4..16", p);
+        return NULL;
+    }
+    Py_buffer hashes = {0}, registers = {0};
+    if (PyObject_GetBuffer(hashes_obj, &hashes, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(registers_obj, &registers, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&hashes);
+        return NULL;
+    }
+    if (hashes.len % 8 || registers.len != ((Py_ssize_t)1 << p)) {
+        PyErr_Format(PyExc_ValueError, "add_dense: %zd bytes of hashes, %zd registers for p=%d", hashes.len,
+                     registers.len, p);
+        PyBuffer_Release(&hashes);
+        PyBuffer_Release(&registers);
+        return NULL;
+    }
+    const uint64_t *h = (const uint64_t *)hashes.buf;
+    uint8_t *reg = (uint8_t *)registers.buf;
+    Py_ssize_t n = hashes.len / 8;
+    const uint64_t mask = ((uint64_t)1 << p) - 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t rest = h[i] >> p;
+        uint8_t rank = rest ? (uint8_t)(__builtin_ctzll(rest) + 1) : 65;
+        uint8_t *r = reg + (h[i] & mask);
+        if (rank > *r) *r = rank;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&hashes);
+    PyBuffer_Release(&registers);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"add_dense", add_dense, METH_VARARGS,
+     "add_dense(hashes, p, registers): Hive's dense HyperLogLog add of every 64-bit hash."},
     {"max_packed_registers", max_packed_registers, METH_VARARGS,
      "max_packed_registers(bodies, width, out): out[j] = max(out[j], register j of each packed dense body)."},
     {NULL, NULL, 0, NULL},

@@ -305,9 +305,16 @@ class HyperLogLog:
             new_keys, new_values = new_keys[~known], new_values[~known]
         sparse.update(zip(new_keys.tolist(), new_values.tolist(), strict=True))
 
-    def _add_dense(self, h: np.ndarray) -> None:
+    def _add_dense(self, h: np.ndarray, *, native: bool = True) -> None:
         dense = self._dense
         assert dense is not None
+        if native and _compiled() is not None:
+            # the compiled loop (metastore.stats._hll_native, GIL released); the numpy code below is its reference
+            _native.add_dense(np.ascontiguousarray(h, dtype=np.uint64), self.p, dense)
+            top = int(dense.max())
+            if top > self._max_register:
+                self._max_register = top
+            return
         # In blocks, in place: the working arrays stay in the CPU's cache and nothing is allocated per block.
         size = min(h.size, _DENSE_BLOCK)
         index = np.empty(size, dtype=np.uint64)

@@ -1,5 +1,5 @@
 """Serialised HyperLogLog sketches merged without parsing each one (hll.merge_sketch_bytes, hll.check_sketch_bytes)
-and the compiled register loop (metastore/stats/_hll_native.c) against their references: merge_hlls of the parsed
+and the compiled register loops (metastore/stats/_hll_native.c: unpacking, dense adds) against their references: merge_hlls of the parsed
 sketches gives the same bytes for every mix of encodings, widths, orders and p; from_bytes unpacks the same
 registers with and without the compiled loop; the header-only check refuses what from_bytes refuses.
 
@@ -167,6 +167,44 @@ def test_compiled_registers_are_numpy_registers(width: int) -> None:
 
 
 @needs_native
+@pytest.mark.parametrize("p", [4, 10, 14, 15])
+def test_compiled_dense_adds_are_numpy_adds(p: int) -> None:
+    """HyperLogLog._add_dense's compiled loop against its numpy code: random hashes, hashes whose bits above p are
+    all zero (rank 65), every rank up to 64, added in several calls; the same registers and bytes."""
+    rng = np.random.default_rng(p)
+    special = np.array([0, 1, (1 << p) - 1, 1 << p, 1 << 63, (1 << 64) - 1], dtype=np.uint64)
+    ranks = np.array([((1 << k) << p) | 5 for k in range(64 - p)], dtype=np.uint64)
+    batches = [rng.integers(0, 1 << 63, 70_000, dtype=np.int64).view(np.uint64) * np.uint64(2) + np.uint64(1),
+               special, ranks, hash64_array_long(np.arange(50_000)).view(np.uint64)]
+    for bit_packing in (True, False):
+        native, numpy = HyperLogLog(p, bit_packing=bit_packing, dense=True), HyperLogLog(p, bit_packing=bit_packing,
+                                                                                          dense=True)
+        for batch in batches:
+            native._add_dense(batch)
+            numpy._add_dense(batch, native=False)
+            assert np.array_equal(native.registers(), numpy.registers())
+            assert native._max_register == numpy._max_register
+        assert native.to_bytes() == numpy.to_bytes() if p < 16 else True
+    assert int(native.registers().max()) == 65
+    # int64 hashes (add_hashes' usual input) and a strided view go the same way
+    longs = hash64_array_long(np.arange(20_000))
+    a, b = HyperLogLog(p), HyperLogLog(p)
+    a.add_hashes(longs)
+    b.add_hashes(np.ascontiguousarray(longs[::-1])[::-1])
+    assert a.to_bytes() == b.to_bytes()
+
+
+@needs_native
+def test_compiled_dense_add_refuses_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="p 3"):
+        _compiled.add_dense(np.zeros(4, dtype=np.uint64), 3, np.zeros(8, dtype=np.uint8))
+    with pytest.raises(ValueError, match="registers"):
+        _compiled.add_dense(np.zeros(4, dtype=np.uint64), 4, np.zeros(8, dtype=np.uint8))
+    with pytest.raises(ValueError, match="bytes of hashes"):
+        _compiled.add_dense(b"\x00" * 12, 4, np.zeros(16, dtype=np.uint8))
+
+
+@needs_native
 def test_compiled_loop_refuses_bad_arguments() -> None:
     out = np.zeros(16, dtype=np.uint8)
     with pytest.raises(ValueError, match="width"):
@@ -186,6 +224,7 @@ def test_without_the_extension_numpy_runs_with_one_warning(tmp_path: Path) -> No
     (tmp_path / "blobs").write_text("\n".join(b.hex() for b in blobs))
     script = textwrap.dedent(f"""
         import sys, warnings
+        import numpy as np
         sys.modules["metastore.stats._hll_native"] = None  # an import of it fails
         from metastore.stats.hll import HyperLogLog, merge_sketch_bytes
         blobs = [bytes.fromhex(h) for h in open({str(tmp_path / "blobs")!r}).read().split()]
@@ -194,12 +233,18 @@ def test_without_the_extension_numpy_runs_with_one_warning(tmp_path: Path) -> No
             merged = merge_sketch_bytes(blobs)
             again = merge_sketch_bytes(blobs)
             HyperLogLog.from_bytes(blobs[0]).to_bytes()
+            added = HyperLogLog(14)
+            added.add_hashes(np.arange(20_000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
         assert merged == again
         print(merged.hex())
+        print(added.to_bytes().hex())
         print(sum("_hll_native is not built" in str(w.message) for w in caught))
     """)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
-    merged, warnings_seen = done.stdout.split()
+    merged, added, warnings_seen = done.stdout.split()
     assert merged == expected
+    native = HyperLogLog(14)
+    native.add_hashes(np.arange(20_000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    assert bytes.fromhex(added) == native.to_bytes()
     assert warnings_seen == "1"
