@@ -18,7 +18,10 @@ thresholds. Merging a sketch with a larger p first squashes it down to the small
 ``squash`` including its 32-bit shift in the dense case, so merged bytes match Hive's too.
 
 Everything runs over numpy arrays; the only per-item Python loops touch at most the sparse entries
-(bounded by the switch threshold). Hashes are Java longs from :mod:`metastore.orcio.murmur3`.
+(bounded by the switch threshold). Dense adds and register unpacking run compiled loops
+(``metastore.stats._hll_native``, built from _hll_native.c by ``pip install -e .``) when that extension is
+importable, else the numpy code here, their reference, with a warning once per process. Hashes are Java longs
+from :mod:`metastore.orcio.murmur3`.
 
 Known differences from Hive, all in degenerate corners: a DENSE sketch with no register set (only
 reachable by squashing an empty sketch) is written as an empty SPARSE one, because Hive's own bytes for it
