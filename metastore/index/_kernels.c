@@ -16,12 +16,15 @@
  *       else:           probe i (1..k): mix(h + i * 0x9E3779B97F4A7C15) % m  (bloom.probe_positions)
  *     where mix is SplitMix64's finalizer.
  *
- * merge_runs(keys, ids, bases, out_keys, out_ids) -> None
+ * merge_runs(keys, ids, bases, out_keys, out_ids) -> int
  *     Merges sorted runs of int64 keys (each non-decreasing) into out_keys, ordered by key and, for equal keys,
  *     by run (the order a stable sort of the runs' concatenation gives: btree._int_pairs_order), and writes each
  *     key's id to out_ids (uint16 or uint32): bases[r] plus the run's own id (ids[r], uint16 or uint32), or
- *     bases[r] alone where ids[r] is None. out_keys and out_ids hold exactly the runs' keys. A loser tree of
- *     (key, run) pairs: log2(runs) comparisons per key; runs already in order are copied.
+ *     bases[r] alone where ids[r] is None. out_keys and out_ids hold exactly the runs' keys. Two loser trees of
+ *     (key, run) pairs, one filling the output from the front and one from the end (log2(runs) comparisons per
+ *     key; the two independent steps overlap in the processor); runs already in order are copied. Returns how
+ *     many output keys equal the key before them (0: the keys are distinct, so no grouping into postings is
+ *     needed).
  *
  * encode_int_leaf(keys, ids, offsets, start, end, lo, hi, ids16) -> bytes
  *     One BTREE leaf of format 2 over sorted distinct int64 keys[start:end] (btree._encode_leaf): u32 n, u8 flags
@@ -206,8 +209,131 @@ static inline void put_id(void *out, int size, Py_ssize_t at, uint32_t id) {
         ((uint32_t *)out)[at] = id;
 }
 
-/* 0 on success, -1 when out of memory */
-static int merge(const Run *runs, Py_ssize_t count, int64_t *out_keys, void *out_ids, int out_size) {
+/* A loser tree over the runs, merging from the front (smallest first) or, with `back`, from the end (largest
+ * first). The back tree sees every key complemented and run r as leaf count - 1 - r, so "smallest (key, leaf)
+ * first" is the stable order reversed: among equal keys the last run's, and in a run the last position's, come
+ * out first. Leaf L holds run L (front) or run count - 1 - L (back). */
+typedef struct {
+    const Run *runs;
+    Py_ssize_t count, leaves;
+    int back;
+    uint64_t *node_key; /* [1..leaves-1]: the loser of each match */
+    uint32_t *node_run;
+    Py_ssize_t *pos; /* per leaf: its run's next position (back: counting down; done when past the end) */
+    uint64_t wk;     /* the current winner: key and leaf (DONE set once every run is exhausted) */
+    uint32_t wr;
+} Tree;
+
+static inline uint64_t tree_key(int back, int64_t k) { return back ? ~order_key(k) : order_key(k); }
+
+static void tree_free(Tree *t) {
+    free(t->node_key); free(t->node_run); free(t->pos);
+    t->node_key = NULL; t->node_run = NULL; t->pos = NULL;
+}
+
+/* 0, or -1 when out of memory */
+static int tree_init(Tree *t, const Run *runs, Py_ssize_t count, int back) {
+    memset(t, 0, sizeof(*t));
+    t->runs = runs;
+    t->count = count;
+    t->back = back;
+    Py_ssize_t leaves = 1;
+    while (leaves < count) leaves <<= 1;
+    t->leaves = leaves;
+    t->node_key = malloc(sizeof(uint64_t) * 2 * (size_t)leaves);
+    t->node_run = malloc(sizeof(uint32_t) * 2 * (size_t)leaves);
+    t->pos = calloc((size_t)leaves, sizeof(Py_ssize_t));
+    uint64_t *win_key = malloc(sizeof(uint64_t) * 2 * (size_t)leaves);
+    uint32_t *win_run = malloc(sizeof(uint32_t) * 2 * (size_t)leaves);
+    if (!t->node_key || !t->node_run || !t->pos || !win_key || !win_run) {
+        tree_free(t); free(win_key); free(win_run);
+        return -1;
+    }
+    for (Py_ssize_t leaf = 0; leaf < leaves; leaf++) {
+        const Run *run = leaf < count ? &runs[back ? count - 1 - leaf : leaf] : NULL;
+        if (run && run->len > 0) {
+            t->pos[leaf] = back ? run->len - 1 : 0;
+            win_key[leaves + leaf] = tree_key(back, run->keys[t->pos[leaf]]);
+            win_run[leaves + leaf] = (uint32_t)leaf;
+        } else {
+            win_key[leaves + leaf] = UINT64_MAX;
+            win_run[leaves + leaf] = (uint32_t)leaf | DONE;
+        }
+    }
+    for (Py_ssize_t node = leaves - 1; node >= 1; node--) {
+        Py_ssize_t a = 2 * node, b = 2 * node + 1;
+        if (before(win_key[a], win_run[a], win_key[b], win_run[b])) {
+            win_key[node] = win_key[a]; win_run[node] = win_run[a];
+            t->node_key[node] = win_key[b]; t->node_run[node] = win_run[b];
+        } else {
+            win_key[node] = win_key[b]; win_run[node] = win_run[b];
+            t->node_key[node] = win_key[a]; t->node_run[node] = win_run[a];
+        }
+    }
+    t->wk = win_key[1];
+    t->wr = win_run[1];
+    free(win_key); free(win_run);
+    return 0;
+}
+
+/* One step of a tree whose winner (wk, wr) and counters the caller keeps in locals: the winner's key and id to
+ * out_keys[o] / out_ids[o], its run's next key into the tree. `back` is a constant where it is inlined. */
+static inline void tree_step(const Tree *t, const int back, uint64_t *wk_io, uint32_t *wr_io, Py_ssize_t *repeats,
+                             int64_t *previous, int64_t *restrict out_keys, void *restrict out_ids, int out_size,
+                             Py_ssize_t o) {
+    uint32_t leaf = *wr_io & ~DONE;
+    const Run *run = &t->runs[back ? t->count - 1 - (Py_ssize_t)leaf : (Py_ssize_t)leaf];
+    Py_ssize_t at = t->pos[leaf];
+    t->pos[leaf] = back ? at - 1 : at + 1;
+    int64_t key = run->keys[at];
+    *repeats += key == *previous;
+    *previous = key;
+    out_keys[o] = key;
+    put_id(out_ids, out_size, o, run_id(run, at));
+    uint64_t wk;
+    uint32_t wr = *wr_io;
+    /* a hundred runs are more streams than the hardware prefetcher follows */
+    if (back) {
+        if (at >= 64) {
+            __builtin_prefetch(run->keys + at - 64);
+            if (run->ids) __builtin_prefetch((const char *)run->ids + (size_t)(at - 64) * (size_t)run->id_size);
+        }
+        if (at > 0) {
+            wk = tree_key(1, run->keys[at - 1]);
+        } else {
+            wk = UINT64_MAX;
+            wr = leaf | DONE;
+        }
+    } else {
+        __builtin_prefetch(run->keys + at + 64);
+        if (run->ids) __builtin_prefetch((const char *)run->ids + (size_t)(at + 64) * (size_t)run->id_size);
+        if (at + 1 < run->len) {
+            wk = tree_key(0, run->keys[at + 1]);
+        } else {
+            wk = UINT64_MAX;
+            wr = leaf | DONE;
+        }
+    }
+    /* replay the winner's path to the root; the swaps by masks (no branch: the outcome is a coin toss) */
+    uint64_t *restrict node_key = t->node_key;
+    uint32_t *restrict node_run = t->node_run;
+    for (Py_ssize_t node = ((Py_ssize_t)leaf + t->leaves) >> 1; node >= 1; node >>= 1) {
+        uint64_t nk = node_key[node];
+        uint32_t nr = node_run[node];
+        uint64_t swap = (uint64_t)0 - (uint64_t)((nk < wk) | ((nk == wk) & (nr < wr)));
+        uint64_t dk = (nk ^ wk) & swap;
+        uint32_t dr = (nr ^ wr) & (uint32_t)swap;
+        node_key[node] = nk ^ dk;
+        node_run[node] = nr ^ dr;
+        wk ^= dk;
+        wr ^= dr;
+    }
+    *wk_io = wk;
+    *wr_io = wr;
+}
+
+/* the number of output keys equal to the key before them (0: every key distinct), or -1 when out of memory */
+static Py_ssize_t merge(const Run *runs, Py_ssize_t count, int64_t *out_keys, void *out_ids, int out_size) {
     /* runs in order already (each starts at or after the previous one's end): the concatenation */
     int ordered = 1;
     int64_t last = 0;
@@ -219,80 +345,59 @@ static int merge(const Run *runs, Py_ssize_t count, int64_t *out_keys, void *out
         seen = 1;
     }
     if (ordered) {
-        Py_ssize_t o = 0;
+        Py_ssize_t o = 0, repeats = 0;
         for (Py_ssize_t r = 0; r < count; r++) {
             const Run *run = &runs[r];
-            memcpy(out_keys + o, run->keys, (size_t)run->len * sizeof(int64_t));
-            for (Py_ssize_t j = 0; j < run->len; j++) put_id(out_ids, out_size, o + j, run_id(run, j));
+            /* copied in pieces that stay in cache while their repeats are counted */
+            for (Py_ssize_t j = 0; j < run->len; j += 8192) {
+                Py_ssize_t piece = run->len - j < 8192 ? run->len - j : 8192;
+                const int64_t *from = run->keys + j;
+                memcpy(out_keys + o + j, from, (size_t)piece * sizeof(int64_t));
+                if (o + j > 0) repeats += from[0] == out_keys[o + j - 1];
+                for (Py_ssize_t q = 1; q < piece; q++) repeats += from[q] == from[q - 1];
+            }
+            if (run->ids == NULL && out_size == 4) {
+                for (Py_ssize_t j = 0; j < run->len; j++) ((uint32_t *)out_ids)[o + j] = run->base;
+            } else if (run->ids == NULL) {
+                for (Py_ssize_t j = 0; j < run->len; j++) ((uint16_t *)out_ids)[o + j] = (uint16_t)run->base;
+            } else {
+                for (Py_ssize_t j = 0; j < run->len; j++) put_id(out_ids, out_size, o + j, run_id(run, j));
+            }
             o += run->len;
         }
-        return 0;
+        return repeats;
     }
-    Py_ssize_t leaves = 1;
-    while (leaves < count) leaves <<= 1;
-    /* node_key/node_run[1..leaves-1]: the loser of each match; win_*: scratch for building the tree */
-    uint64_t *node_key = malloc(sizeof(uint64_t) * 2 * (size_t)leaves);
-    uint32_t *node_run = malloc(sizeof(uint32_t) * 2 * (size_t)leaves);
-    uint64_t *win_key = malloc(sizeof(uint64_t) * 2 * (size_t)leaves);
-    uint32_t *win_run = malloc(sizeof(uint32_t) * 2 * (size_t)leaves);
-    Py_ssize_t *pos = calloc((size_t)leaves, sizeof(Py_ssize_t));
-    if (!node_key || !node_run || !win_key || !win_run || !pos) {
-        free(node_key); free(node_run); free(win_key); free(win_run); free(pos);
+    /* not in order: two loser trees, one emitting the smallest keys from the front of the output and one the
+     * largest from its end, until they meet in the middle; their steps are independent, so the processor
+     * overlaps the two chains of dependent loads and comparisons that bound one tree (a key's step waits for
+     * the previous key's whole replay) */
+    Py_ssize_t total = 0;
+    for (Py_ssize_t r = 0; r < count; r++) total += runs[r].len;
+    Tree front, back;
+    if (tree_init(&front, runs, count, 0) < 0) return -1;
+    if (tree_init(&back, runs, count, 1) < 0) {
+        tree_free(&front);
         return -1;
     }
-    Py_ssize_t total = 0;
-    for (Py_ssize_t r = 0; r < leaves; r++) {
-        if (r < count && runs[r].len > 0) {
-            win_key[leaves + r] = order_key(runs[r].keys[0]);
-            win_run[leaves + r] = (uint32_t)r;
-            total += runs[r].len;
-        } else {
-            win_key[leaves + r] = UINT64_MAX;
-            win_run[leaves + r] = (uint32_t)r | DONE;
-        }
+    Py_ssize_t from_back = total / 2, from_front = total - from_back;
+    uint64_t fk = front.wk, bk = back.wk;
+    uint32_t fr = front.wr, br = back.wr;
+    Py_ssize_t front_repeats = 0, back_repeats = 0;
+    /* each side compares a key with the one it emitted before; its first key with a value it cannot be (its
+     * own with the lowest bit flipped, from the tree's winner: key ^ sign bit, complemented on the back) */
+    int64_t front_previous = (int64_t)((fk ^ 0x8000000000000000ULL) ^ 1);
+    int64_t back_previous = (int64_t)((~bk ^ 0x8000000000000000ULL) ^ 1);
+    for (Py_ssize_t o = 0; o < from_back; o++) {
+        tree_step(&front, 0, &fk, &fr, &front_repeats, &front_previous, out_keys, out_ids, out_size, o);
+        tree_step(&back, 1, &bk, &br, &back_repeats, &back_previous, out_keys, out_ids, out_size, total - 1 - o);
     }
-    for (Py_ssize_t node = leaves - 1; node >= 1; node--) {
-        Py_ssize_t a = 2 * node, b = 2 * node + 1;
-        if (before(win_key[a], win_run[a], win_key[b], win_run[b])) {
-            win_key[node] = win_key[a]; win_run[node] = win_run[a];
-            node_key[node] = win_key[b]; node_run[node] = win_run[b];
-        } else {
-            win_key[node] = win_key[b]; win_run[node] = win_run[b];
-            node_key[node] = win_key[a]; node_run[node] = win_run[a];
-        }
-    }
-    uint64_t wk = win_key[1];
-    uint32_t wr = win_run[1];
-    for (Py_ssize_t o = 0; o < total; o++) {
-        uint32_t r = wr & ~DONE;
-        const Run *run = &runs[r];
-        Py_ssize_t at = pos[r]++;
-        out_keys[o] = run->keys[at];
-        put_id(out_ids, out_size, o, run_id(run, at));
-        /* a hundred runs are more streams than the hardware prefetcher follows */
-        __builtin_prefetch(run->keys + at + 64);
-        if (run->ids) __builtin_prefetch((const char *)run->ids + (size_t)(at + 64) * (size_t)run->id_size);
-        if (at + 1 < run->len) {
-            wk = order_key(run->keys[at + 1]);
-        } else {
-            wk = UINT64_MAX;
-            wr = r | DONE;
-        }
-        /* replay the winner's path to the root; the swaps by masks (no branch: the outcome is a coin toss) */
-        for (Py_ssize_t node = ((Py_ssize_t)r + leaves) >> 1; node >= 1; node >>= 1) {
-            uint64_t nk = node_key[node];
-            uint32_t nr = node_run[node];
-            uint64_t swap = (uint64_t)0 - (uint64_t)((nk < wk) | ((nk == wk) & (nr < wr)));
-            uint64_t dk = (nk ^ wk) & swap;
-            uint32_t dr = (nr ^ wr) & (uint32_t)swap;
-            node_key[node] = nk ^ dk;
-            node_run[node] = nr ^ dr;
-            wk ^= dk;
-            wr ^= dr;
-        }
-    }
-    free(node_key); free(node_run); free(win_key); free(win_run); free(pos);
-    return 0;
+    if (from_front > from_back)
+        tree_step(&front, 0, &fk, &fr, &front_repeats, &front_previous, out_keys, out_ids, out_size, from_back);
+    Py_ssize_t repeats = front_repeats + back_repeats;
+    if (from_front > 0 && from_back > 0) repeats += out_keys[from_front - 1] == out_keys[from_front];
+    tree_free(&front);
+    tree_free(&back);
+    return repeats;
 }
 
 static PyObject *merge_runs(PyObject *self, PyObject *args) {
@@ -360,13 +465,12 @@ static PyObject *merge_runs(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "merge_runs: the outputs must hold every key (int64) and id (uint16/32)");
         goto done;
     }
-    int failed;
+    Py_ssize_t repeats;
     Py_BEGIN_ALLOW_THREADS
-    failed = merge(runs, count, (int64_t *)out_keys.buf, out_ids.buf, (int)out_ids.itemsize);
+    repeats = merge(runs, count, (int64_t *)out_keys.buf, out_ids.buf, (int)out_ids.itemsize);
     Py_END_ALLOW_THREADS
-    if (failed) { PyErr_NoMemory(); goto done; }
-    result = Py_None;
-    Py_INCREF(result);
+    if (repeats < 0) { PyErr_NoMemory(); goto done; }
+    result = PyLong_FromSsize_t(repeats);
 done:
     if (views) {
         for (Py_ssize_t i = 0; i < 2 * count; i++)

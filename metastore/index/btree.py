@@ -59,10 +59,11 @@ MAX_LEAF_KEYS = 4096
 #: decoded inner nodes a reader keeps (a tree of 10 M keys has about 3,000 leaves under a few inner nodes)
 MAX_CACHED_NODES = 1024
 FANOUT = 512
-#: trees of this many leaves or more compress their leaves in PACK_THREADS threads, up to PACK_AHEAD in flight
+#: trees of this many leaves or more encode and compress their leaves in PACK_THREADS threads, a probe run
+#: (COMPRESS_PROBE_EVERY leaves) a task, up to PACK_AHEAD runs in flight
 PACK_THREADS_FROM = 64
 PACK_THREADS = 2
-PACK_AHEAD = 32
+PACK_AHEAD = 4
 #: a leaf is compressed only when its run's probe leaf shrank by at least this fraction (measured: random int64
 #: gaps 11 %, sorted keys 99.5 %)
 COMPRESS_MIN_SAVING = 0.20
@@ -247,7 +248,8 @@ def _int_postings(files: Sequence[FileValues], *, native: bool = True) -> Postin
             base += len(f.stripes)
         k = np.empty(total, dtype=np.int64)
         i = np.empty(total, dtype=np.uint32)
-        merge_sorted_runs(compiled, runs, run_ids, bases, k, i)
+        if merge_sorted_runs(compiled, runs, run_ids, bases, k, i) == 0:
+            return Postings(Domain.INT64, k, None, i)  # every key distinct: what _of_ordered gives, unscanned
         return Postings._of_ordered(Domain.INT64, k, i, _key_starts(k))
     keys = np.empty(total, dtype=np.int64)
     ids = np.empty(total, dtype=np.uint32)
@@ -276,17 +278,17 @@ MERGE_THREADS = 2
 
 
 def merge_sorted_runs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarray | None],
-                      bases: Sequence[int], out_keys: np.ndarray, out_ids: np.ndarray) -> None:
+                      bases: Sequence[int], out_keys: np.ndarray, out_ids: np.ndarray) -> int:
     """The compiled k-way merge (``_kernels.merge_runs``) of sorted int64 runs into ``out_keys``/``out_ids``:
     by key, equal keys in run order (a stable sort of the runs' concatenation), each key's id ``bases[r]`` plus
     its run's id (``ids[r]``, or nothing when None). Large merges are cut at pivot keys into MERGE_THREADS
     ranges (every run split where the pivot would go, keys below it left), merged in threads (the kernel
-    releases the GIL): the ranges are disjoint and ascending, so their outputs side by side are the whole merge."""
+    releases the GIL): the ranges are disjoint and ascending, so their outputs side by side are the whole merge.
+    Returns how many output keys equal the key before them (equal keys never straddle a cut)."""
     total = len(out_keys)
     parts = MERGE_THREADS if total >= MERGE_SPLIT_FROM and len(runs) > 1 else 1
     if parts == 1:
-        compiled.merge_runs(list(runs), list(ids), list(bases), out_keys, out_ids)
-        return
+        return int(compiled.merge_runs(list(runs), list(ids), list(bases), out_keys, out_ids))
     sample = np.sort(np.concatenate([r[:: max(1, len(r) // 256)] for r in runs if len(r)]))
     pivots = [sample[(len(sample) * p) // parts] for p in range(1, parts)]
     cuts = np.asarray([[0, *np.searchsorted(r, pivots, side="left").tolist(), len(r)] for r in runs], dtype=np.int64)
@@ -300,8 +302,8 @@ def merge_sorted_runs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[n
                      out_keys[at : at + size], out_ids[at : at + size]))
         at += size
     with ThreadPoolExecutor(parts, thread_name_prefix="btree-merge") as pool:
-        for done in [pool.submit(compiled.merge_runs, r, x, list(bases), k, i) for r, x, k, i in jobs]:
-            done.result()
+        futures = [pool.submit(compiled.merge_runs, r, x, list(bases), k, i) for r, x, k, i in jobs]
+        return sum(int(done.result()) for done in futures)
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -464,6 +466,21 @@ def _leaf_encoder(postings: Postings, version: int, ids16: bool | None, native: 
     return numpy_leaf
 
 
+def _pack_leaves(encode: Callable[[int, int], bytes], group: Sequence[tuple[int, int]]) -> list[PackedBlock]:
+    """The leaves of one probe run (COMPRESS_PROBE_EVERY leaves from a multiple of it) as stored: the first is
+    compressed as the probe, the others only when the probe shrank by COMPRESS_MIN_SAVING. A run depends on its
+    own leaves only, so runs can be packed in any thread and order."""
+    out: list[PackedBlock] = []
+    compress = True
+    for j, (a, b) in enumerate(group):
+        data = encode(a, b)
+        packed = pack_block(data, compress=compress)
+        if j == 0:
+            compress = len(packed[0]) <= (1.0 - COMPRESS_MIN_SAVING) * len(data)
+        out.append(packed)
+    return out
+
+
 def write_tree(writer: IndexFileWriter, postings: Postings, *, native: bool = True) -> dict[str, Any]:
     """Bulk-load the tree into the file; returns the description entries (root, height, key count). ``native``:
     int64 leaves encoded by the compiled kernel when it is built (the same bytes as numpy's)."""
@@ -478,42 +495,28 @@ def write_tree(writer: IndexFileWriter, postings: Postings, *, native: bool = Tr
     def first_key(a: int) -> Key:
         return postings.keys[a].item() if domain is Domain.INT64 else postings.keys[a]  # type: ignore[no-any-return]
 
-    compress = True
+    runs = [pairs[g : g + COMPRESS_PROBE_EVERY] for g in range(0, len(pairs), COMPRESS_PROBE_EVERY)]
 
-    def probe(i: int, data: bytes) -> PackedBlock | None:
-        # the first leaf of each COMPRESS_PROBE_EVERY is compressed here and decides the leaves after it
-        nonlocal compress
-        if i % COMPRESS_PROBE_EVERY:
-            return None
-        packed = pack_block(data)
-        compress = len(packed[0]) <= (1.0 - COMPRESS_MIN_SAVING) * len(data)
-        return packed
+    def add(run: list[tuple[int, int]], packed: list[PackedBlock]) -> None:
+        for (a, b), ref in zip(run, writer.add_packed_run(packed), strict=True):
+            level.append(_Child(first_key(a), ref, b - a))
 
     if len(pairs) < PACK_THREADS_FROM:
-        for i, (a, b) in enumerate(pairs):
-            data = encode(a, b)
-            packed = probe(i, data) or pack_block(data, compress=compress)
-            level.append(_Child(first_key(a), writer.add_packed(packed), b - a))
+        for run in runs:
+            add(run, _pack_leaves(encode, run))
     else:
-        # leaves encoded here, compressed and checksummed in threads (zstd and crc32 release the GIL), written
-        # in order: the same bytes as one thread, with the compression beside the encoding on a second core
+        # probe runs of leaves (a probe and the leaves it decides) encoded, compressed and checksummed in
+        # threads (the kernel, zstd and crc32 release the GIL), written here in order: the one-thread bytes
         with ThreadPoolExecutor(PACK_THREADS, thread_name_prefix="btree-leaves") as pool:
-            pending: deque[tuple[int, int, Future[PackedBlock]]] = deque()
-            for i, (a, b) in enumerate(pairs):
-                data = encode(a, b)
-                probed = probe(i, data)
-                if probed is None:
-                    pending.append((a, b, pool.submit(pack_block, data, compress=compress)))
-                else:
-                    done_now: Future[PackedBlock] = Future()
-                    done_now.set_result(probed)
-                    pending.append((a, b, done_now))
-                while len(pending) > PACK_AHEAD or (pending and pending[0][2].done()):
-                    a0, b0, done = pending.popleft()
-                    level.append(_Child(first_key(a0), writer.add_packed(done.result()), b0 - a0))
+            pending: deque[tuple[list[tuple[int, int]], Future[list[PackedBlock]]]] = deque()
+            for run in runs:
+                pending.append((run, pool.submit(_pack_leaves, encode, run)))
+                if len(pending) > PACK_AHEAD:
+                    done_run, done = pending.popleft()
+                    add(done_run, done.result())
             while pending:
-                a0, b0, done = pending.popleft()
-                level.append(_Child(first_key(a0), writer.add_packed(done.result()), b0 - a0))
+                done_run, done = pending.popleft()
+                add(done_run, done.result())
     height = 1
     while len(level) > 1:
         parents: list[_Child] = []

@@ -21,7 +21,8 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -93,6 +94,29 @@ def pack_block(data: bytes | bytearray | memoryview, *, compress: bool = True) -
     return stored, len(raw), zlib.crc32(stored), codec
 
 
+#: bytes a writer appends between data syncs started in a thread (the blocks written so far go to disk while
+#: the next ones are made, so finish()'s fsync has only the tail left: 0.40 -> 0.27 s for a 400 MB tree here)
+SYNC_EVERY = 64 << 20
+_datasync: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
+
+#: buffers per os.writev (Linux's IOV_MAX)
+_IOV_MAX = 1024
+
+
+def _write_all(fd: int, buffers: list[bytes]) -> None:
+    """Write the buffers one after the other at the file's position (os.writev, resumed after partial writes)."""
+    pending = [memoryview(b) for b in buffers if len(b)]
+    while pending:
+        written = os.writev(fd, pending[:_IOV_MAX])
+        while written and pending:
+            if written >= len(pending[0]):
+                written -= len(pending[0])
+                pending.pop(0)
+            else:
+                pending[0] = pending[0][written:]
+                written = 0
+
+
 class IndexFileWriter:
     """Writes one index file: blocks first, then ``finish(description)``. Use as a context manager; the file
     appears at ``path`` only when finish() succeeded."""
@@ -105,6 +129,9 @@ class IndexFileWriter:
         self._file.write(MAGIC)
         self._offset = len(MAGIC)
         self._done = False
+        self._unsynced = 0
+        self._syncer: ThreadPoolExecutor | None = None
+        self._sync: Future[None] | None = None
         #: the format version written in the trailer (what the kinds' block layouts follow)
         self.version = FORMAT_VERSION
 
@@ -118,7 +145,46 @@ class IndexFileWriter:
         ref = BlockRef(self._offset, len(stored), crc, raw_length, codec)
         self._file.write(stored)
         self._offset += len(stored)
+        self._wrote(len(stored))
         return ref
+
+    def add_packed_run(self, packed: Sequence[PackedBlock]) -> list[BlockRef]:
+        """Append several packed blocks in order (what add_packed does for each, the same bytes) with one
+        system call: a tree's leaves come in runs of a hundred or more, and a write per leaf is a GIL hand-over
+        per leaf while other threads pack the next ones."""
+        refs = []
+        for stored, raw_length, crc, codec in packed:
+            refs.append(BlockRef(self._offset, len(stored), crc, raw_length, codec))
+            self._offset += len(stored)
+        self._file.flush()
+        _write_all(self._file.fileno(), [p[0] for p in packed])
+        self._wrote(sum(len(p[0]) for p in packed))
+        return refs
+
+    def _wrote(self, size: int) -> None:
+        """Count appended bytes; from SYNC_EVERY on, start a data sync of what is written in a thread (one at a
+        time; an error it raised surfaces here or in finish)."""
+        self._unsynced += size
+        if self._unsynced < SYNC_EVERY or (self._sync is not None and not self._sync.done()):
+            return
+        if self._sync is not None:
+            self._sync.result()
+        self._file.flush()
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(1, thread_name_prefix="index-sync")
+        self._sync = self._syncer.submit(_datasync, self._file.fileno())
+        self._unsynced = 0
+
+    def _end_sync(self) -> None:
+        """Wait for a data sync in flight (its error raised) and stop its thread."""
+        try:
+            if self._sync is not None:
+                self._sync.result()
+        finally:
+            self._sync = None
+            if self._syncer is not None:
+                self._syncer.shutdown(wait=True)
+                self._syncer = None
 
     def finish(self, description: dict[str, Any]) -> int:
         """Write the description and trailer, then move the file into place; returns its size in bytes."""
@@ -127,6 +193,7 @@ class IndexFileWriter:
         self._file.write(text)
         self._file.write(_TRAILER.pack(offset, len(text), zlib.crc32(text), self.version, 0, 0, MAGIC))
         self._file.flush()
+        self._end_sync()
         os.fsync(self._file.fileno())
         self._file.close()
         os.replace(self._tmp, self.path)
@@ -135,6 +202,10 @@ class IndexFileWriter:
 
     def abort(self) -> None:
         """Drop what was written."""
+        try:
+            self._end_sync()
+        except OSError:
+            pass  # the file is dropped anyway
         if not self._file.closed:
             self._file.close()
         self._tmp.unlink(missing_ok=True)

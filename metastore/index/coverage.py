@@ -57,22 +57,76 @@ class StripeValues:
 class FileValues:
     """Every stripe of one data file. ``merged`` (a BTREE build's worker sends it instead of the stripes'
     ``distinct``, which are then empty): every (key, stripe) pair of the file as int64 keys and stripe numbers
-    in the file, ordered by key, then stripe."""
+    in the file, ordered by key, then stripe; ``merged_counts``: how many of them each stripe has (what
+    distinct_counts would count from the stripe numbers). ``gaps`` (only between a pooled worker and the
+    parent, see packed): the stripes' int64 keys, one stripe after the other, as the first key and the
+    differences between neighbours in the narrowest unsigned type that holds them, the stripes' ``distinct``
+    empty and their counts in ``merged_counts``."""
 
     file: DataFile
     stripes: list[StripeValues]
     merged: tuple[np.ndarray, np.ndarray] | None = None
+    merged_counts: tuple[int, ...] | None = None
+    gaps: tuple[int, np.ndarray] | None = None
 
     def distinct_counts(self) -> list[int]:
         """Per stripe, how many distinct non-null keys it holds."""
+        if self.merged_counts is not None:
+            return list(self.merged_counts)
         if self.merged is None:
             return [len(s.distinct) for s in self.stripes]
         return np.bincount(self.merged[1], minlength=len(self.stripes)).tolist()
 
+    def packed(self) -> FileValues:
+        """The values to send to another process: when the stripes hold int64 keys whose neighbours (across
+        stripes too) differ by less than 2**32 modulo 2**64 (a sorted column's: ts in steps of 10 takes one
+        byte a key instead of eight), those differences (``gaps``); else the values as they are. ``unpacked``
+        gives back the same keys in the same stripes."""
+        if self.merged is not None or self.gaps is not None:
+            return self
+        parts = [s.distinct for s in self.stripes if len(s.distinct)]
+        if not parts or any(p.dtype != np.int64 for p in parts):
+            return self
+        keys = np.concatenate(parts).view(np.uint64) if len(parts) > 1 else parts[0].view(np.uint64)
+        if len(keys) < 2:
+            return self
+        differences = keys[1:] - keys[:-1]  # modulo 2**64: cumsum from the first key gives the keys back
+        top = int(differences.max())
+        for narrow in (np.uint8, np.uint16, np.uint32):
+            if top <= np.iinfo(narrow).max:
+                break
+        else:
+            return self
+        stripes = [StripeValues(s.offset, s.length, s.rows, s.distinct[:0], s.nulls, s.values, s.bloom)
+                   for s in self.stripes]
+        counts = tuple(len(s.distinct) for s in self.stripes)
+        return FileValues(self.file, stripes, None, counts, (int(keys[0]), differences.astype(narrow)))
+
+    def unpacked(self) -> FileValues:
+        """The values ``packed`` sent, with every stripe's keys as int64 again (views of one array)."""
+        if self.gaps is None:
+            return self
+        first, differences = self.gaps
+        counts = self.distinct_counts()
+        keys = np.empty(len(differences) + 1, dtype=np.uint64)
+        keys[0] = first & 0xFFFFFFFFFFFFFFFF
+        np.cumsum(differences, dtype=np.uint64, out=keys[1:])
+        keys[1:] += keys[0]  # modulo 2**64
+        values = keys.view(np.int64)
+        ends = np.cumsum(counts).tolist()
+        stripes = [StripeValues(s.offset, s.length, s.rows, values[end - n : end], s.nulls, s.values, s.bloom)
+                   for s, n, end in zip(self.stripes, counts, ends, strict=True)]
+        return FileValues(self.file, stripes)
+
     def merge_stripes(self, *, native: bool = True) -> FileValues:
         """The same values with the stripes' int64 keys merged into ``merged`` (one sorted run of the file): by
-        the compiled k-way merge when it is built (and ``native``), else numpy's stable sort (the same run)."""
+        the compiled k-way merge when it is built (and ``native``), else numpy's stable sort (the same run).
+        Stripes whose keys are in order already (each non-empty stripe's first key above the last key of the
+        one before: a sorted column) are left as they are: their concatenation is the run, and the stripes'
+        arrays say which stripe each key is in without an array of stripe numbers."""
         parts = [s.distinct for s in self.stripes if len(s.distinct)]
+        if self.merged is not None or all(int(b[0]) > int(a[-1]) for a, b in zip(parts[:-1], parts[1:], strict=True)):
+            return self
         counts = [len(s.distinct) for s in self.stripes]
         id_type = np.uint16 if len(self.stripes) <= 0x10000 else np.uint32
         stripes = [StripeValues(s.offset, s.length, s.rows, s.distinct[:0], s.nulls, s.values, s.bloom)
@@ -85,13 +139,11 @@ class FileValues:
             runs = [np.ascontiguousarray(r, dtype=np.int64) for r in parts]
             bases = [j for j, c in enumerate(counts) if c]  # each run's stripe id
             compiled.merge_runs(runs, [None] * len(runs), bases, merged_keys, merged_ids)
-            return FileValues(self.file, stripes, (merged_keys, merged_ids))
+            return FileValues(self.file, stripes, (merged_keys, merged_ids), tuple(counts))
         keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         ids = np.repeat(np.arange(len(self.stripes), dtype=id_type), counts)
-        if len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1])):
-            return FileValues(self.file, stripes, (keys, ids))  # one ascending run already (a sorted column)
         order = np.argsort(keys, kind="stable")  # merges the stripes' sorted runs; equal keys stay in stripe order
-        return FileValues(self.file, stripes, (keys[order], ids[order]))
+        return FileValues(self.file, stripes, (keys[order], ids[order]), tuple(counts))
 
 
 @dataclass(frozen=True)

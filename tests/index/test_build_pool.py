@@ -168,7 +168,9 @@ def test_probe_positions_are_the_formula() -> None:
 def test_merged_runs_give_the_same_postings_and_stripe_sets() -> None:
     """postings_of over files whose keys come as one merged run each (a pooled BTREE's workers), over the plain
     per-stripe files, and over a mix of both, equals the lexsort of every (key, stripe id) pair; distinct_counts
-    (what the value-stripe set is written from) is the same either way, empty stripes included."""
+    (what the value-stripe set is written from) is the same either way, empty stripes included. A file whose
+    stripes are in order (a sorted column) is kept as its stripes; one whose stripes touch (a stripe's first
+    key equal to the last key of the one before) is merged."""
     from metastore.index.coverage import FileValues, StripeValues
     from metastore.index.model import DataFile
 
@@ -181,16 +183,75 @@ def test_merged_runs_give_the_same_postings_and_stripe_sets() -> None:
             distinct = np.unique(rng.integers(-50, 50, n, dtype=np.int64))
             stripes.append(StripeValues(10 * s, 10, n, distinct, int(n == 0), len(distinct)))
         files.append(FileValues(DataFile(f"file:/d/{f}.orc", 100, 1), stripes))
+    for f, starts in ((4, (60, 70, 80, 90)), (5, (100, 110, 119, 130))):  # in order; touching at 119
+        stripes = [StripeValues(10 * s, 10, 10, np.arange(a, a + 10, dtype=np.int64), 0, 10)
+                   for s, a in enumerate(starts)]
+        stripes.insert(2, StripeValues(99, 1, 3, np.zeros(0, dtype=np.int64), 3, 0))  # all null
+        files.append(FileValues(DataFile(f"file:/d/{f}.orc", 100, 1), stripes))
     merged = [f.merge_stripes() for f in files]
+    assert merged[4] is files[4] and merged[5].merged is not None
     keys = np.concatenate([s.distinct for f in files for s in f.stripes])
     ids = np.repeat(np.arange(sum(len(f.stripes) for f in files)),
                     [len(s.distinct) for f in files for s in f.stripes]).astype(np.uint32)
     lex = np.lexsort((ids, keys))
-    for variant in (files, merged, [merged[0], files[1], merged[2], files[3]]):
+    for variant in (files, merged, [merged[0], files[1], merged[2], files[3], merged[4], files[5]]):
         got = btree.postings_of(variant, Domain.INT64)
         pairs = [(int(k), int(i)) for k, a, b in zip(got.keys, got.offsets[:-1], got.offsets[1:], strict=True)
                  for i in got.ids[a:b]]
         assert pairs == list(zip(keys[lex].tolist(), ids[lex].tolist(), strict=True))
     for plain, run in zip(files, merged, strict=True):
         assert run.distinct_counts() == plain.distinct_counts() == [len(s.distinct) for s in plain.stripes]
-        assert all(len(s.distinct) == 0 for s in run.stripes)
+        if run.merged is None:
+            assert run is plain
+        else:
+            assert all(len(s.distinct) == 0 for s in run.stripes)
+
+
+def test_packed_values_unpack_to_the_same_stripes() -> None:
+    """FileValues.packed (a pooled worker's values for the trip to the parent) and unpacked give back every
+    stripe's int64 keys, counts, nulls and spans: gaps of one, two and four bytes, keys whose differences wrap
+    modulo 2**64 (INT64_MAX next to INT64_MIN), empty and all-null stripes, one key; values whose gaps need
+    eight bytes, merged runs and bytes keys travel as they are."""
+    from metastore.index.coverage import FileValues, StripeValues
+    from metastore.index.model import DataFile
+
+    big = np.iinfo(np.int64)
+
+    def file_of(*stripes: np.ndarray) -> FileValues:
+        return FileValues(DataFile("file:/d/x.orc", 100, 1),
+                          [StripeValues(10 * j, 10, len(d) + 2, d, 2, len(d)) for j, d in enumerate(stripes)])
+
+    def arr(*values: int) -> np.ndarray:
+        return np.asarray(values, dtype=np.int64)
+
+    ts = 1_600_000_000_000 + np.arange(3000, dtype=np.int64) * 10
+    cases = {
+        np.uint8: file_of(ts[:1000], arr(), ts[1000:2000], ts[2000:]),
+        np.uint16: file_of(arr(-5, 1000), arr(60_000, 60_001)),
+        np.uint32: file_of(arr(0, 1 << 31), arr((1 << 32) + 7)),
+        "wrap": file_of(arr(big.max - 1, big.max), arr(big.min, big.min + 3)),
+        "descending": file_of(arr(10, 11), arr(3, 4)),  # differences wrap to ~2**64: sent as they are
+        "wide": file_of(arr(0, 1 << 40)),
+        "one": file_of(arr(7)),
+        "empty": file_of(arr(), arr()),
+    }
+    for name, values in cases.items():
+        packed = values.packed()
+        if name in ("descending", "wide", "one", "empty"):
+            assert packed is values, name
+            continue
+        assert packed.gaps is not None and all(len(s.distinct) == 0 for s in packed.stripes), name
+        if name != "wrap":
+            assert packed.gaps[1].dtype == name, name
+        unpacked = packed.unpacked()
+        assert unpacked.merged is None and unpacked.gaps is None
+        assert unpacked.distinct_counts() == values.distinct_counts() == packed.distinct_counts()
+        for a, b in zip(unpacked.stripes, values.stripes, strict=True):
+            assert a.distinct.dtype == np.int64 and np.array_equal(a.distinct, b.distinct), name
+            assert (a.offset, a.length, a.rows, a.nulls, a.values) == (b.offset, b.length, b.rows, b.nulls, b.values)
+    run = file_of(arr(1, 5), arr(2, 3)).merge_stripes()
+    assert run.merged is not None and run.packed() is run and run.unpacked() is run
+    words = np.empty(2, dtype=object)
+    words[:] = [b"a", b"b"]
+    strings = FileValues(DataFile("file:/d/s.orc", 100, 1), [StripeValues(0, 10, 2, words, 0, 2)])
+    assert strings.packed() is strings

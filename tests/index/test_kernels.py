@@ -152,8 +152,9 @@ def test_merge_runs_is_the_stable_sort() -> None:
         for out_type in (np.uint32, np.uint16):
             out_keys = np.empty(len(keys), dtype=np.int64)
             out_ids = np.empty(len(keys), dtype=out_type)
-            _compiled.merge_runs(runs, ids, bases, out_keys, out_ids)
+            repeats = _compiled.merge_runs(runs, ids, bases, out_keys, out_ids)
             assert np.array_equal(out_keys, keys) and np.array_equal(out_ids, expected.astype(out_type)), trial
+            assert repeats == int(np.count_nonzero(keys[1:] == keys[:-1])), trial
     with pytest.raises(ValueError, match="hold every key"):
         _compiled.merge_runs([np.arange(3)], [None], [0], np.empty(2, dtype=np.int64), np.empty(2, dtype=np.uint32))
     with pytest.raises(ValueError, match="uint16 or uint32"):
@@ -161,6 +162,41 @@ def test_merge_runs_is_the_stable_sort() -> None:
                              np.empty(3, dtype=np.uint32))
     with pytest.raises(ValueError, match="differ in length"):
         _compiled.merge_runs([np.arange(3)], [], [0], np.empty(3, dtype=np.int64), np.empty(3, dtype=np.uint32))
+
+
+@needs_kernels
+@pytest.mark.parametrize("joint", ["apart", "touching", "overlapping"])
+def test_merge_runs_of_runs_in_order(joint: str) -> None:
+    """Runs one after the other (a sorted column's files) are copied, not merged: longer than the copy's pieces
+    of 8,192 keys, with repeated keys inside a run, the next run starting above the last key (apart), at it
+    (touching: the equal keys in run order, and counted as repeats) or one key below it (overlapping: the
+    loser tree's path); ids as uint16, uint32 or none, written as uint16 or uint32: the stable sort's keys and
+    ids, and the repeats counted."""
+    assert _compiled is not None
+    rng = np.random.default_rng(39)
+    for trial in range(12):
+        runs, ids, bases = [], [], []
+        start = -(1 << 40)
+        for r in range(int(rng.integers(2, 6))):
+            n = int(rng.integers(1, 30_000))
+            steps = rng.integers(0 if trial % 2 else 1, 4, size=n)
+            steps[0] = 1  # the first key one above start
+            run = start + np.cumsum(steps).astype(np.int64)
+            runs.append(run)
+            kind = (trial + r) % 3
+            local = np.sort(rng.integers(0, 7, size=n))
+            ids.append(None if kind == 0 else local.astype(np.uint16 if kind == 1 else np.uint32))
+            bases.append(7 * r)
+            start = int(run[-1]) + {"apart": 1, "touching": 0, "overlapping": -1}[joint] - 1
+        keys, expected = _stable_merge(runs, ids, bases)
+        for out_type in (np.uint32, np.uint16):
+            out_keys = np.empty(len(keys), dtype=np.int64)
+            out_ids = np.empty(len(keys), dtype=out_type)
+            repeats = _compiled.merge_runs(runs, ids, bases, out_keys, out_ids)
+            assert np.array_equal(out_keys, keys) and np.array_equal(out_ids, expected.astype(out_type)), trial
+            assert repeats == int(np.count_nonzero(keys[1:] == keys[:-1])), trial
+            if joint != "overlapping":  # runs apart have repeats inside only; touching ones at every joint
+                assert (repeats > 0) == (trial % 2 == 1 or joint == "touching"), trial
 
 
 def _files(rng: np.random.Generator, count: int, stripes: int, keys: int, low: int, high: int) -> list[FileValues]:
@@ -193,10 +229,16 @@ def test_int_postings_and_merged_stripes_kernel_are_numpy(monkeypatch: pytest.Mo
         merged = [f.merge_stripes() for f in files]
         for plain, run in zip(files, merged, strict=True):
             reference = plain.merge_stripes(native=False)
-            assert run.merged is not None and reference.merged is not None
+            if run.merged is None:  # stripes in order already: kept as they are, by both
+                assert run is plain and reference is plain
+                continue
+            assert reference.merged is not None
             assert np.array_equal(run.merged[0], reference.merged[0])
             assert run.merged[1].dtype == reference.merged[1].dtype
             assert np.array_equal(run.merged[1], reference.merged[1])
+            assert run.merged_counts == reference.merged_counts
+            assert list(run.merged_counts or ()) == np.bincount(run.merged[1], minlength=len(run.stripes)).tolist()
+            assert run.distinct_counts() == plain.distinct_counts()
         for variant in (files, merged, [m if i % 2 else f for i, (f, m) in enumerate(zip(files, merged, strict=True))]):
             assert _same_postings(btree._int_postings(variant), btree._int_postings(variant, native=False)), trial
 

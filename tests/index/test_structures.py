@@ -387,3 +387,70 @@ def test_leaves_compressed_only_where_it_pays(
         a, b = (r.answer(leaf) for r in readers)
         assert a is not None and b is not None
         assert np.array_equal(a, b) and np.array_equal(a, _brute(stripes, leaf))
+
+
+def test_blocks_written_in_runs_and_synced_on_the_way_give_the_same_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """add_packed_run (one writev per run of blocks, resumed after partial writes) between single blocks, and
+    data syncs started in a thread every SYNC_EVERY bytes, write the bytes and references of add_packed one
+    block at a time; the file reads back block by block."""
+    import os
+
+    from metastore.index import container
+
+    rng = np.random.default_rng(61)
+    blocks = [rng.integers(0, 4 if i % 3 else 256, size=int(rng.integers(0, 5000)), dtype=np.uint8).tobytes()
+              for i in range(300)]
+    packed = [container.pack_block(b, compress=bool(i % 2)) for i, b in enumerate(blocks)]
+    between = b"between runs " * 9
+
+    def write(path: Path, runs: bool) -> tuple[list[container.BlockRef], list[bytes]]:
+        sizes = np.random.default_rng(62)
+        refs: list[container.BlockRef] = []
+        raw: list[bytes] = []
+        with container.IndexFileWriter(path) as writer:
+            at = 0
+            while at < len(packed):
+                n = int(sizes.integers(1, 40))
+                if runs:
+                    refs.extend(writer.add_packed_run(packed[at : at + n]))
+                else:
+                    refs.extend(writer.add_packed(p) for p in packed[at : at + n])
+                raw.extend(blocks[at : at + n])
+                refs.append(writer.add_block(between))
+                raw.append(between)
+                at += n
+            writer.finish({"refs": [r.to_list() for r in refs]})
+        return refs, raw
+
+    one_by_one, raw = write(tmp_path / "one.idx", False)
+    writev = os.writev
+    calls = []
+
+    def short_writev(fd: int, buffers: list) -> int:  # a partial write after at most 3,000 bytes
+        calls.append(len(buffers))
+        total = 0
+        for b in buffers:
+            part = bytes(b)[: 3000 - total]
+            total += writev(fd, [part])
+            if total >= 3000 or len(part) < len(b):
+                break
+        return total
+
+    synced = []
+
+    def datasync(fd: int) -> None:
+        synced.append(fd)
+        container.os.fsync(fd)
+
+    monkeypatch.setattr(container, "SYNC_EVERY", 20_000)
+    monkeypatch.setattr(container, "_datasync", datasync)
+    monkeypatch.setattr(container.os, "writev", short_writev)
+    in_runs, _ = write(tmp_path / "runs.idx", True)
+    assert calls and max(calls) > 1
+    assert synced  # at least one sync ran in the thread (one at a time)
+    assert in_runs == one_by_one
+    assert (tmp_path / "runs.idx").read_bytes() == (tmp_path / "one.idx").read_bytes()
+    reader = container.IndexFileReader.open_path(str(tmp_path / "runs.idx"))
+    assert [bytes(reader.block(r)) for r in in_runs] == raw
