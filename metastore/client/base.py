@@ -136,6 +136,22 @@ class MetastoreClient(abc.ABC):
 
     # ------------------------------------------------------------------ statistics
 
+    def write_analysis(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition],
+        partition_statistics: Sequence[StatsWrite], table_statistics: Sequence[StatsWrite] = (),
+        table_parameters: Mapping[str, str] | None = None,
+    ) -> None:
+        """What an ANALYZE of a partitioned table writes: the partitions' new definitions (alter_partitions),
+        their column statistics, the table level's, and some table parameters (update_table_parameters). Here
+        the metastore's calls in that order, each its own transaction (a failure leaves the earlier calls'
+        writes stored); a client that can (the embedded one) writes everything in one transaction."""
+        if partitions:
+            self.alter_partitions(db_name, table_name, partitions)
+        self.write_statistics(partition_statistics)
+        self.write_statistics(table_statistics)
+        if table_parameters:
+            self.update_table_parameters(db_name, table_name, table_parameters)
+
     def write_statistics(
         self, writes: Sequence[StatsWrite], *, merge: bool = False, batch_size: int = DEFAULT_STATS_BATCH,
         engine: str = DEFAULT_ENGINE,
@@ -156,16 +172,20 @@ class MetastoreClient(abc.ABC):
 
     @abc.abstractmethod
     def table_statistics(
-        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE
+        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE,
+        sketches: bool = True,
     ) -> list[ColumnStatsEntry]:
-        """Table-level statistics of those columns that have them."""
+        """Table-level statistics of those columns that have them. ``sketches`` False: the caller does not need
+        their bit vectors and histograms, which a client that can leaves out (a server sends what it is
+        configured to)."""
 
     @abc.abstractmethod
     def partition_statistics(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
-        engine: str = DEFAULT_ENGINE,
+        engine: str = DEFAULT_ENGINE, sketches: bool = True,
     ) -> dict[str, list[ColumnStatsEntry]]:
-        """{partition name: statistics} of the named partitions that have statistics of the columns."""
+        """{partition name: statistics} of the named partitions that have statistics of the columns (``sketches``
+        as for table_statistics)."""
 
     @abc.abstractmethod
     def aggregate_statistics(

@@ -178,20 +178,33 @@ class EmbeddedMetastoreClient(MetastoreClient):
             if_exists=if_exists,
         )
 
+    def write_analysis(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition],
+        partition_statistics: Sequence[StatsWrite], table_statistics: Sequence[StatsWrite] = (),
+        table_parameters: Mapping[str, str] | None = None,
+    ) -> None:
+        """Everything in one transaction (Metastore.write_analysis): all of it stored, or nothing."""
+        writes = [w for w in (*partition_statistics, *table_statistics) if w.entries]
+        self._run(self._ms.write_analysis, db_name, table_name, list(partitions), writes,
+                  None if table_parameters is None else dict(table_parameters))
+
     def _write_batch(self, writes: Sequence[StatsWrite], *, merge: bool, engine: str) -> None:
         self._run(self._ms.stats.write, list(writes), merge=merge, engine=engine)
 
     def table_statistics(
-        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE
+        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE,
+        sketches: bool = True,
     ) -> list[ColumnStatsEntry]:
-        return self._run(self._ms.stats.table_stats, db_name, table_name, list(columns), engine=engine)
+        return self._run(self._ms.stats.table_stats, db_name, table_name, list(columns), engine=engine,
+                         sketches=sketches)
 
     def partition_statistics(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
-        engine: str = DEFAULT_ENGINE,
+        engine: str = DEFAULT_ENGINE, sketches: bool = True,
     ) -> dict[str, list[ColumnStatsEntry]]:
         return self._run(
-            self._ms.stats.partitions_stats, db_name, table_name, list(partition_names), list(columns), engine=engine
+            self._ms.stats.partitions_stats, db_name, table_name, list(partition_names), list(columns), engine=engine,
+            sketches=sketches,
         )
 
     def aggregate_statistics(

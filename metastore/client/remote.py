@@ -365,7 +365,8 @@ class ThriftMetastoreClient(MetastoreClient):
         self._call("set_aggr_stats_for", tt.SetPartitionsStatsRequest(colStats=col_stats, needMerge=merge, engine=engine))
 
     def table_statistics(
-        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE
+        self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE,
+        sketches: bool = True,
     ) -> list[ColumnStatsEntry]:
         request = tt.TableStatsRequest(
             dbName=db_name, tblName=table_name, colNames=list(columns), catName=DEFAULT_CATALOG, engine=engine
@@ -374,7 +375,7 @@ class ThriftMetastoreClient(MetastoreClient):
 
     def partition_statistics(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
-        engine: str = DEFAULT_ENGINE,
+        engine: str = DEFAULT_ENGINE, sketches: bool = True,
     ) -> dict[str, list[ColumnStatsEntry]]:
         request = tt.PartitionsStatsRequest(
             dbName=db_name, tblName=table_name, colNames=list(columns), partNames=list(partition_names),

@@ -957,7 +957,7 @@ class Handler:
         )
         if encoded is not None:
             return EncodedResult(table_stats_result(*encoded))
-        entries = self.ms.stats.table_stats(*args, **options)
+        entries = self.ms.stats.table_stats(*args, engine=options["engine"], catalog=options["catalog"])
         return tt.TableStatsResult(tableStats=[self._obj(e) for e in entries])
 
     @_thrift_method
@@ -981,7 +981,7 @@ class Handler:
             )
             if encoded is not None:
                 return partitions_stats_result(encoded)
-            found = self.ms.stats.partitions_stats(*args, **options)
+            found = self.ms.stats.partitions_stats(*args, engine=options["engine"], catalog=options["catalog"])
             convert = self._to_thrift
             return encode_struct(tt.PartitionsStatsResult(partStats={n: [convert(e) for e in es] for n, es in found.items()}))
 

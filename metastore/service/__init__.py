@@ -5,9 +5,11 @@ The Thrift handler is a thin adapter over it; the embedded SQL shell uses it dir
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from metastore.catalog import DEFAULT_ENGINE, Partition
 from metastore.config import Settings
 from metastore.service.catalog import CatalogService
 from metastore.service.file_partials import FilePartialsService
@@ -57,7 +59,7 @@ class Metastore:
         their parent checked. workers sizes the connection pool as one of that many server workers. engine is
         one the caller keeps (an embedded client's engine reused between clients); None opens one."""
         if check_schema:
-            migrate.check_schema(settings.db, auto_upgrade=auto_upgrade)
+            migrate.check_schema(settings.db, auto_upgrade=auto_upgrade, engine=engine)
         if engine is None:
             engine = create_worker_engine(settings.db, workers=workers or 1)
         store = Store(settings.db, engine=engine, served_encoding=served_encoding)
@@ -79,6 +81,23 @@ class Metastore:
             file_partials=FilePartialsService(store),
             indexes=IndexService(store, index_root),
         )
+
+    def write_analysis(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition], statistics: Sequence[StatsWrite],
+        table_parameters: Mapping[str, str | None] | None = None, *, engine: str = DEFAULT_ENGINE,
+    ) -> None:
+        """What an ANALYZE writes, in one transaction: the table's parameters changed as update_table_parameters
+        does (first: the table's row is locked before its partitions', the order every statistics write takes,
+        so two such writers queue instead of deadlocking), the partitions' definitions as alter_partitions
+        replaces them, then ``statistics`` as write_statistics stores them (not merged). Either all of it is
+        stored or, when any part fails, none."""
+        with self.store.transaction() as uow:
+            if table_parameters:
+                self.catalog.update_table_parameters_in(uow, db_name, table_name, table_parameters)
+            if partitions:
+                self.catalog.alter_partitions_in(uow, db_name, table_name, partitions)
+            written = self.stats.write_in(uow, statistics, engine=engine)
+        self.stats.remember(written)
 
     def close(self) -> None:
         self.store.dispose()

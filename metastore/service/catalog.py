@@ -251,11 +251,18 @@ class CatalogService:
         locked update of TABLE_PARAMS instead of alter_table's rewrite of the whole definition. For parameters a
         statistics writer keeps (ANALYZE's fingerprint), not Spark's statistics properties, which alter_table
         absorbs (InvalidInput)."""
+        with self.store.transaction() as uow:
+            self.update_table_parameters_in(uow, db_name, table_name, changes, catalog=catalog)
+
+    def update_table_parameters_in(
+        self, uow: UnitOfWork, db_name: str, table_name: str, changes: Mapping[str, str | None], *,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> None:
+        """:meth:`update_table_parameters` as part of the caller's transaction ``uow``."""
         absorbed = [k for k in changes if k.startswith((STATISTICS_PREFIX, spark_statistics.SPARK_HISTOGRAM_PREFIX))]
         if absorbed:
             raise InvalidInput(f"{', '.join(absorbed)}: Spark's statistics properties are written with alter_table")
-        with self.store.transaction() as uow:
-            uow.tables.update_parameters(db_name, table_name, dict(changes), catalog=catalog)
+        uow.tables.update_parameters(db_name, table_name, dict(changes), catalog=catalog)
 
     def drop_table(self, db_name: str, table_name: str, *, delete_data: bool, catalog: str = DEFAULT_CATALOG) -> None:
         """Drop a table with its partitions and statistics; delete_data removes a managed table's data."""
@@ -568,10 +575,16 @@ class CatalogService:
         self, db_name: str, table_name: str, partitions: Sequence[Partition], catalog: str = DEFAULT_CATALOG
     ) -> None:
         """Replace the definitions of existing partitions (found by their values) in one transaction."""
-        now = int(time.time())
-        partitions = [self._altered(p, now) for p in partitions]
         with self.store.transaction() as uow:
-            uow.partitions.alter_many(db_name, table_name, partitions, catalog=catalog)
+            self.alter_partitions_in(uow, db_name, table_name, partitions, catalog=catalog)
+
+    def alter_partitions_in(
+        self, uow: UnitOfWork, db_name: str, table_name: str, partitions: Sequence[Partition],
+        catalog: str = DEFAULT_CATALOG,
+    ) -> None:
+        """:meth:`alter_partitions` as part of the caller's transaction ``uow``."""
+        now = int(time.time())
+        uow.partitions.alter_many(db_name, table_name, [self._altered(p, now) for p in partitions], catalog=catalog)
 
     def rename_partition(
         self, db_name: str, table_name: str, values: Sequence[str], new_partition: Partition,

@@ -99,6 +99,16 @@ def canonical_partition_name(target: TableTarget, name: str) -> str:
         raise NoSuchObject(f"{target.qualified_name} partition ({name}) not found: {exc}") from None
 
 
+#: What a statistics write leaves behind, for StatisticsService.remember: tables and partitions after it.
+_Written = tuple[dict[tuple[str, str, str], TableTarget], dict[tuple[str, str, str, str], PartitionTarget]]
+
+
+def _check_write_names(writes: Sequence[StatsWrite]) -> None:
+    for w in writes:
+        part = (w.partition_name,) if w.partition_name else ()
+        check_names(w.catalog, w.db_name, w.table_name, part, [e.column for e in w.entries])
+
+
 def _table_key(w: StatsWrite) -> tuple[str, str, str]:
     """(catalog, database, table) of a write, as names are compared: trimmed, lower case."""
     return (w.catalog.strip().lower(), w.db_name.strip().lower(), w.table_name.strip().lower())
@@ -219,23 +229,42 @@ class StatisticsService:
 
         merge combines them with the stored statistics (Hive's needMerge); otherwise they replace them.
         """
-        for w in writes:
-            part = (w.partition_name,) if w.partition_name else ()
-            check_names(w.catalog, w.db_name, w.table_name, part, [e.column for e in w.entries])
+        _check_write_names(writes)
         engine = engine or DEFAULT_ENGINE
         if not writes:
             return
         if self._write_known_table(writes, merge, engine) or self._write_known_partition(writes, merge, engine):
             return
+        with self.store.transaction() as uow:
+            written = self._write_in(uow, writes, merge, engine, asynchronous=not self.synchronous_commit)
+        self.remember(written)
+
+    def write_in(self, uow: UnitOfWork, writes: Sequence[StatsWrite], *, engine: str = DEFAULT_ENGINE) -> _Written:
+        """:meth:`write` (not merged) as part of the caller's transaction ``uow``, with what else it writes: one
+        commit for all (durable: the statistics' asynchronous commit is not used). Returns what to
+        :meth:`remember` once the caller's transaction has committed."""
+        _check_write_names(writes)
+        if not writes:
+            return {}, {}
+        return self._write_in(uow, writes, False, engine or DEFAULT_ENGINE, asynchronous=False)
+
+    def _write_in(
+        self, uow: UnitOfWork, writes: Sequence[StatsWrite], merge: bool, engine: str, *, asynchronous: bool
+    ) -> _Written:
         tables: dict[tuple[str, str, str], TableTarget] = {}
         parts: dict[tuple[str, str, str, str], PartitionTarget] = {}
-        with self.store.transaction() as uow:
-            repo = uow.column_stats
-            for key, tw in self._validated(repo, writes, merge).items():
-                tables[key] = self._write_table(repo, tw, merge, engine) if tw.table_entries else tw.target
-                if tw.partition_entries:
-                    for name, after in self._write_partitions(repo, tw, merge, engine).items():
-                        parts[(*key, name)] = after
+        repo = uow.column_stats
+        for key, tw in self._validated(repo, writes, merge, asynchronous=asynchronous).items():
+            tables[key] = self._write_table(repo, tw, merge, engine) if tw.table_entries else tw.target
+            if tw.partition_entries:
+                for name, after in self._write_partitions(repo, tw, merge, engine).items():
+                    parts[(*key, name)] = after
+        return tables, parts
+
+    def remember(self, written: _Written) -> None:
+        """After a committed write: the tables and partitions as it left them, what the next write of their
+        statistics validates against (the one-round-trip writes)."""
+        tables, parts = written
         if self.store.features.one_round_trip_writes:
             # As they are after this write: what the next write of their statistics validates against.
             for key, target in tables.items():
@@ -304,7 +333,7 @@ class StatisticsService:
         return done
 
     def _validated(
-        self, repo: StatsRepository, writes: Sequence[StatsWrite], merge: bool
+        self, repo: StatsRepository, writes: Sequence[StatsWrite], merge: bool, *, asynchronous: bool
     ) -> dict[tuple[str, str, str], _TableWrites]:
         keys = sorted({_table_key(w) for w in writes})
         merged_tables = {_table_key(w) for w in writes if w.partition_name is None and merge}
@@ -314,7 +343,7 @@ class StatisticsService:
         for i, k in enumerate(keys):
             target = _target(
                 repo, *k, lock="update" if k in merged_tables else "share",
-                asynchronous_commit=i == 0 and not self.synchronous_commit,
+                asynchronous_commit=i == 0 and asynchronous,
             )
             grouped[k] = _TableWrites(target, k[0])
         for w in writes:
@@ -384,14 +413,15 @@ class StatisticsService:
 
     def table_stats(
         self, db_name: str, table_name: str, columns: Sequence[str], *, engine: str = DEFAULT_ENGINE,
-        catalog: str = DEFAULT_CATALOG,
+        catalog: str = DEFAULT_CATALOG, sketches: bool = True,
     ) -> list[ColumnStatsEntry]:
-        """Table-level statistics of the columns that have them; NoSuchObject for a missing table."""
+        """Table-level statistics of the columns that have them; NoSuchObject for a missing table. ``sketches``
+        False leaves out bit vectors and histograms whatever this service is configured to send."""
         check_names(catalog, db_name, table_name, (), columns)
         with self._read() as repo:
             found = repo.read_table_stats(
                 catalog, db_name, table_name, columns, engine or DEFAULT_ENGINE,
-                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll, prepared=True,
+                bit_vectors=self.fetch_bitvector and sketches, histograms=self.fetch_kll and sketches, prepared=True,
             )
             if not found:
                 _target(repo, catalog, db_name, table_name)
@@ -463,14 +493,15 @@ class StatisticsService:
 
     def partitions_stats(
         self, db_name: str, table_name: str, partition_names: Sequence[str], columns: Sequence[str], *,
-        engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG,
+        engine: str = DEFAULT_ENGINE, catalog: str = DEFAULT_CATALOG, sketches: bool = True,
     ) -> dict[str, list[ColumnStatsEntry]]:
-        """{partition name: statistics in the order of `columns`} for the named partitions that have any."""
+        """{partition name: statistics in the order of `columns`} for the named partitions that have any
+        (``sketches`` as for table_stats)."""
         check_names(catalog, db_name, table_name, partition_names, columns)
         with self._read() as repo:
             found = repo.read_partition_stats(
                 catalog, db_name, table_name, partition_names, columns, engine or DEFAULT_ENGINE,
-                bit_vectors=self.fetch_bitvector, histograms=self.fetch_kll,
+                bit_vectors=self.fetch_bitvector and sketches, histograms=self.fetch_kll and sketches,
             )
             if not found:
                 _target(repo, catalog, db_name, table_name)

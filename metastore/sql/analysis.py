@@ -281,25 +281,39 @@ def _persist_parameters(
 ) -> None:
     """Basic statistics into the table's or the partitions' parameters (alter_partitions in batches); ``stamp``
     adds what else the run records (its fingerprint)."""
-    def params_of(current: dict[str, str], o: TargetOutcome) -> dict[str, str]:
-        return stamp(with_basic_stats(
-            current, num_files=o.num_files, total_size=o.total_size, num_rows=o.num_rows,
-            raw_data_size=o.raw_data_size,
-        ), o)
-
     if not table.partition_keys:
         for o in outcomes:
             current = client.get_table(table.db_name, table.table_name)
             client.alter_table(table.db_name, table.table_name,
-                               replace(current, parameters=params_of(current.parameters, o)))
+                               replace(current, parameters=_params_of(current.parameters, o, stamp)))
         return
     for start in range(0, len(outcomes), ALTER_BATCH):
-        chunk = outcomes[start : start + ALTER_BATCH]
-        parts = []
-        for o in chunk:
-            assert o.target.partition is not None
-            parts.append(replace(o.target.partition, parameters=params_of(o.target.partition.parameters, o)))
-        client.alter_partitions(table.db_name, table.table_name, parts)
+        client.alter_partitions(table.db_name, table.table_name,
+                                _altered_partitions(outcomes[start : start + ALTER_BATCH], stamp))
+
+
+def _params_of(current: dict[str, str], o: TargetOutcome,
+               stamp: Callable[[dict[str, str], TargetOutcome], dict[str, str]]) -> dict[str, str]:
+    return stamp(with_basic_stats(
+        current, num_files=o.num_files, total_size=o.total_size, num_rows=o.num_rows, raw_data_size=o.raw_data_size,
+    ), o)
+
+
+def _altered_partitions(outcomes: Sequence[TargetOutcome],
+                        stamp: Callable[[dict[str, str], TargetOutcome], dict[str, str]]) -> list[Partition]:
+    """The partitions of ``outcomes`` with their basic statistics and what ``stamp`` adds in their parameters."""
+    parts = []
+    for o in outcomes:
+        assert o.target.partition is not None
+        parts.append(replace(o.target.partition, parameters=_params_of(o.target.partition.parameters, o, stamp)))
+    return parts
+
+
+def _merges_table_level(outcomes: Sequence[TargetOutcome], partitions_total: int, merged: AnalyzeResult | None) -> bool:
+    """Whether _table_level merges the table level from these outcomes (else the metastore aggregates it)."""
+    return len(outcomes) == partitions_total and (
+        merged is not None or all(o.result is not None and o.result.partials for o in outcomes)
+    )
 
 
 def _table_level(
@@ -309,9 +323,7 @@ def _table_level(
     """Table-level statistics of a partitioned table, merged through the partitions' sketches (``merged``: that
     merge, already done by a run over every partition's files), and whether they were merged here from every
     partition (else the metastore aggregated the stored partition statistics)."""
-    if len(outcomes) == partitions_total and (
-        merged is not None or all(o.result is not None and o.result.partials for o in outcomes)
-    ):
+    if _merges_table_level(outcomes, partitions_total, merged):
         if merged is None:
             from metastore.stats.harvest import merge_results
 
@@ -365,15 +377,35 @@ def persist_outcomes(
             params[FINGERPRINT_KEY] = fingerprint(inputs[name], stats_digest(entries[name], params))
         return params
 
-    _persist_parameters(client, table, write, stamp)
-    if not columns:
-        return
     now = int(time.time())
-    client.write_statistics([
+    partition_writes = [
         StatsWrite(table.db_name, table.table_name, entries[o.target.name], partition_name=o.target.name,
                    last_analyzed=now)
         for o in write
-    ])
+    ]
+    if columns and table.partition_keys and len(write) <= ALTER_BATCH and (
+        table_unchanged or _merges_table_level(done, partitions_total, merged if len(done) == len(outcomes) else None)
+    ):
+        # everything this run writes is known before writing: one write_analysis (the embedded client's one
+        # transaction: all of it stored or nothing; a server gets the calls below in the same order)
+        table_writes: list[StatsWrite] = []
+        changes: dict[str, str] | None = None
+        if not table_unchanged:
+            table_entries, _ = _table_level(client, table, columns, done, partitions_total,
+                                            merged if len(done) == len(outcomes) else None)
+            table_writes = [StatsWrite(table.db_name, table.table_name, table_entries, last_analyzed=now)]
+            value = fingerprint(table_inputs_digest({str(k): v for k, v in inputs.items()}, columns, histograms),
+                                stats_digest(table_entries, None))
+            if table_entries and table.parameters.get(FINGERPRINT_KEY) != value:
+                changes = {FINGERPRINT_KEY: value}
+        if write or table_writes or changes:
+            client.write_analysis(table.db_name, table.table_name, _altered_partitions(write, stamp),
+                                  partition_writes, table_writes, changes)
+        return
+    _persist_parameters(client, table, write, stamp)
+    if not columns:
+        return
+    client.write_statistics(partition_writes)
     if table.partition_keys and not table_unchanged:
         table_entries, merged_here = _table_level(client, table, columns, done, partitions_total,
                                                   merged if len(done) == len(outcomes) else None)

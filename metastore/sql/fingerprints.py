@@ -164,7 +164,7 @@ def find_unchanged(
         recorded = _parse_fingerprint(table.parameters.get(FINGERPRINT_KEY))
         kept = False
         if recorded is not None and recorded[0] == inputs[None] and _accurate(table.parameters, columns):
-            entries = client.table_statistics(table.db_name, table.table_name, names)
+            entries = client.table_statistics(table.db_name, table.table_name, names, sketches=False)
             kept = stats_digest(entries, table.parameters) == recorded[1]
         return Unchanged(frozenset({None}) if kept else frozenset(), False, inputs)
 
@@ -181,12 +181,13 @@ def find_unchanged(
     pending = list(candidates)
     for start in range(0, len(pending), READ_BATCH):
         chunk = pending[start : start + READ_BATCH]
-        stored = client.partition_statistics(table.db_name, table.table_name, chunk, names)
+        stored = client.partition_statistics(table.db_name, table.table_name, chunk, names, sketches=False)
         same.update(n for n in chunk if stats_digest(stored.get(n, []), params_of[n]) == candidates[n])
     table_level = False
     if len(targets) == partitions_total:
         recorded = _parse_fingerprint(table.parameters.get(FINGERPRINT_KEY))
         by_name = {str(name): digest for name, digest in inputs.items()}
         if recorded is not None and recorded[0] == table_inputs_digest(by_name, columns, histograms):
-            table_level = stats_digest(client.table_statistics(table.db_name, table.table_name, names), None) == recorded[1]
+            stored_table = client.table_statistics(table.db_name, table.table_name, names, sketches=False)
+            table_level = stats_digest(stored_table, None) == recorded[1]
     return Unchanged(frozenset(same), table_level, inputs)

@@ -18,7 +18,10 @@ thresholds. Merging a sketch with a larger p first squashes it down to the small
 ``squash`` including its 32-bit shift in the dense case, so merged bytes match Hive's too.
 
 Everything runs over numpy arrays; the only per-item Python loops touch at most the sparse entries
-(bounded by the switch threshold). Hashes are Java longs from :mod:`metastore.orcio.murmur3`.
+(bounded by the switch threshold). Dense adds and register unpacking run compiled loops
+(``metastore.stats._hll_native``, built from _hll_native.c by ``pip install -e .``) when that extension is
+importable, else the numpy code here, their reference, with a warning once per process. Hashes are Java longs
+from :mod:`metastore.orcio.murmur3`.
 
 Known differences from Hive, all in degenerate corners: a DENSE sketch with no register set (only
 reachable by squashing an empty sketch) is written as an empty SPARSE one, because Hive's own bytes for it
@@ -29,12 +32,23 @@ cannot be read back; and the sparse entry order may differ from Java's when 8 or
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
 from metastore.stats.hll_constants import BIAS, K_NEAREST_NEIGHBOR, RAW_ESTIMATE, THRESHOLD
 from metastore.stats.java_math import java_long, java_round
+
+try:
+    from metastore.stats import _hll_native as _native
+
+    _missing: str | None = None
+except ImportError as exc:  # not built: the numpy code runs instead
+    _native = None  # type: ignore[assignment]
+    _missing = str(exc)
+
+_warned = False
 
 __all__ = [
     "DEFAULT_P",
@@ -42,7 +56,9 @@ __all__ = [
     "MAGIC",
     "HllFormatError",
     "HyperLogLog",
+    "check_sketch_bytes",
     "merge_hlls",
+    "merge_sketch_bytes",
 ]
 
 MAGIC = b"HLL"
@@ -292,9 +308,16 @@ class HyperLogLog:
             new_keys, new_values = new_keys[~known], new_values[~known]
         sparse.update(zip(new_keys.tolist(), new_values.tolist(), strict=True))
 
-    def _add_dense(self, h: np.ndarray) -> None:
+    def _add_dense(self, h: np.ndarray, *, native: bool = True) -> None:
         dense = self._dense
         assert dense is not None
+        if native and _compiled() is not None:
+            # the compiled loop (metastore.stats._hll_native, GIL released); the numpy code below is its reference
+            _native.add_dense(np.ascontiguousarray(h, dtype=np.uint64), self.p, dense)
+            top = int(dense.max())
+            if top > self._max_register:
+                self._max_register = top
+            return
         # In blocks, in place: the working arrays stay in the CPU's cache and nothing is allocated per block.
         size = min(h.size, _DENSE_BLOCK)
         index = np.empty(size, dtype=np.uint64)
@@ -490,13 +513,7 @@ class HyperLogLog:
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> HyperLogLog:
         """Read Hive's serialized form; raises :class:`HllFormatError` on anything Hive could not read."""
         buf = bytes(data)
-        if len(buf) < 4 or buf[:3] != MAGIC:
-            raise HllFormatError("not a HyperLogLog sketch (no 'HLL' magic)")
-        p = buf[3] >> 4
-        enc = buf[3] & 7
-        if not MIN_P <= p <= MAX_P:
-            raise HllFormatError(f"HLL sketch has p={p}, outside {MIN_P}..{MAX_P}")
-        _stored_estimate, pos = _read_vulong(buf, 4)
+        p, enc, pos = _header(buf)
         if enc == 0:
             sketch = cls(p)
             if pos == len(buf):
@@ -523,16 +540,149 @@ class HyperLogLog:
             return sketch
         width = 8 if enc == 7 else enc
         sketch = cls(p, bit_packing=enc != 7, dense=True)
-        nbytes = (sketch.m * width + 7) // 8
-        body = np.frombuffer(buf, dtype=np.uint8, count=min(nbytes, len(buf) - pos), offset=pos)
-        if body.size < nbytes:
-            raise HllFormatError(f"HLL dense registers are truncated: {body.size} of {nbytes} bytes")
-        reg = body.copy() if width == 8 else _unpack_registers(body, sketch.m, width)
+        nbytes = _dense_body_bytes(buf, p, width, pos)
+        body = np.frombuffer(buf, dtype=np.uint8, count=nbytes, offset=pos)
+        if width == 8:
+            reg = body.copy()
+        else:
+            reg = np.zeros(sketch.m, dtype=np.uint8)
+            _max_registers(body, width, reg)
         reg[reg > 127] = 0  # negative Java bytes never win a register
         sketch._dense = reg
         if sketch.bit_packing:
             sketch._max_register = int(reg.max())
         return sketch
+
+
+def _header(buf: bytes) -> tuple[int, int, int]:
+    """A serialised sketch's p, encoding (0 sparse, 1..7 dense) and the position after its stored estimate;
+    HllFormatError when the header is not one Hive could read."""
+    if len(buf) < 4 or buf[:3] != MAGIC:
+        raise HllFormatError("not a HyperLogLog sketch (no 'HLL' magic)")
+    p = buf[3] >> 4
+    enc = buf[3] & 7
+    if not MIN_P <= p <= MAX_P:
+        raise HllFormatError(f"HLL sketch has p={p}, outside {MIN_P}..{MAX_P}")
+    _stored_estimate, pos = _read_vulong(buf, 4)
+    return p, enc, pos
+
+
+def _dense_body_bytes(buf: bytes, p: int, width: int, pos: int) -> int:
+    """Bytes of a dense sketch's registers (``2**p`` of ``width`` bits from ``pos``), checked present."""
+    nbytes = ((1 << p) * width + 7) // 8
+    if len(buf) - pos < nbytes:
+        raise HllFormatError(f"HLL dense registers are truncated: {max(len(buf) - pos, 0)} of {nbytes} bytes")
+    return nbytes
+
+
+def check_sketch_bytes(data: bytes) -> bool:
+    """Whether ``data`` is a bit-packed dense sketch (encodings 1..6), checked as far as
+    :meth:`HyperLogLog.from_bytes` checks one (header and register bytes: raises HllFormatError where it does)
+    without unpacking its registers; False for any other encoding (sparse, or dense of 8-bit registers), which
+    this does not check: parse those."""
+    buf = bytes(data)
+    p, enc, pos = _header(buf)
+    if not 1 <= enc <= 6:
+        return False
+    _dense_body_bytes(buf, p, enc, pos)
+    return True
+
+
+def merge_sketch_bytes(blobs: Sequence[bytes], parse: Callable[[bytes], HyperLogLog] | None = None) -> bytes:
+    """``merge_hlls([HyperLogLog.from_bytes(b) for b in blobs]).to_bytes()``, byte for byte, without parsing
+    each dense sketch on its own where that is not needed: when every sketch has one p and at least one is
+    bit-packed dense (then so is the result, whatever the order: its registers are the maximum of every
+    sketch's, sparse ones converted), the dense registers are unpacked together, a width at a time. Anything
+    else (every sketch sparse, where Hive's merged entry order depends on the order of the merges; several p; 8-bit
+    registers) is merged one by one. ``parse`` parses the sketches that are parsed (default from_bytes);
+    HllFormatError as from_bytes for a sketch that is not one."""
+    if not blobs:
+        raise ValueError("merge_sketch_bytes needs at least one sketch")
+    read = parse or HyperLogLog.from_bytes
+    heads = []
+    for blob in blobs:
+        buf = bytes(blob)
+        heads.append((buf, *_header(buf)))
+    p = heads[0][1]
+    encodings = {enc for _, _, enc, _ in heads}
+    if any(head[1] != p for head in heads) or 7 in encodings:
+        return merge_hlls([read(blob) for blob in blobs]).to_bytes()
+    if encodings == {0}:
+        merged = _merge_sparse([read(buf) for buf, *_ in heads], p)
+        if merged is not None:
+            return merged.to_bytes()
+    m = 1 << p
+    registers = np.zeros(m, dtype=np.uint8)
+    by_width: dict[int, list[memoryview]] = {}
+    for buf, _, enc, pos in heads:
+        if enc == 0:
+            sparse = read(buf)
+            np.maximum(registers, sparse.registers(), out=registers)
+        else:
+            nbytes = _dense_body_bytes(buf, p, enc, pos)
+            by_width.setdefault(enc, []).append(memoryview(buf)[pos : pos + nbytes])
+    for width, bodies in by_width.items():
+        _max_registers(bodies[0] if len(bodies) == 1 else b"".join(bodies), width, registers)
+    merged = HyperLogLog(p, dense=True)
+    merged._dense = registers
+    merged._max_register = int(registers.max())
+    return merged.to_bytes()
+
+
+def _merge_sparse(sketches: Sequence[HyperLogLog], p: int) -> HyperLogLog | None:
+    """What merge_hlls gives for sparse ``sketches`` of one ``p`` when that stays sparse (None when it turns
+    dense): merged one by one, each sketch's entries join in its Java order, a new key after every key already
+    there, a known one keeping the larger value; so the merged map holds every key in the order of its first
+    appearance in those sequences laid end to end, with its largest value."""
+    key_parts, value_parts = [], []
+    for sketch in sketches:
+        sparse = sketch._sparse
+        assert sparse is not None and sketch.p == p
+        if sparse:
+            keys = np.fromiter(sparse.keys(), dtype=np.int64, count=len(sparse))
+            values = np.fromiter(sparse.values(), dtype=np.int64, count=len(sparse))
+            order = _hashmap_order(keys)
+            key_parts.append(keys[order])
+            value_parts.append(values[order])
+    merged = HyperLogLog(p)
+    if not key_parts:
+        return merged
+    keys, values = np.concatenate(key_parts), np.concatenate(value_parts)
+    unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    if unique.size > merged.switch_threshold:
+        return None  # the union turns dense at some merge: every register is the maximum then
+    best = np.zeros(unique.size, dtype=np.int64)
+    np.maximum.at(best, inverse, values)
+    order = np.argsort(first, kind="stable")
+    merged._sparse = dict(zip(unique[order].tolist(), best[order].tolist(), strict=True))
+    return merged
+
+
+def _max_registers(bodies: bytes | memoryview | np.ndarray, width: int, registers: np.ndarray, *,
+                   native: bool = True) -> None:
+    """``registers`` (uint8, m of them) raised to the registers of each of the whole dense bodies of ``width``
+    bits (1..7) that ``bodies`` holds back to back: the compiled loop (metastore.stats._hll_native) when it is
+    built and ``native``, else numpy's :func:`_unpack_registers` (the reference; a warning once a process)."""
+    m = registers.size
+    if native and _compiled() is not None:
+        _native.max_packed_registers(bodies, width, registers)
+        return
+    body = np.frombuffer(bodies, dtype=np.uint8)
+    count = body.size // (m // 8 * width)
+    unpacked = _unpack_registers(body, m * count, width).reshape(count, m)
+    np.maximum(registers, unpacked.max(axis=0), out=registers)
+
+
+def _compiled() -> object | None:
+    """The compiled register loop, or None (with a warning the first time) when it is not built."""
+    global _warned
+    if _native is None and not _warned:
+        _warned = True
+        warnings.warn(
+            f"metastore.stats._hll_native is not built ({_missing}); HyperLogLog registers are unpacked by the "
+            "slower numpy code (reinstall with `pip install -e .` and a C compiler to build it)", RuntimeWarning,
+            stacklevel=3)
+    return _native
 
 
 def _pack_registers(registers: np.ndarray, width: int) -> bytes:

@@ -93,11 +93,13 @@ def _head_of_lines(versions: Path) -> str | None:
     return heads.pop()
 
 
-def current_revision(url: str) -> str | None:
-    """The revision the database at `url` is at; None for a database never migrated."""
+def current_revision(url: str, engine: sa.Engine | None = None) -> str | None:
+    """The revision the database at `url` is at; None for a database never migrated. ``engine``: one of the
+    caller's on that database (a connection from its pool is used and returned), else one just for this."""
     from metastore.store.engine import create_engine
 
-    engine = create_engine(url)
+    own = engine is None
+    engine = create_engine(url) if engine is None else engine
     try:
         with engine.connect() as conn:
             if not sa.inspect(conn).has_table(VERSION_TABLE):
@@ -109,7 +111,8 @@ def current_revision(url: str) -> str | None:
 
             return MigrationContext.configure(conn).get_current_revision()  # several heads: Alembic's error
     finally:
-        engine.dispose()
+        if own:
+            engine.dispose()
 
 
 def upgrade(url: str, revision: str = "head") -> None:
@@ -120,11 +123,12 @@ def upgrade(url: str, revision: str = "head") -> None:
     command.upgrade(alembic_config(url), revision)
 
 
-def check_schema(url: str, *, auto_upgrade: bool) -> None:
+def check_schema(url: str, *, auto_upgrade: bool, engine: sa.Engine | None = None) -> None:
     """Make sure the schema at `url` is the one this code needs. When it is older (or empty):
-    auto_upgrade upgrades it, otherwise SchemaOutOfDate names the command that does."""
+    auto_upgrade upgrades it, otherwise SchemaOutOfDate names the command that does. ``engine``: the caller's
+    on that database, read through instead of opening one (an upgrade still runs on its own)."""
     head = head_revision()
-    current = current_revision(url)
+    current = current_revision(url, engine)
     if current == head:
         return
     from alembic.script import ScriptDirectory

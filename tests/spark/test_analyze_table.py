@@ -20,6 +20,7 @@ import pyarrow.orc as po
 import pytest
 from sql.session import SqlSession
 
+from metastore.client import StatsWrite
 from metastore.client.embedded import EmbeddedMetastoreClient
 from metastore.errors import InvalidInput, NoSuchObject
 from metastore.spark import analyze_table
@@ -416,5 +417,15 @@ def test_a_small_rerun_is_read_on_the_driver_and_equals_the_shell(spark, data: P
     assert got[0] == local[0]
     assert got[1] == local[1]
     assert got[0][f"ds={DAYS[1]}"]["name"].bit_vector
+    # another client changes one partition's statistics (its files as they were): the next re-run, with nothing
+    # to read, does not keep that partition as unchanged but writes it again, in one transaction with the rest
+    name = f"ds={DAYS[2]}"
+    entry = client.partition_statistics("sales", "events", [name], ["name"])[name][0]
+    wrong = replace(entry, stats=replace(entry.stats, num_nulls=entry.stats.num_nulls + 1))
+    client.write_statistics([StatsWrite("sales", "events", [wrong], partition_name=name)])
+    third = analyze_table(no_spark, "sales.events", metastore=url, cache=str(cache))
+    assert not third.failed and [r[5] for r in third.rows] == [0, 0, 0, 0]
+    assert "3 partition(s) unchanged since the last ANALYZE" in third.message
+    assert _all_stats(client) == local
     local_client.close()
     client.close()

@@ -49,6 +49,20 @@ class RecordingClient(EmbeddedMetastoreClient):
         self.writes += [f"statistics {w.partition_name or w.table_name}" for w in writes]
         super()._write_batch(writes, merge=merge, engine=engine)
 
+    def write_analysis(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition],
+        partition_statistics: Sequence[StatsWrite], table_statistics: Sequence[StatsWrite] = (),
+        table_parameters: Mapping[str, str] | None = None,
+    ) -> None:
+        # the same writes in one transaction (the embedded client's write_analysis calls none of the above)
+        self.writes += [f"parameters {'/'.join(p.values)}" for p in partitions]
+        self.writes += [f"statistics {w.partition_name or w.table_name}"
+                        for w in (*partition_statistics, *table_statistics) if w.entries]
+        if table_parameters:
+            self.writes.append(f"parameters {table_name}")
+        super().write_analysis(db_name, table_name, partitions, partition_statistics, table_statistics,
+                               table_parameters)
+
     def take(self) -> list[str]:
         done, self.writes = sorted(self.writes), []
         return done

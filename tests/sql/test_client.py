@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -159,6 +160,11 @@ def test_statistics_in_batches(client: MetastoreClient, tmp_path: Path) -> None:
     assert first["id"].low == 0 and first["id"].high == 99 and first["name"].max_col_len == 5
     # bitVectors come back from the embedded store; a server returns them only with --fetch-bitvector
     assert (first["id"].bit_vector is not None) == client.returns_sketches
+    # sketches=False: the embedded client leaves the bit vectors out, a server sends what it is configured to
+    plain = client.partition_statistics(db, "t", names[:3], ["id", "name"], sketches=False)
+    assert sorted(plain) == names[:3] and plain[names[0]][1] == found[names[0]][1]
+    assert plain[names[0]][0].stats == (replace(first["id"], bit_vector=None)
+                                        if isinstance(client, EmbeddedMetastoreClient) else first["id"])
     aggregated = client.aggregate_statistics(db, "t", names, ["id"])
     assert aggregated.parts_found == 230
     (agg,) = aggregated.entries
@@ -170,6 +176,10 @@ def test_statistics_in_batches(client: MetastoreClient, tmp_path: Path) -> None:
     assert merged.stats.num_nulls == 2
     client.write_statistics([StatsWrite(db, "t", [agg])])
     assert client.table_statistics(db, "t", ["id", "name"])[0].stats.high == 328
+    (full_table,) = client.table_statistics(db, "t", ["id"])
+    (plain_table,) = client.table_statistics(db, "t", ["id"], sketches=False)
+    assert plain_table.stats == (replace(full_table.stats, bit_vector=None)
+                                 if isinstance(client, EmbeddedMetastoreClient) else full_table.stats)
     client.delete_partition_statistics(db, "t", names[:1], ["id"])
     assert client.partition_statistics(db, "t", names[:1], ["id"]) == {}
     client.delete_table_statistics(db, "t")
@@ -179,6 +189,89 @@ def test_statistics_in_batches(client: MetastoreClient, tmp_path: Path) -> None:
             "id", "bigint", LongStats(num_nulls=-1, num_dvs=1, low=1, high=0))], partition_name=names[1])])
     with pytest.raises(NoSuchObject):
         client.partition_statistics(db, "missing", names[:1], ["id"])
+
+
+def _analysis(client: MetastoreClient, db: str, table: str, *, table_column: str = "id"
+              ) -> tuple[list[Partition], list[StatsWrite], list[StatsWrite], dict[str, str]]:
+    """What an ANALYZE of two partitions of ``table`` writes (a table-level entry of ``table_column``)."""
+    parts = client.get_partitions_by_names(db, table, ["ds=a/hr=1", "ds=b/hr=1"])
+    altered = [Partition(db_name=db, table_name=table, values=p.values, sd=p.sd,
+                         parameters={**p.parameters, "numRows": "10", "analyzed": p.values[0]}) for p in parts]
+    entry = ColumnStatsEntry("id", "bigint", LongStats(num_nulls=1, num_dvs=9, low=0, high=9,
+                                                        bit_vector=_sketch(range(10))))
+    partition_writes = [StatsWrite(db, table, [entry], partition_name=name, last_analyzed=1_700_000_000)
+                        for name in ("ds=a/hr=1", "ds=b/hr=1")]
+    table_entry = ColumnStatsEntry(table_column, "bigint", LongStats(num_nulls=2, num_dvs=9, low=0, high=9))
+    table_writes = [StatsWrite(db, table, [table_entry], last_analyzed=1_700_000_000)]
+    return altered, partition_writes, table_writes, {"analysis.fingerprint": f"fp-{table}"}
+
+
+def _stored(client: MetastoreClient, db: str, table: str) -> tuple[Any, ...]:
+    def params(p: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in p.items() if k != "transient_lastDdlTime"}
+
+    names = ["ds=a/hr=1", "ds=a/hr=2", "ds=b/hr=1"]
+    return (
+        [params(p.parameters) for p in client.get_partitions_by_names(db, table, names)],
+        {n: [(e.column, e.stats) for e in entries]
+         for n, entries in client.partition_statistics(db, table, names, ["id", "name"]).items()},
+        [(e.column, e.stats) for e in client.table_statistics(db, table, ["id", "name"])],
+        params(client.get_table(db, table).parameters),
+    )
+
+
+def _analysis_tables(client: MetastoreClient, db: str, names: tuple[str, ...]) -> None:
+    client.create_database(Database(name=db))
+    for name in names:
+        client.create_table(_table(db, name))
+        client.add_partitions(db, name, [Partition(db_name=db, table_name=name, values=[ds, "1"]) for ds in "ab"]
+                              + [Partition(db_name=db, table_name=name, values=["a", "2"])])
+
+
+def test_write_analysis_stores_what_the_separate_calls_store(client: MetastoreClient, tmp_path: Path) -> None:
+    """write_analysis (the embedded client: one transaction) leaves what alter_partitions, write_statistics of
+    the partitions and of the table and update_table_parameters leave, made in turn (the base client's way)."""
+    db = _unique(tmp_path)
+    _analysis_tables(client, db, ("t", "u"))
+    client.write_analysis(db, "t", *_analysis(client, db, "t"))
+    MetastoreClient.write_analysis(client, db, "u", *_analysis(client, db, "u"))
+    one, separate = _stored(client, db, "t"), _stored(client, db, "u")
+    assert one[0][0]["analyzed"] == "a" and one[0][1].get("analyzed") is None
+    assert sorted(one[1]) == ["ds=a/hr=1", "ds=b/hr=1"] and one[2][0][1].num_nulls == 2
+    assert one[3]["analysis.fingerprint"] == "fp-t" and separate[3]["analysis.fingerprint"] == "fp-u"
+    one[3]["analysis.fingerprint"] = separate[3]["analysis.fingerprint"] = "-"
+    assert one == separate
+    # nothing to write but parameters, or nothing at all
+    client.write_analysis(db, "t", [], [], [], {"analysis.fingerprint": "again"})
+    assert client.get_table(db, "t").parameters["analysis.fingerprint"] == "again"
+    client.write_analysis(db, "t", [], [])
+    assert _stored(client, db, "t")[:3] == one[:3]
+
+
+def test_write_analysis_that_fails_midway_leaves_nothing_half_written(client: MetastoreClient,
+                                                                      tmp_path: Path) -> None:
+    """The embedded client's write_analysis is one transaction: a table-level entry for a column the table lacks
+    fails it after the partitions' definitions and statistics were written in it, and none of it stays. A
+    server gets separate calls (Hive's), so there the calls before the failing one stay written."""
+    db = _unique(tmp_path)
+    _analysis_tables(client, db, ("t",))
+    before = _stored(client, db, "t")
+    with pytest.raises((InvalidObject, InvalidInput, NoSuchObject)):
+        client.write_analysis(db, "t", *_analysis(client, db, "t", table_column="nope"))
+    after = _stored(client, db, "t")
+    if isinstance(client, EmbeddedMetastoreClient):
+        assert after == before
+    else:
+        assert after[0] != before[0] and sorted(after[1]) == ["ds=a/hr=1", "ds=b/hr=1"]
+        assert after[2] == [] and "analysis.fingerprint" not in after[3]
+    # and a write that fails on the table's parameters (Spark's statistics properties, refused by the embedded
+    # metastore's update_table_parameters) leaves nothing either
+    if isinstance(client, EmbeddedMetastoreClient):
+        altered, partition_writes, table_writes, _ = _analysis(client, db, "t")
+        with pytest.raises(InvalidInput, match="spark.sql.statistics.numRows"):
+            client.write_analysis(db, "t", altered, partition_writes, table_writes,
+                                  {"spark.sql.statistics.numRows": "1"})
+        assert _stored(client, db, "t") == before
 
 
 def test_thrift_client_reconnects_after_a_restart(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from metastore.stats.harvest import (
 from metastore.stats.harvest import partial as partial_module
 from metastore.stats.harvest.partial import parsed_sketches
 from metastore.stats.harvest.scan import ColumnSpec, ScanOptions, analyze_file, stat_file
+from metastore.stats.hll import check_sketch_bytes
 from metastore.stats.kll import kll_from_bytes
 from metastore.stats.model import RangeStats
 
@@ -98,12 +99,16 @@ def test_one_run_split_into_groups_equals_a_run_per_group(tmp_path: Path) -> Non
     assert (facts_only[2].num_rows, facts_only[2].num_files, facts_only[2].files_read) == (3000, 1, last.files_read)
     with pytest.raises(InvalidInput, match="2 statistics flags for 3 groups"):
         split_result(run, [2, 0, 1], [True, False])
-    # in a parsed_sketches scope (the shell's run) each sketch is parsed once; results are the same, and the
-    # parsed sketches are dropped with the scope
+    # in a parsed_sketches scope (the shell's run) each sketch parsed is parsed once; results are the same, and
+    # the parsed sketches are dropped with the scope. Bit-packed dense sketches are merged from their bytes
+    # (hll.merge_sketch_bytes), not parsed: the others of the three files' sketches of n, s and x are kept
     with parsed_sketches():
         scoped = analyze_files(files, list(TYPES), hive_types=TYPES, workers=1)
         assert [r.columns for r in split_result(scoped, [2, 0, 1])] == [first.columns, empty.columns, last.columns]
-        assert len(partial_module._PARSED.get() or {}) == 3 * 3  # three files' sketches of n, s and x
+        sketches = {f.columns[name].sketch for f in scoped.files for name in TYPES}
+        assert len(sketches) == 3 * 3
+        parsed = {b for b in sketches if b is not None and not check_sketch_bytes(b)}
+        assert parsed and set(partial_module._PARSED.get() or {}) == parsed
     assert scoped.columns == run.columns
     assert partial_module._PARSED.get() is None
     # a bounded scope (the Spark driver's) keeps at most its limit of parsed sketches; the results are the same

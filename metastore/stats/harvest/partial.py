@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from metastore.errors import InvalidInput
-from metastore.stats.hll import HyperLogLog, merge_hlls
+from metastore.stats.hll import HyperLogLog, check_sketch_bytes, merge_sketch_bytes
 from metastore.stats.kinds import KIND_SPECS
 from metastore.stats.kll import kll_from_bytes, kll_merge_all
 from metastore.stats.merge import max_present, min_present
@@ -44,6 +44,7 @@ __all__ = [
     "ColumnPartial",
     "FileAnalysis",
     "PartialAccumulator",
+    "check_sketch",
     "merge_partials",
     "parse_sketch",
     "parsed_sketches",
@@ -304,7 +305,17 @@ def _merge_sketches(blobs: list[bytes]) -> bytes | None:
         return None
     if len(blobs) == 1:
         return blobs[0]
-    return merge_hlls([parse_sketch(b) for b in blobs]).to_bytes()
+    # merge_hlls of the parsed sketches, byte for byte; bit-packed dense ones are unpacked together
+    return merge_sketch_bytes(blobs, parse_sketch)
+
+
+def check_sketch(blob: bytes) -> None:
+    """Raise HllFormatError (a ValueError) where :func:`parse_sketch` would, parsing only the sketches a merge
+    parses (sparse ones, 8-bit registers; kept in a :func:`parsed_sketches` scope): a bit-packed dense sketch's
+    header and register bytes are checked and its registers left packed until a merge unpacks them together
+    with the others (hll.merge_sketch_bytes)."""
+    if not check_sketch_bytes(blob):
+        parse_sketch(blob)
 
 
 def parse_sketch(blob: bytes) -> HyperLogLog:

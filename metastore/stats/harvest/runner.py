@@ -9,6 +9,7 @@ single large file is split by columns between workers), stores the new per-file 
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 import os
@@ -33,8 +34,8 @@ from metastore.stats.harvest.partial import (
     NDV_KINDS,
     ColumnPartial,
     FileAnalysis,
+    check_sketch,
     merge_partials,
-    parse_sketch,
 )
 from metastore.stats.harvest.result import AnalyzeResult, BasicStats, result_of
 from metastore.stats.harvest.scan import (
@@ -462,18 +463,15 @@ def cached_partials(
     # a partial that is malformed, of another kind or of another row count is taken as not stored (the file
     # is read again), never merged
     rows = info["rows"]
-    fields = info["fields"]
     found: dict[str, ColumnPartial] = {}
-    for spec in specs:
-        index = resolve_field([f[0] for f in fields], spec)
-        field_ref = None if index is None else (fields[index][1], fields[index][2])
-        raw = cached.entries.get(cache_entry_key(spec, field_ref))
+    for spec, key in zip(specs, _entry_keys(tuple(info["fields"]), tuple(specs)), strict=True):
+        raw = cached.entries.get(key)
         if raw is None:
             continue
         try:
             partial = ColumnPartial.from_bytes(raw)
             if partial.sketch is not None:
-                parse_sketch(partial.sketch)  # (kept for the run's merges, in a parsed_sketches scope)
+                check_sketch(partial.sketch)  # (sketches parsed are kept for the run's merges, in a parsed_sketches scope)
         except ValueError:
             continue
         if partial.kind is not hive_kind(spec.hive_type) or partial.rows != rows or not 0 <= partial.num_nulls <= rows:
@@ -482,6 +480,18 @@ def cached_partials(
             continue
         found[spec.name] = _trim(partial, options)
     return info, found
+
+
+@functools.lru_cache(maxsize=64)
+def _entry_keys(fields: tuple[tuple[str, int, str], ...], specs: tuple[ColumnSpec, ...]) -> tuple[str, ...]:
+    """The cache entry key of each of ``specs`` in a file of ``fields`` (name, id, type text): the files of a
+    table mostly share their fields, so a re-run resolves them once, not once a file."""
+    names = [f[0] for f in fields]
+    keys = []
+    for spec in specs:
+        index = resolve_field(names, spec)
+        keys.append(cache_entry_key(spec, None if index is None else (fields[index][1], fields[index][2])))
+    return tuple(keys)
 
 
 def _required_facts(options: ScanOptions) -> frozenset[str]:
@@ -499,10 +509,16 @@ def _trim(partial: ColumnPartial, options: ScanOptions) -> ColumnPartial:
     """A partial without what this run did not ask for (a cached sketch is dropped when NDV is not wanted)."""
     changes: dict[str, Any] = {}
     missing = set(partial.missing)
-    if not options.want_ndv and partial.kind in NDV_KINDS:
+    # (a partial that already lacks what is dropped is returned as it is: most cached partials of a run without
+    # histograms have none)
+    if not options.want_ndv and partial.kind in NDV_KINDS and (
+        partial.sketch is not None or MISSING_NDV not in missing
+    ):
         changes["sketch"] = None
         missing.add(MISSING_NDV)
-    if not options.want_histograms and partial.kind in KLL_KINDS:
+    if not options.want_histograms and partial.kind in KLL_KINDS and (
+        partial.histogram is not None or MISSING_HISTOGRAM not in missing
+    ):
         changes["histogram"] = None
         missing.add(MISSING_HISTOGRAM)
     if changes:
