@@ -100,6 +100,8 @@ PARALLEL_MIN_BYTES = 16 << 20
 #: scanned and come back small; a BTREE's worker sends its file's keys back as one sorted run (scan_file's
 #: ``merge``), so the table-wide sort left in this process merges 50 runs instead of 1,000 (10 M keys: 2.2-2.8
 #: -> 1.4-1.5 s of this process's CPU in process; BENCHMARKS.md has the whole commands at 10 M and 50 M rows).
+#: The run travels as narrow gaps when the file's stripes are in order already (a sorted column), else through
+#: a file in SHARED_DIR when it is large (_scan_packed): piping 4-5 MB a file cost the scan half its time.
 POOLED_KINDS = frozenset({IndexKind.BTREE, IndexKind.BLOOM, IndexKind.MINMAX})
 #: processes of a pooled local scan (None: one per CPU, as ANALYZE's harvest runner)
 WORKERS: int | None = None
