@@ -223,14 +223,7 @@ def _int_postings(files: Sequence[FileValues], *, native: bool = True) -> Postin
     """postings_of for int64 keys: the pairs copied once into arrays of their final size (no per-file
     temporaries), then ordered as Postings.from_pairs orders grouped pairs. With the compiled kernel (and
     ``native``) the sorted runs (a file's merged run, or each stripe's sorted distinct keys) are merged straight
-    into those arrays instead (merge_sorted_runs: the same pairs in the same order). Files whose keys came as
-    gaps (FileValues.packed) are summed straight into those arrays when every file did and their keys ascend
-    from file to file (a sorted column: the merge would only copy them), else unpacked first."""
-    if any(f.gaps is not None for f in files):
-        ascending = _ascending_gaps(files)
-        if ascending is not None:
-            return ascending
-        files = [f.unpacked() for f in files]
+    into those arrays instead (merge_sorted_runs: the same pairs in the same order)."""
     total = sum(len(f.merged[0]) if f.merged is not None else sum(len(s.distinct) for s in f.stripes)
                 for f in files)
     if total == 0:
@@ -277,51 +270,6 @@ def _int_postings(files: Sequence[FileValues], *, native: bool = True) -> Postin
                 at += n
         base += len(f.stripes)
     return Postings.from_pairs(Domain.INT64, keys, ids, grouped=True)
-
-
-def _ascending_gaps(files: Sequence[FileValues]) -> Postings | None:
-    """The postings of files that all came as gaps (FileValues.packed) when their keys ascend strictly, within
-    each file (every gap positive, none wrapping past the largest int64) and from each file to the next:
-    every key has one stripe, in file and stripe order. None when they do not (or a file did not come so)."""
-    spans: list[tuple[int, np.ndarray] | None] = []
-    last: int | None = None
-    total = 0
-    for f in files:
-        if f.gaps is None or f.merged_counts is None:
-            if f.merged is not None or any(len(s.distinct) for s in f.stripes):
-                return None
-            spans.append(None)  # no keys (every stripe empty or null)
-            continue
-        first, gaps = f.gaps
-        low = first - (1 << 64) if first >= 1 << 63 else first
-        if len(gaps) and int(gaps.min()) == 0:
-            return None
-        high = low + int(np.sum(gaps, dtype=np.uint64))  # exact: under 2**32 gaps of under 2**32 each
-        if high >= 1 << 63 or (last is not None and low <= last):
-            return None
-        last = high
-        spans.append((first, gaps))
-        total += len(gaps) + 1
-    if total == 0:
-        return Postings.empty(Domain.INT64)
-    keys = np.empty(total, dtype=np.int64)
-    ids = np.empty(total, dtype=np.uint32)
-    at = 0
-    base = 0
-    for f, span in zip(files, spans, strict=True):
-        if span is not None:
-            first, gaps = span
-            run = keys[at : at + len(gaps) + 1].view(np.uint64)
-            run[0] = first
-            run[1:] = gaps
-            np.cumsum(run, out=run)
-            start = at
-            for j, count in enumerate(f.merged_counts or ()):
-                ids[start : start + count] = base + j
-                start += count
-            at += len(gaps) + 1
-        base += len(f.stripes)
-    return Postings(Domain.INT64, keys, None, ids)
 
 
 #: merge_sorted_runs splits a merge of at least this many keys into MERGE_THREADS key ranges, one thread each

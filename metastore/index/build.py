@@ -233,7 +233,7 @@ def _pooled(
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 taken.add(future)
-                yield future.result().mapped()
+                yield future.result().unpacked()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         # runs the workers left in shared memory that this build will not map (it failed or was stopped)

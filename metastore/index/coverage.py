@@ -134,11 +134,6 @@ class FileValues:
             except FileNotFoundError:
                 pass
 
-    def mapped(self) -> FileValues:
-        """What a pool's parent keeps of values a worker sent: a shared run mapped (``unpacked``), gaps as they
-        are (btree's postings sum them straight into place, or unpack them)."""
-        return self.unpacked() if self.shared is not None else self
-
     def unpacked(self) -> FileValues:
         """The values ``packed`` or ``to_shared`` sent: every stripe's keys as int64 again (views of one array),
         or the merged run as read-only arrays over the shared file's pages (mapped, then the file removed)."""
