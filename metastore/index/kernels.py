@@ -7,26 +7,15 @@ kernels are tested against (same bytes), only slower. That case warns once per p
 
 from __future__ import annotations
 
-import warnings
 from types import ModuleType
 
-try:
-    from metastore.index import _kernels as _native
+from metastore.compiled import OptionalExtension
 
-    _missing: str | None = None
-except ImportError as exc:  # not built: the numpy code runs instead
-    _native = None  # type: ignore[assignment]
-    _missing = str(exc)
-
-_warned = False
+_EXTENSION = OptionalExtension("metastore.index._kernels", "index builds use the slower numpy code")
+_native = _EXTENSION.module
+_missing = _EXTENSION.missing
 
 
 def native() -> ModuleType | None:
     """The compiled kernels, or None (with a warning the first time) when they are not built."""
-    global _warned
-    if _native is None and not _warned:
-        _warned = True
-        warnings.warn(
-            f"metastore.index._kernels is not built ({_missing}); index builds use the slower numpy code "
-            "(reinstall with `pip install -e .` and a C compiler to build it)", RuntimeWarning, stacklevel=2)
-    return _native
+    return _EXTENSION.get()

@@ -237,6 +237,9 @@ class _TargetMerge:
         self.next = 0  # files before this one are merged
         self.slots: dict[int, _FileSlot] = {}
         self.accumulators = {name: PartialAccumulator() for name in names}
+        # each column's merged result, once the last file is in: the accumulators (a dense sketch's registers
+        # each) are dropped then, so only partitions still arriving hold them
+        self.results: dict[str, ColumnPartial] | None = None
         self.files: list[FileAnalysis] = []  # without their partials: memory stays flat in the number of files
         self.error: str | None = None
 
@@ -260,7 +263,18 @@ class _TargetMerge:
             self.files.append(replace(ready, columns={}))
             self.next += 1
             merged += 1
+        if merged and self.finished:
+            self.results = {name: acc.result() for name, acc in self.accumulators.items() if acc.count}
+            self.accumulators = {}
         return merged
+
+    def merged(self, hive_types: Mapping[str, str], options: ScanOptions) -> dict[str, ColumnPartial]:
+        """Every column's result (a column no file had: its absent partial) of a finished target."""
+        results = self.results
+        if results is None:  # a target without files: nothing was merged
+            results = {name: acc.result() for name, acc in self.accumulators.items() if acc.count}
+        return {name: results[name] if name in results else absent_partial(hive_kind(hive_types[name]), 0, options)
+                for name in self.names}
 
     @property
     def finished(self) -> bool:
@@ -373,10 +387,7 @@ class _ResultMerge:
                 continue
             if not merge.finished:  # pragma: no cover - every unit answers or fails its target
                 raise RuntimeError(f"Spark returned no result for some files of {merge.target.name or 'the table'}")
-            merged = {
-                name: acc.result() if acc.count else absent_partial(hive_kind(hive_types[name]), 0, options)
-                for name, acc in merge.accumulators.items()
-            }
+            merged = merge.merged(hive_types, options)
             out.append(outcome_of(merge.target, result_of(tuple(merge.files), merged, options, seconds)))
         return out
 

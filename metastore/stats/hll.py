@@ -32,23 +32,19 @@ cannot be read back; and the sparse entry order may differ from Java's when 8 or
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
+from metastore.compiled import OptionalExtension
 from metastore.stats.hll_constants import BIAS, K_NEAREST_NEIGHBOR, RAW_ESTIMATE, THRESHOLD
 from metastore.stats.java_math import java_long, java_round
 
-try:
-    from metastore.stats import _hll_native as _native
-
-    _missing: str | None = None
-except ImportError as exc:  # not built: the numpy code runs instead
-    _native = None  # type: ignore[assignment]
-    _missing = str(exc)
-
-_warned = False
+_EXTENSION = OptionalExtension("metastore.stats._hll_native",
+                               "HyperLogLog registers are unpacked by the slower numpy code")
+_native: Any = _EXTENSION.module
+_missing = _EXTENSION.missing
 
 __all__ = [
     "DEFAULT_P",
@@ -674,15 +670,8 @@ def _max_registers(bodies: bytes | memoryview | np.ndarray, width: int, register
 
 
 def _compiled() -> object | None:
-    """The compiled register loop, or None (with a warning the first time) when it is not built."""
-    global _warned
-    if _native is None and not _warned:
-        _warned = True
-        warnings.warn(
-            f"metastore.stats._hll_native is not built ({_missing}); HyperLogLog registers are unpacked by the "
-            "slower numpy code (reinstall with `pip install -e .` and a C compiler to build it)", RuntimeWarning,
-            stacklevel=3)
-    return _native
+    """The compiled register loops, or None (with a warning the first time) when they are not built."""
+    return _EXTENSION.get()
 
 
 def _pack_registers(registers: np.ndarray, width: int) -> bytes:

@@ -21,7 +21,8 @@ from metastore.spark.tasks import TaskPlan, Unit, harvest_task
 from metastore.sql.analysis import AnalyzeTarget, TargetOutcome
 from metastore.stats.harvest import merge_partials
 from metastore.stats.harvest.runner import column_specs
-from metastore.stats.harvest.scan import ScanOptions, analyze_file, stat_ref
+from metastore.stats.harvest.scan import ScanOptions, absent_partial, analyze_file, stat_ref
+from metastore.stats.orc_convert import hive_kind
 
 MiB = 1 << 20
 COLUMNS = {"id": "bigint", "few": "string", "x": "double"}
@@ -214,3 +215,26 @@ def test_an_error_fails_its_target_and_drops_what_it_held(files: dict[str, list[
     outcomes = merge.outcomes(COLUMNS, OPTIONS, 0.0)
     assert outcomes[0].error == "cannot analyze f1.orc: not a readable ORC file" and outcomes[0].num_rows is None
     assert outcomes[1].error is None and outcomes[1].num_rows == 6_500
+
+
+def test_a_finished_target_keeps_its_results_not_its_accumulators(files: dict[str, list[Path]]) -> None:
+    """Driver memory: a partition's accumulators (a dense sketch's registers per column) are replaced by its merged
+    results as soon as its last file is in, while later partitions are still arriving; the answer is unchanged,
+    and a partition without files gets every column's absent statistics."""
+    targets = _targets(files)
+    rows = _rows(targets)
+    _, want = _merge(targets, rows)
+    empty = AnalyzeTarget(None, "ds=empty", str(Path(targets[0].location).parent / "ds=empty"), [])
+    merge = _ResultMerge([*targets, empty], list(COLUMNS))
+    for row in [r for r in rows if r[0] == 0]:
+        merge.add(*row)
+    first, second = merge.merges[0], merge.merges[1]
+    assert first.finished and first.accumulators == {} and first.results is not None
+    assert not second.finished and set(second.accumulators) == set(COLUMNS) and second.results is None
+    for row in [r for r in rows if r[0] == 1]:
+        merge.add(*row)
+    assert second.accumulators == {}
+    got = merge.outcomes(COLUMNS, OPTIONS, 0.0)
+    assert _answer(got[:2]) == _answer(want)
+    assert got[2].error is None and got[2].num_rows == 0
+    assert got[2].columns == {c: absent_partial(hive_kind(t), 0, OPTIONS).to_stats() for c, t in COLUMNS.items()}
