@@ -5,10 +5,13 @@
         client.write_statistics([StatsWrite("sales", "orders", entries, partition_name="ds=2024-01-01")])
 
 `base` holds the interface and its values, `remote` the Thrift client (no store, service or SQLAlchemy), and
-`embedded` the in-process client, which this package loads only when `connect` is given a database URL.
+`embedded` the in-process client, which this package loads only when `connect` is given a database URL (and
+`remote` only when it is given a thrift:// URI or one of its names is used).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from metastore.client.base import (
     DEFAULT_STATS_BATCH,
@@ -17,8 +20,10 @@ from metastore.client.base import (
     MetastoreClient,
     StatsWrite,
 )
-from metastore.client.remote import DEFAULT_PORT, SaslCredentials, ThriftMetastoreClient
 from metastore.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from metastore.client.remote import DEFAULT_PORT, SaslCredentials, ThriftMetastoreClient
 
 __all__ = [
     "DEFAULT_PORT",
@@ -33,6 +38,19 @@ __all__ = [
 ]
 
 
+_REMOTE_NAMES = frozenset({"DEFAULT_PORT", "SaslCredentials", "ThriftMetastoreClient"})
+
+
+def __getattr__(name: str) -> Any:
+    """The Thrift client's names, loaded on first use: an embedded caller (a cron job's re-ANALYZE, the shell
+    with --db) does not pay for the Thrift service module and ssl (~30 ms of start-up)."""
+    if name in _REMOTE_NAMES:
+        from metastore.client import remote  # noqa: PLC0415
+
+        return getattr(remote, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def connect(
     target: str, *, warehouse: str | None = None, timeout: float = 600.0, tls_ca: str | None = None,
     sasl: SaslCredentials | None = None, index_root: str | None = None,
@@ -41,6 +59,8 @@ def connect(
     `tls_ca` or the system CAs; `sasl` authenticates) or a SQLAlchemy URL (embedded)."""
     text = target.strip()
     if text.lower().startswith(("thrift://", "thrifts://")):
+        from metastore.client.remote import ThriftMetastoreClient  # noqa: PLC0415
+
         return ThriftMetastoreClient(text, timeout=timeout, tls_ca=tls_ca, sasl=sasl)
     if "://" not in text:
         raise InvalidInput(

