@@ -148,13 +148,7 @@ def test_merge_runs_is_the_stable_sort() -> None:
             local = np.sort(rng.integers(0, 9, size=len(run)))
             ids.append(None if kind == 0 else local.astype(np.uint16 if kind == 1 else np.uint32))
             bases.append(10 * r)
-        keys, expected = _stable_merge(runs, ids, bases)
-        for out_type in (np.uint32, np.uint16):
-            out_keys = np.empty(len(keys), dtype=np.int64)
-            out_ids = np.empty(len(keys), dtype=out_type)
-            repeats = _compiled.merge_runs(runs, ids, bases, out_keys, out_ids)
-            assert np.array_equal(out_keys, keys) and np.array_equal(out_ids, expected.astype(out_type)), trial
-            assert repeats == int(np.count_nonzero(keys[1:] == keys[:-1])), trial
+        _check_merge(runs, ids, bases, trial)
     with pytest.raises(ValueError, match="hold every key"):
         _compiled.merge_runs([np.arange(3)], [None], [0], np.empty(2, dtype=np.int64), np.empty(2, dtype=np.uint32))
     with pytest.raises(ValueError, match="uint16 or uint32"):
@@ -162,6 +156,20 @@ def test_merge_runs_is_the_stable_sort() -> None:
                              np.empty(3, dtype=np.uint32))
     with pytest.raises(ValueError, match="differ in length"):
         _compiled.merge_runs([np.arange(3)], [], [0], np.empty(3, dtype=np.int64), np.empty(3, dtype=np.uint32))
+
+
+def _check_merge(runs: list[np.ndarray], ids: list[np.ndarray | None], bases: list[int], trial: int) -> int:
+    """The compiled merge of ``runs`` into uint32 and into uint16 ids equals the stable sort's keys and ids, and
+    counts the repeated keys; returns that count."""
+    assert _compiled is not None
+    keys, expected = _stable_merge(runs, ids, bases)
+    repeats = int(np.count_nonzero(keys[1:] == keys[:-1]))
+    for out_type in (np.uint32, np.uint16):
+        out_keys = np.empty(len(keys), dtype=np.int64)
+        out_ids = np.empty(len(keys), dtype=out_type)
+        assert _compiled.merge_runs(runs, ids, bases, out_keys, out_ids) == repeats, trial
+        assert np.array_equal(out_keys, keys) and np.array_equal(out_ids, expected.astype(out_type)), trial
+    return repeats
 
 
 @needs_kernels
@@ -188,15 +196,9 @@ def test_merge_runs_of_runs_in_order(joint: str) -> None:
             ids.append(None if kind == 0 else local.astype(np.uint16 if kind == 1 else np.uint32))
             bases.append(7 * r)
             start = int(run[-1]) + {"apart": 1, "touching": 0, "overlapping": -1}[joint] - 1
-        keys, expected = _stable_merge(runs, ids, bases)
-        for out_type in (np.uint32, np.uint16):
-            out_keys = np.empty(len(keys), dtype=np.int64)
-            out_ids = np.empty(len(keys), dtype=out_type)
-            repeats = _compiled.merge_runs(runs, ids, bases, out_keys, out_ids)
-            assert np.array_equal(out_keys, keys) and np.array_equal(out_ids, expected.astype(out_type)), trial
-            assert repeats == int(np.count_nonzero(keys[1:] == keys[:-1])), trial
-            if joint != "overlapping":  # runs apart have repeats inside only; touching ones at every joint
-                assert (repeats > 0) == (trial % 2 == 1 or joint == "touching"), trial
+        repeats = _check_merge(runs, ids, bases, trial)
+        if joint != "overlapping":  # runs apart have repeats inside only; touching ones at every joint
+            assert (repeats > 0) == (trial % 2 == 1 or joint == "touching"), trial
 
 
 def _files(rng: np.random.Generator, count: int, stripes: int, keys: int, low: int, high: int) -> list[FileValues]:
