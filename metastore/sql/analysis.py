@@ -377,6 +377,15 @@ def persist_outcomes(
             params[FINGERPRINT_KEY] = fingerprint(inputs[name], stats_digest(entries[name], params))
         return params
 
+    whole = merged if len(done) == len(outcomes) else None  # the merge of every outcome, when one was made
+
+    def table_fingerprint(table_entries: list[ColumnStatsEntry]) -> dict[str, str] | None:
+        """The table's fingerprint parameter for a table level this run merged from every partition, when it
+        differs from the one recorded (else None)."""
+        value = fingerprint(table_inputs_digest({str(k): v for k, v in inputs.items()}, columns, histograms),
+                            stats_digest(table_entries, None))
+        return None if table.parameters.get(FINGERPRINT_KEY) == value else {FINGERPRINT_KEY: value}
+
     now = int(time.time())
     partition_writes = [
         StatsWrite(table.db_name, table.table_name, entries[o.target.name], partition_name=o.target.name,
@@ -384,20 +393,16 @@ def persist_outcomes(
         for o in write
     ]
     if columns and table.partition_keys and len(write) <= ALTER_BATCH and (
-        table_unchanged or _merges_table_level(done, partitions_total, merged if len(done) == len(outcomes) else None)
+        table_unchanged or _merges_table_level(done, partitions_total, whole)
     ):
         # everything this run writes is known before writing: one write_analysis (the embedded client's one
         # transaction: all of it stored or nothing; a server gets the calls below in the same order)
         table_writes: list[StatsWrite] = []
         changes: dict[str, str] | None = None
         if not table_unchanged:
-            table_entries, _ = _table_level(client, table, columns, done, partitions_total,
-                                            merged if len(done) == len(outcomes) else None)
+            table_entries, _ = _table_level(client, table, columns, done, partitions_total, whole)
             table_writes = [StatsWrite(table.db_name, table.table_name, table_entries, last_analyzed=now)]
-            value = fingerprint(table_inputs_digest({str(k): v for k, v in inputs.items()}, columns, histograms),
-                                stats_digest(table_entries, None))
-            if table_entries and table.parameters.get(FINGERPRINT_KEY) != value:
-                changes = {FINGERPRINT_KEY: value}
+            changes = table_fingerprint(table_entries) if table_entries else None
         if write or table_writes or changes:
             client.write_analysis(table.db_name, table.table_name, _altered_partitions(write, stamp),
                                   partition_writes, table_writes, changes)
@@ -407,18 +412,14 @@ def persist_outcomes(
         return
     client.write_statistics(partition_writes)
     if table.partition_keys and not table_unchanged:
-        table_entries, merged_here = _table_level(client, table, columns, done, partitions_total,
-                                                  merged if len(done) == len(outcomes) else None)
+        table_entries, merged_here = _table_level(client, table, columns, done, partitions_total, whole)
         if table_entries:
             client.write_statistics([StatsWrite(table.db_name, table.table_name, table_entries, last_analyzed=now)])
-            if merged_here:
-                value = fingerprint(table_inputs_digest({str(k): v for k, v in inputs.items()}, columns, histograms),
-                                    stats_digest(table_entries, None))
-                # the fingerprint alone, when it changes (the table as this run read it: the statistics write
-                # above changes only COLUMN_STATS_ACCURATE; the embedded client writes one parameter, not
-                # alter_table's rewrite of the whole definition)
-                if table.parameters.get(FINGERPRINT_KEY) != value:
-                    client.update_table_parameters(table.db_name, table.table_name, {FINGERPRINT_KEY: value})
+            # the fingerprint alone, when it changes (the table as this run read it: the statistics write above
+            # changes only COLUMN_STATS_ACCURATE; the embedded client writes one parameter, not alter_table's
+            # rewrite of the whole definition)
+            if merged_here and (changes := table_fingerprint(table_entries)):
+                client.update_table_parameters(table.db_name, table.table_name, changes)
 
 
 # ---------------------------------------------------------------------------------------------- summary

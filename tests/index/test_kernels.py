@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from compiled_ext import built_or_skip
 
 from metastore.index import bloom, btree, kernels
 from metastore.index.columns import Domain
@@ -23,9 +24,7 @@ from metastore.index.coverage import DataFile, FileValues, StripeValues
 REPO = Path(__file__).resolve().parents[2]
 
 _compiled = kernels._native
-if _compiled is None and os.environ.get("CI"):
-    pytest.fail(f"metastore.index._kernels is not built under CI ({kernels._missing})", pytrace=False)
-needs_kernels = pytest.mark.skipif(_compiled is None, reason="metastore.index._kernels not built (pip install -e .)")
+needs_kernels = built_or_skip(_compiled, "metastore.index._kernels", kernels._missing)
 
 
 def _same(a: bloom.StripeBloom | None, b: bloom.StripeBloom | None) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from compiled_ext import built_or_skip
 
 from metastore.orcio import _murmur3
 from metastore.orcio._murmur3 import hash64, hash64_array_long, hash64_long
@@ -23,9 +24,7 @@ from metastore.orcio._murmur3_packed import hash64_packed
 REPO = Path(__file__).resolve().parents[2]
 
 _compiled = _murmur3._native
-if _compiled is None and os.environ.get("CI"):
-    pytest.fail(f"metastore.orcio._murmur3_native is not built under CI ({_murmur3._missing})", pytrace=False)
-needs_native = pytest.mark.skipif(_compiled is None, reason="metastore.orcio._murmur3_native not built")
+needs_native = built_or_skip(_compiled, "metastore.orcio._murmur3_native", _murmur3._missing)
 
 
 def _packed(values: list[bytes], lead: bytes = b"") -> tuple[bytes, np.ndarray]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from compiled_ext import built_or_skip
 
 from metastore.orcio import hash64_array_long
 from metastore.stats import hll
@@ -32,9 +33,7 @@ from metastore.stats.hll import (
 REPO = Path(__file__).resolve().parents[2]
 
 _compiled = hll._native
-if _compiled is None and os.environ.get("CI"):
-    pytest.fail(f"metastore.stats._hll_native is not built under CI ({hll._missing})", pytrace=False)
-needs_native = pytest.mark.skipif(_compiled is None, reason="metastore.stats._hll_native not built")
+needs_native = built_or_skip(_compiled, "metastore.stats._hll_native", hll._missing)
 
 
 def _sketch(start: int, n: int, p: int = 14, *, bit_packing: bool = True, step: int = 1) -> HyperLogLog:
