@@ -25,6 +25,7 @@ from metastore.index.model import DataFile
 
 if TYPE_CHECKING:
     from metastore.index.bloom import StripeBloom
+    from metastore.index.container import StagedFile
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,9 @@ class FileValues:
     parent, see packed): the stripes' int64 keys, one stripe after the other, as the first key and the
     differences between neighbours in the narrowest unsigned type that holds them, the stripes' ``distinct``
     empty and their counts in ``merged_counts``. ``shared`` (the same trip, see to_shared): ``merged`` written
-    to a file in shared memory instead, as its path, key count and id type."""
+    to a file in shared memory instead, as its path, key count and id type. ``written``: the part file of this
+    file alone, written (staged, not yet published) where the file was scanned (build.py), the stripes' values
+    then empty."""
 
     file: DataFile
     stripes: list[StripeValues]
@@ -73,6 +76,7 @@ class FileValues:
     merged_counts: tuple[int, ...] | None = None
     gaps: tuple[int, np.ndarray] | None = None
     shared: tuple[str, int, str] | None = None
+    written: StagedFile | None = None
 
     def distinct_counts(self) -> list[int]:
         """Per stripe, how many distinct non-null keys it holds."""
@@ -127,7 +131,10 @@ class FileValues:
         return FileValues(self.file, self.stripes, None, counts, None, (path, len(keys), ids.dtype.str))
 
     def discard(self) -> None:
-        """Remove the shared file of values that will not be unpacked (a build that failed meanwhile)."""
+        """Remove the shared file of values that will not be unpacked, or the part file staged for them (a build
+        that failed meanwhile)."""
+        if self.written is not None:
+            self.written.discard()
         if self.shared is not None:
             try:
                 os.unlink(self.shared[0])
