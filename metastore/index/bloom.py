@@ -502,7 +502,7 @@ def _native_values_filter(keys: np.ndarray, fpp: float, probes: str | None) -> S
 def write_filters(writer: IndexFileWriter, domain: Domain, files: Sequence[FileValues], fpp: float) -> dict[str, Any]:
     """Blocks of every stripe's filter, in the scheme PROBES; ``StripeValues.bloom`` (a filter kept from the
     previous build) is reused as it is."""
-    words: list[np.ndarray] = []
+    words: list[memoryview] = []
     entries: list[bytes] = []
     position = 0
     for f in files:
@@ -514,9 +514,10 @@ def write_filters(writer: IndexFileWriter, domain: Domain, files: Sequence[FileV
                 entries.append(_ENTRY.pack(position, 0, 0))
                 continue
             entries.append(_ENTRY.pack(position, len(bloom.words), bloom.num_hash_functions))
-            words.append(bloom.words.astype("<u8"))
+            # little-endian words (no copy where that is the machine's order), joined into the block at once
+            words.append(memoryview(np.ascontiguousarray(bloom.words, dtype="<u8")).cast("B"))
             position += len(bloom.words)
-    data = np.concatenate(words).tobytes() if words else b""
+    data = b"".join(words)
     return {
         "fpp": fpp,
         "bloom_probes": PROBES,

@@ -106,9 +106,21 @@ def test_kernel_positions_at_and_past_two_to_the_32_bits() -> None:
 
 
 @needs_kernels
-def test_blocked_kernel_adds_to_a_filter_and_counts_its_bits() -> None:
+@pytest.mark.parametrize("setter", ["plain", "avx2", "avx512"])
+def test_blocked_kernel_adds_to_a_filter_and_counts_its_bits(setter: str) -> None:
     """bloom_add_blocked on a filter with bits set already, by hashes (``hashed``) and by keys: the bits of
-    blocked_positions added, the count the filter's set bits, for 1 to 8 rounds and up to 2**20 blocks."""
+    blocked_positions added, the count the filter's set bits, for 1 to 8 rounds and up to 2**20 blocks, with
+    each of its bit setters this processor has (the vector ones chosen at import where it has them)."""
+    assert _compiled is not None
+    if not _compiled.use_bloom_setter(setter):
+        pytest.skip(f"no {setter} on this processor")
+    try:
+        _check_blocked_kernel()
+    finally:
+        assert any(_compiled.use_bloom_setter(best) for best in ("avx512", "avx2", "plain"))
+
+
+def _check_blocked_kernel() -> None:
     assert _compiled is not None
     rng = np.random.default_rng(37)
     for blocks, rounds in ((1, 1), (3, 2), (1 << 20, 3), (77, 8)):
