@@ -186,6 +186,21 @@ class IndexFileWriter:
         self._wrote(sum(len(p[0]) for p in packed))
         return refs
 
+    def add_stored_run(self, data: bytes, blocks: Sequence[tuple[int, int, int, int]]) -> list[BlockRef]:
+        """Append blocks packed elsewhere (pack_block, in another process, say) and kept one after the other in
+        ``data``, each given as its stored length, raw length, CRC and codec: what add_packed_run writes for
+        them, with one write."""
+        if sum(b[0] for b in blocks) != len(data):
+            raise ValueError("the stored blocks' lengths do not add up to their bytes")
+        refs = []
+        for length, raw_length, crc, codec in blocks:
+            refs.append(BlockRef(self._offset, length, crc, raw_length, codec))
+            self._offset += length
+        self._file.flush()
+        _write_all(self._file.fileno(), [data])
+        self._wrote(len(data))
+        return refs
+
     def _wrote(self, size: int) -> None:
         """Count appended bytes; from SYNC_EVERY on, start a data sync of what is written in a thread (one at a
         time; an error it raised surfaces here or in finish)."""
