@@ -515,7 +515,7 @@ def write_filters(writer: IndexFileWriter, domain: Domain, files: Sequence[FileV
                 continue
             entries.append(_ENTRY.pack(position, len(bloom.words), bloom.num_hash_functions))
             # little-endian words (no copy where that is the machine's order), joined into the block at once
-            words.append(memoryview(np.ascontiguousarray(bloom.words, dtype="<u8")).cast("B"))
+            words.append(np.ascontiguousarray(bloom.words, dtype="<u8").data.cast("B"))
             position += len(bloom.words)
     data = b"".join(words)
     return {

@@ -26,6 +26,7 @@ from metastore.index.model import DataFile
 if TYPE_CHECKING:
     from metastore.index.bloom import StripeBloom
     from metastore.index.container import StagedFile
+    from metastore.index.linked import FileLeaves
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,11 @@ class FileValues:
     parent, see packed): the stripes' int64 keys, one stripe after the other, as the first key and the
     differences between neighbours in the narrowest unsigned type that holds them, the stripes' ``distinct``
     empty and their counts in ``merged_counts``. ``shared`` (the same trip, see to_shared): ``merged`` written
-    to a file in shared memory instead, as its path, key count and id type. ``written``: the part file of this
-    file alone, written (staged, not yet published) where the file was scanned (build.py), the stripes' values
-    then empty."""
+    to a file in shared memory instead, as its path, key count and id type. ``leaves`` (a pooled BTREE worker
+    of a sorted column, linked.py): the file's finished B+tree leaves instead of its keys, the stripes'
+    ``distinct`` empty and their counts in ``merged_counts``. ``written``: the part file of this file alone,
+    written (staged, not yet published) where the file was scanned (build.py), the stripes' values then
+    empty."""
 
     file: DataFile
     stripes: list[StripeValues]
@@ -76,6 +79,7 @@ class FileValues:
     merged_counts: tuple[int, ...] | None = None
     gaps: tuple[int, np.ndarray] | None = None
     shared: tuple[str, int, str] | None = None
+    leaves: FileLeaves | None = None
     written: StagedFile | None = None
 
     def distinct_counts(self) -> list[int]:
@@ -135,6 +139,8 @@ class FileValues:
         that failed meanwhile)."""
         if self.written is not None:
             self.written.discard()
+        if self.leaves is not None:
+            self.leaves.discard()
         if self.shared is not None:
             try:
                 os.unlink(self.shared[0])
@@ -143,7 +149,10 @@ class FileValues:
 
     def unpacked(self) -> FileValues:
         """The values ``packed`` or ``to_shared`` sent: every stripe's keys as int64 again (views of one array),
-        or the merged run as read-only arrays over the shared file's pages (mapped, then the file removed)."""
+        or the merged run as read-only arrays over the shared file's pages (mapped, then the file removed), or
+        leaves with their bytes read back from shared memory."""
+        if self.leaves is not None and self.leaves.shared is not None:
+            return FileValues(self.file, self.stripes, None, self.merged_counts, leaves=self.leaves.unshared())
         if self.shared is not None:
             path, n, id_type = self.shared
             try:
