@@ -299,3 +299,21 @@ def test_pooled_stripe_level_and_single_files(tmp_path: Path, monkeypatch: pytes
     lone = _write_sorted(tmp_path / "lone", [(5, 40_000)])
     _, came = _pooled_and_single(tmp_path, monkeypatch, lone)
     assert came == [[False]]  # one file: scanned in this process (no pool for one file)
+
+
+def test_footers_of_remote_or_repeated_files_are_not_read(tmp_path: Path) -> None:
+    """Parts with a file on an object store (a ranged read per footer, one after the other) or a file listed
+    twice are not planned, and their footers are not opened."""
+    local = _write_sorted(tmp_path / "t", [(0, 30_000), (40_000, 70_000)])
+    remote = DataFile("s3://bucket/t/part-9.orc", 1000, 1)
+    opened: list[str] = []
+
+    def opener(file: DataFile, options: object) -> object:
+        opened.append(file.path)
+        raise AssertionError("no footer should be read")
+
+    assert linked.plan_file_leaves([[local[0], remote]], "k", INT_TYPE, 0, opener=opener) == {}
+    assert linked.plan_file_leaves([[local[0]], [local[0], local[1]]], "k", INT_TYPE, 0, opener=opener) == {}
+    assert opened == []
+    plan = linked.plan_file_leaves([[local[0]], [local[1]]], "k", INT_TYPE, 0)
+    assert {f.identity for f in local} == set(plan) and all(base == 0 for base, _ in plan.values())
