@@ -204,9 +204,10 @@ def test_files_below_the_link_minimum_are_written_whole(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- pooled builds
 
 
-def _write_sorted(directory: Path, ranges: list[tuple[int, int] | None], nulls: bool = True) -> list[DataFile]:
-    """One ORC file per range (keys low..high step 3, every 37th row null; None: a file of nulls only), stripes
-    of a few thousand rows, named so the listing order is not the key order."""
+def _write_sorted(directory: Path, ranges: list[tuple[int, int] | None | str], nulls: bool = True,
+                  ) -> list[DataFile]:
+    """One ORC file per range (keys low..high step 3, every 37th row null; None: a file of nulls only; "empty":
+    a file without rows), stripes of a few thousand rows, named so the listing order is not the key order."""
     directory.mkdir(parents=True, exist_ok=True)
     out = []
     for f, span in enumerate(ranges):
@@ -214,6 +215,8 @@ def _write_sorted(directory: Path, ranges: list[tuple[int, int] | None], nulls: 
         with OrcWriter(str(path), "struct<k:bigint>", {"orc.stripe.size": "20000"}) as writer:
             if span is None:
                 writer.write_batch({"k": [None] * 50})
+            elif isinstance(span, str):
+                pass  # no rows
             else:
                 keys = list(range(span[0], span[1] + 1, 3))
                 writer.write_batch({"k": [None if nulls and i % 37 == 5 else k for i, k in enumerate(keys)]})
@@ -252,7 +255,7 @@ def test_pooled_sorted_files_send_leaves(tmp_path: Path, monkeypatch: pytest.Mon
     """Files of a sorted column (out of listing order, nulls, a file of nulls only): the footers plan every
     file, the workers send finished leaves, the part is their leaves linked, byte for byte what one process
     writes, with exact answers."""
-    ranges: list[tuple[int, int] | None] = [(30_000, 59_999), None, (0, 29_999), (60_000, 99_000)]
+    ranges: list[tuple[int, int] | None | str] = [(30_000, 59_999), None, (0, 29_999), "empty", (60_000, 99_000)]
     files = _write_sorted(tmp_path / "t", ranges)
     plan = linked.plan_file_leaves([files], "k", INT_TYPE, 0)
     assert sorted(plan) == sorted(f.identity for f in files)
