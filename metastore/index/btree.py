@@ -424,13 +424,13 @@ def _decode_gaps(view: memoryview, count: int, path: str) -> tuple[np.ndarray, i
 
 
 @dataclass(frozen=True)
-class _Child:
+class Child:
     first: Key
     ref: BlockRef
     keys: int
 
 
-def _encode_inner(domain: Domain, level: int, children: Sequence[_Child]) -> bytes:
+def _encode_inner(domain: Domain, level: int, children: Sequence[Child]) -> bytes:
     first = np.empty(len(children), dtype=np.int64 if domain is Domain.INT64 else object)
     first[:] = [c.first for c in children]
     parts = [_INNER_HEAD.pack(len(children), level), encode_keys(domain, first)]
@@ -486,7 +486,7 @@ def write_tree(writer: IndexFileWriter, postings: Postings, *, native: bool = Tr
     int64 leaves encoded by the compiled kernel when it is built (the same bytes as numpy's)."""
     domain = postings.domain
     bounds = _leaf_bounds(domain, postings)
-    level: list[_Child] = []
+    level: list[Child] = []
     # all ids fit 16 bits: every leaf writes u16 ids (the per-leaf test would say so each time); else ask per leaf
     ids16 = True if len(postings.ids) == 0 or int(postings.ids.max()) <= 0xFFFF else None
     pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
@@ -499,7 +499,7 @@ def write_tree(writer: IndexFileWriter, postings: Postings, *, native: bool = Tr
 
     def add(run: list[tuple[int, int]], packed: list[PackedBlock]) -> None:
         for (a, b), ref in zip(run, writer.add_packed_run(packed), strict=True):
-            level.append(_Child(first_key(a), ref, b - a))
+            level.append(Child(first_key(a), ref, b - a))
 
     if len(pairs) < PACK_THREADS_FROM:
         for run in runs:
@@ -517,19 +517,24 @@ def write_tree(writer: IndexFileWriter, postings: Postings, *, native: bool = Tr
             while pending:
                 done_run, done = pending.popleft()
                 add(done_run, done.result())
+    return write_upper_levels(writer, domain, level, int(len(postings.keys)))
+
+
+def write_upper_levels(writer: IndexFileWriter, domain: Domain, level: list[Child], key_count: int,
+                       ) -> dict[str, Any]:
+    """The inner nodes above the leaves (``level``, in key order) bottom-up; the description entries."""
     height = 1
     while len(level) > 1:
-        parents: list[_Child] = []
+        parents: list[Child] = []
         for i in range(0, len(level), FANOUT):
             group = level[i : i + FANOUT]
             ref = writer.add_block(_encode_inner(domain, height, group))
-            parents.append(_Child(group[0].first, ref, sum(c.keys for c in group)))
+            parents.append(Child(group[0].first, ref, sum(c.keys for c in group)))
         level = parents
         height += 1
-    out: dict[str, Any] = {"height": height, "key_count": int(len(postings.keys))}
-    out["root_block"] = level[0].ref.to_list() if level else None
-    if not level:
-        out.pop("root_block")
+    out: dict[str, Any] = {"height": height, "key_count": key_count}
+    if level:
+        out["root_block"] = level[0].ref.to_list()
     return out
 
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from metastore.index.columns import ColumnType, Domain, column_type, require_indexable
 from metastore.index.coverage import FileValues
 from metastore.index.errors import IndexBuildError
+from metastore.index.linked import planner
 from metastore.index.model import DataFile, IndexKind, IndexLevel, IndexPart, IndexRecord
 from metastore.index.parts import open_part, write_part_at
 from metastore.index.scan import scan_column
@@ -126,10 +127,13 @@ def local_scanner(
     column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
     *, bounds: bool = False, bloom_fpp: float | None = None, workers: int | None = None,
     parallel_min_bytes: int | None = None, merge: bool = False,
+    leaves: Callable[[], Mapping[tuple[str, int, int], tuple[int, int]]] | None = None,
 ) -> Scanner:
     """Scan files in this process, or in ``workers`` processes (default: one per CPU) when there are several
     files of at least ``parallel_min_bytes`` (default PARALLEL_MIN_BYTES) in all; see scan_file for ``bounds``
-    and ``bloom_fpp``; ``merge``: pooled workers send each file's int64 keys as one sorted run (scan_file).
+    and ``bloom_fpp``; ``merge``: pooled workers send each file's int64 keys as one sorted run (scan_file);
+    ``leaves`` (asked for only when the scan is pooled; linked.plan_file_leaves): files whose pooled workers
+    send finished B+tree leaves instead, each with its first stripe id in its part and its stripe count.
     Files come back as they finish."""
     threshold = PARALLEL_MIN_BYTES if parallel_min_bytes is None else parallel_min_bytes
 
@@ -141,7 +145,8 @@ def local_scanner(
             for f in files:
                 yield scan_file(f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp)
             return
-        yield from _pooled(files, pool_size, column, ctype, position, options, bounds, bloom_fpp, merge)
+        yield from _pooled(files, pool_size, column, ctype, position, options, bounds, bloom_fpp, merge,
+                           leaves() if leaves is not None and merge else None)
 
     return scan
 
@@ -189,14 +194,27 @@ def _alive(pid: int) -> bool:
 def _scan_packed(
     file: DataFile, column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None,
     *, bounds: bool, bloom_fpp: float | None, merge: bool, shared: tuple[str, int] | None = None,
+    leaves: tuple[int, int] | None = None,
 ) -> FileValues:
     """scan_file in a pool's worker, its values packed for the trip to the parent (FileValues.packed: a
     sorted column's keys as narrow gaps, a few hundred KB a file instead of 4 MB of int64 through the pool's
     pipe; ``shared``, the directory and the parent's pid: a merged run of at least SHARED_MIN_BYTES in a file
-    there, FileValues.to_shared); the parent unpacks them."""
+    there, FileValues.to_shared); the parent unpacks them. ``leaves``, the file's first stripe id in its part
+    and its stripe count: the file's finished B+tree leaves instead (linked.with_leaves), when the scan found
+    that many stripes (the bytes in a file in ``shared``'s directory from SHARED_MIN_BYTES on)."""
     values = scan_file(file, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp, merge=merge)
     if not merge or bounds or bloom_fpp is not None:
         return values
+    if leaves is not None and len(values.stripes) == leaves[1] and ctype.domain is Domain.INT64:
+        from metastore.index.linked import with_leaves
+
+        linked = with_leaves(values, leaves[0])
+        if shared is not None and linked.leaves is not None and len(linked.leaves.blob) >= SHARED_MIN_BYTES:
+            try:
+                return replace(linked, leaves=linked.leaves.to_shared(shared[0], _shared_prefix(shared[1])))
+            except OSError:
+                return linked  # no room in shared memory: through the pipe
+        return linked
     values = values.packed()
     if (shared is not None and values.merged is not None
             and values.merged[0].nbytes + values.merged[1].nbytes >= SHARED_MIN_BYTES):
@@ -210,6 +228,7 @@ def _scan_packed(
 def _pooled(
     files: Sequence[DataFile], pool_size: int, column: str, ctype: ColumnType, position: int | None,
     options: StorageOptions | None, bounds: bool, bloom_fpp: float | None, merge: bool = False,
+    leaves: Mapping[tuple[str, int, int], tuple[int, int]] | None = None,
 ) -> Iterator[FileValues]:
     """Files shared out to the harvest runner's pool (forked workers that keep freed memory), largest first so
     the last file to finish is a small one; results as they finish. The first error stops the scan."""
@@ -225,7 +244,7 @@ def _pooled(
     try:
         pending = {
             pool.submit(_scan_packed, f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp,
-                        merge=merge, shared=shared)
+                        merge=merge, shared=shared, leaves=leaves.get(f.identity) if leaves else None)
             for f in sorted(files, key=lambda f: -f.size)
         }
         submitted = list(pending)
@@ -322,6 +341,8 @@ def build_parts(
         record.column, ctype, column_position, options, bounds=bounds_only(record),
         bloom_fpp=fpp if record.kind is IndexKind.BLOOM else None,
         workers=WORKERS if record.kind in POOLED_KINDS else 1, merge=record.kind is IndexKind.BTREE,
+        leaves=planner([pending[i][0].files for i, (_, reused, _) in enumerate(pending) if not reused],
+                       record.column, ctype, column_position, options) if record.kind is IndexKind.BTREE else None,
     )
     for fv in scan(list(to_scan.values())):
         identity = fv.file.identity

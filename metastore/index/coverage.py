@@ -25,6 +25,7 @@ from metastore.index.model import DataFile
 
 if TYPE_CHECKING:
     from metastore.index.bloom import StripeBloom
+    from metastore.index.linked import FileLeaves
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,9 @@ class FileValues:
     parent, see packed): the stripes' int64 keys, one stripe after the other, as the first key and the
     differences between neighbours in the narrowest unsigned type that holds them, the stripes' ``distinct``
     empty and their counts in ``merged_counts``. ``shared`` (the same trip, see to_shared): ``merged`` written
-    to a file in shared memory instead, as its path, key count and id type."""
+    to a file in shared memory instead, as its path, key count and id type. ``leaves`` (a pooled BTREE worker
+    of a sorted column, linked.py): the file's finished B+tree leaves instead of its keys, the stripes'
+    ``distinct`` empty and their counts in ``merged_counts``."""
 
     file: DataFile
     stripes: list[StripeValues]
@@ -73,6 +76,7 @@ class FileValues:
     merged_counts: tuple[int, ...] | None = None
     gaps: tuple[int, np.ndarray] | None = None
     shared: tuple[str, int, str] | None = None
+    leaves: FileLeaves | None = None
 
     def distinct_counts(self) -> list[int]:
         """Per stripe, how many distinct non-null keys it holds."""
@@ -128,6 +132,8 @@ class FileValues:
 
     def discard(self) -> None:
         """Remove the shared file of values that will not be unpacked (a build that failed meanwhile)."""
+        if self.leaves is not None:
+            self.leaves.discard()
         if self.shared is not None:
             try:
                 os.unlink(self.shared[0])
@@ -136,7 +142,10 @@ class FileValues:
 
     def unpacked(self) -> FileValues:
         """The values ``packed`` or ``to_shared`` sent: every stripe's keys as int64 again (views of one array),
-        or the merged run as read-only arrays over the shared file's pages (mapped, then the file removed)."""
+        or the merged run as read-only arrays over the shared file's pages (mapped, then the file removed), or
+        leaves with their bytes read back from shared memory."""
+        if self.leaves is not None and self.leaves.shared is not None:
+            return FileValues(self.file, self.stripes, None, self.merged_counts, leaves=self.leaves.unshared())
         if self.shared is not None:
             path, n, id_type = self.shared
             try:

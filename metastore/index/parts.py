@@ -16,11 +16,12 @@ import numpy as np
 from metastore import storage
 from metastore.index.bind import Leaf
 from metastore.index.bloom import PROBES, BloomReader, write_filters
-from metastore.index.btree import BTreeReader, postings_of, write_stripe_sets, write_tree
+from metastore.index.btree import BTreeReader, write_stripe_sets
 from metastore.index.columns import ColumnType, Domain
 from metastore.index.container import IndexFileReader, IndexFileWriter
 from metastore.index.coverage import Coverage, FileValues, StripeValues
 from metastore.index.errors import IndexFileCorrupt
+from metastore.index.linked import write_btree
 from metastore.index.minmax import MinMaxReader, write_bounds
 from metastore.index.model import DataFile
 from metastore.locations import local_path
@@ -44,7 +45,7 @@ def write_part(
         description: dict[str, Any] = {"kind": kind, "column": column, "type": ctype.hive, "domain": domain.value}
         description.update(Coverage.of(files).write(writer))
         if kind == BTREE:
-            description.update(write_tree(writer, postings_of(files, domain)))
+            description.update(write_btree(writer, files, domain))
             description.update(write_stripe_sets(writer, files))
         elif kind == BLOOM:
             description.update(write_filters(writer, domain, files, fpp))

@@ -454,3 +454,41 @@ def test_blocks_written_in_runs_and_synced_on_the_way_give_the_same_file(
     assert (tmp_path / "runs.idx").read_bytes() == (tmp_path / "one.idx").read_bytes()
     reader = container.IndexFileReader.open_path(str(tmp_path / "runs.idx"))
     assert [bytes(reader.block(r)) for r in in_runs] == raw
+
+
+@pytest.mark.parametrize("reused", [True, False], ids=["zstandard", "cramjam"])
+def test_blocks_compressed_through_a_reused_context_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reused: bool
+) -> None:
+    """pack_block's zstd frames (a reused zstandard context per thread, or cramjam without zstandard) decompress
+    to the block with cramjam (what readers use); a context reused over blocks of other sizes and contents,
+    and contexts of several threads at once, give each block the frame a fresh context gives it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from metastore.index import container
+
+    if reused:
+        assert container.HAVE_ZSTANDARD, "zstandard is a declared dependency"
+    else:
+        monkeypatch.setattr(container, "HAVE_ZSTANDARD", False)
+    rng = np.random.default_rng(71)
+    blocks = [rng.integers(0, 3 if i % 2 else 256, size=int(rng.integers(65, 40000)), dtype=np.uint8).tobytes()
+              for i in range(60)]
+    fresh = [container.pack_block(b) for b in blocks]
+    if reused:  # each block's frame as a context made for it alone gives it
+        import zstandard
+
+        for b, p in zip(blocks, fresh, strict=True):
+            if p[3] == 1:
+                assert p[0] == zstandard.ZstdCompressor(level=3).compress(b)
+    with ThreadPoolExecutor(3) as pool:
+        threaded = list(pool.map(container.pack_block, blocks * 3))
+    assert threaded == fresh * 3
+    again = [container.pack_block(b) for b in blocks]
+    assert again == fresh
+    assert {p[3] for p in fresh} == {0, 1}  # random bytes stay raw, the narrow ones compress
+    with container.IndexFileWriter(tmp_path / "f.idx") as writer:
+        refs = [writer.add_packed(p) for p in fresh]
+        size = writer.finish({})
+    reader = container.IndexFileReader(str(tmp_path / "f.idx"), size)
+    assert [reader.block(r) for r in refs] == blocks
