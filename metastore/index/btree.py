@@ -521,9 +521,9 @@ def write_tree(writer: IndexFileWriter, postings: Postings, *, native: bool = Tr
 
 
 def write_upper_levels(writer: IndexFileWriter, domain: Domain, level: list[Child], key_count: int,
-                       ) -> dict[str, Any]:
-    """The inner nodes above the leaves (``level``, in key order) bottom-up; the description entries."""
-    height = 1
+                       height: int = 1) -> dict[str, Any]:
+    """The inner nodes above ``level`` (the leaves, or with ``height`` 2 and up the inner nodes of that height
+    minus one, in key order) bottom-up; the description entries."""
     while len(level) > 1:
         parents: list[Child] = []
         for i in range(0, len(level), FANOUT):

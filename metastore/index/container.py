@@ -186,20 +186,16 @@ class IndexFileWriter:
         self._wrote(sum(len(p[0]) for p in packed))
         return refs
 
-    def add_stored_run(self, data: bytes, blocks: Sequence[tuple[int, int, int, int]]) -> list[BlockRef]:
-        """Append blocks packed elsewhere (pack_block, in another process, say) and kept one after the other in
-        ``data``, each given as its stored length, raw length, CRC and codec: what add_packed_run writes for
-        them, with one write."""
-        if sum(b[0] for b in blocks) != len(data):
-            raise ValueError("the stored blocks' lengths do not add up to their bytes")
-        refs = []
-        for length, raw_length, crc, codec in blocks:
-            refs.append(BlockRef(self._offset, length, crc, raw_length, codec))
-            self._offset += length
+    def add_stored(self, data: bytes) -> int:
+        """Append blocks packed elsewhere (pack_block, in another process, say) kept one after the other in
+        ``data``, with one write; returns the offset of the first (the caller knows their lengths and makes
+        their references)."""
+        offset = self._offset
         self._file.flush()
         _write_all(self._file.fileno(), [data])
+        self._offset += len(data)
         self._wrote(len(data))
-        return refs
+        return offset
 
     def _wrote(self, size: int) -> None:
         """Count appended bytes; from SYNC_EVERY on, start a data sync of what is written in a thread (one at a

@@ -36,7 +36,7 @@ import numpy as np
 
 from metastore.index import btree
 from metastore.index.columns import ColumnType, Domain, Family
-from metastore.index.container import FORMAT_VERSION, IndexFileWriter
+from metastore.index.container import FORMAT_VERSION, BlockRef, IndexFileWriter
 from metastore.index.coverage import FileValues
 from metastore.index.model import DataFile
 from metastore.storage import StorageOptions
@@ -102,9 +102,8 @@ class FileLeaves:
 def file_leaves(values: FileValues, base: int, *, native: bool = True) -> FileLeaves:
     """A file's leaves, its stripe ids counted from ``base``: its postings cut and packed as write_tree cuts
     and packs a part's (the same leaf bounds, encoders and probe runs, counted from the file's first key)."""
-    local = btree.postings_of([restored(values)], Domain.INT64)
-    ids = local.ids.astype(np.uint32) + np.uint32(base)
-    postings = btree.Postings(Domain.INT64, local.keys, local._offsets, ids)
+    postings = _file_postings(restored(values), base)
+    ids = postings.ids
     # every id fits 16 bits: each leaf writes u16 ids (what the per-leaf test would find); else ask per leaf
     ids16 = True if base + len(values.stripes) <= 0x10000 else None
     bounds = btree._leaf_bounds(Domain.INT64, postings)
@@ -120,6 +119,23 @@ def file_leaves(values: FileValues, base: int, *, native: bool = True) -> FileLe
     return FileLeaves(base, int(len(ids)), n, int(keys[0]) if n else 0, int(keys[-1]) if n else 0, blocks,
                       np.asarray(keys[starts], dtype=np.int64), np.diff(np.asarray(bounds, dtype=np.int64)),
                       b"".join(p[0] for p in packed))
+
+
+def _file_postings(values: FileValues, base: int) -> btree.Postings:
+    """postings_of([values]) with every stripe id plus ``base``. Stripes whose keys follow each other (a
+    sorted column's: each non-empty stripe's first key above the last key of the one before, as
+    FileValues.merge_stripes leaves them) are the postings as they are: their keys side by side, each once,
+    and each key's stripe (no merge)."""
+    parts = [s.distinct for s in values.stripes if len(s.distinct)]
+    if (values.merged is None and all(p.dtype == np.int64 for p in parts)
+            and all(int(b[0]) > int(a[-1]) for a, b in zip(parts[:-1], parts[1:], strict=True))):
+        counts = [len(s.distinct) for s in values.stripes]
+        keys = np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else np.zeros(0, dtype=np.int64))
+        ids = np.repeat(np.arange(base, base + len(counts), dtype=np.uint32), counts)
+        return btree.Postings(Domain.INT64, keys, None, ids)
+    local = btree.postings_of([values], Domain.INT64)
+    ids = np.add(local.ids, np.uint32(base), dtype=np.uint32, casting="unsafe")
+    return btree.Postings(Domain.INT64, local.keys, local._offsets, ids)
 
 
 def with_leaves(values: FileValues, base: int) -> FileValues:
@@ -212,15 +228,17 @@ def write_btree(writer: IndexFileWriter, files: Sequence[FileValues], domain: Do
     def leaves_of(i: int) -> FileLeaves:
         return made(i) or file_leaves(restored(files[i]), bases[i])
 
-    level: list[btree.Child] = []
-    keys = 0
+    tables: list[np.ndarray] = []  # per file: per leaf its offset in the file, then its blocks' columns
+    firsts: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
 
     def add(leaves: FileLeaves) -> None:
-        nonlocal keys
-        refs = writer.add_stored_run(leaves.blob, [tuple(b) for b in leaves.blocks.tolist()])
-        level.extend(btree.Child(first, ref, count)
-                     for first, ref, count in zip(leaves.firsts.tolist(), refs, leaves.counts.tolist(), strict=True))
-        keys += leaves.keys
+        start = writer.add_stored(leaves.blob)
+        lengths = leaves.blocks[:, 0]
+        offsets = start + np.cumsum(lengths) - lengths
+        tables.append(np.column_stack([offsets, leaves.blocks]))
+        firsts.append(leaves.firsts)
+        counts.append(leaves.counts)
 
     missing = sum(1 for i in order if made(i) is None)
     if missing < 2:
@@ -236,7 +254,44 @@ def write_btree(writer: IndexFileWriter, files: Sequence[FileValues], domain: Do
                     add(pending.popleft().result())
             while pending:
                 add(pending.popleft().result())
-    return btree.write_upper_levels(writer, Domain.INT64, level, keys)
+    table = np.concatenate(tables) if tables else np.zeros((0, 5), dtype=np.int64)
+    first = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
+    count = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
+    keys = int(count.sum())
+    if len(table) < 2:  # no leaf, or one leaf that is the root
+        level = []
+        if len(table):
+            offset, length, raw_length, crc, codec = table[0].tolist()
+            level.append(btree.Child(int(first[0]), BlockRef(offset, length, crc, raw_length, codec), int(count[0])))
+        return btree.write_upper_levels(writer, Domain.INT64, level, keys)
+    return btree.write_upper_levels(writer, Domain.INT64, _leaf_parents(writer, table, first, count), keys, height=2)
+
+
+#: a child reference in an inner node as btree._CHILD packs it (offset, length, crc, raw length, codec, keys)
+_CHILD_DTYPE = np.dtype([("offset", "<u8"), ("length", "<u4"), ("crc", "<u4"), ("raw", "<u4"), ("codec", "u1"),
+                         ("keys", "<u8")])
+
+
+def _leaf_parents(writer: IndexFileWriter, table: np.ndarray, first: np.ndarray, count: np.ndarray,
+                  ) -> list[btree.Child]:
+    """The inner nodes right above the leaves (``table``: per leaf offset, stored length, raw length, CRC,
+    codec), FANOUT leaves each, as btree._encode_inner encodes them (the same bytes), made from the leaves'
+    columns at once instead of a Child per leaf; returns them as the next level's children."""
+    assert _CHILD_DTYPE.itemsize == btree._CHILD.size
+    children = np.empty(len(table), dtype=_CHILD_DTYPE)
+    children["offset"] = table[:, 0]
+    children["length"] = table[:, 1]
+    children["raw"] = table[:, 2]
+    children["crc"] = table[:, 3]
+    children["codec"] = table[:, 4]
+    children["keys"] = count
+    keys_le = first.astype("<i8")
+    out = []
+    for a in range(0, len(table), btree.FANOUT):
+        b = min(a + btree.FANOUT, len(table))
+        node = b"".join((btree._INNER_HEAD.pack(b - a, 1), keys_le[a:b].tobytes(), children[a:b].tobytes()))
+        out.append(btree.Child(int(first[a]), writer.add_block(node), int(count[a:b].sum())))
+    return out
 
 
 def plan_file_leaves(

@@ -144,7 +144,7 @@ def test_linked_tree_holds_the_whole_trees_postings(tmp_path: Path, small_tree: 
     write_part(here, kind="btree", column="c", ctype=INT_TYPE, files=values, fpp=0.01)
     whole = tmp_path / f"{uuid.uuid4().hex}.idx"
     _whole(whole, values)
-    if not disjoint:
+    if not disjoint or len(holding) < 2:  # the whole tree, or one file's leaves that are the whole part's
         assert here.read_bytes() == whole.read_bytes()
     reader, got = _postings(here)
     _, expected = _postings(whole)
