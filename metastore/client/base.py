@@ -139,12 +139,15 @@ class MetastoreClient(abc.ABC):
     def write_analysis(
         self, db_name: str, table_name: str, partitions: Sequence[Partition],
         partition_statistics: Sequence[StatsWrite], table_statistics: Sequence[StatsWrite] = (),
-        table_parameters: Mapping[str, str] | None = None,
+        table_parameters: Mapping[str, str] | None = None, *, parameters_only: bool = False,
     ) -> None:
         """What an ANALYZE of a partitioned table writes: the partitions' new definitions (alter_partitions),
         their column statistics, the table level's, and some table parameters (update_table_parameters). Here
         the metastore's calls in that order, each its own transaction (a failure leaves the earlier calls'
-        writes stored); a client that can (the embedded one) writes everything in one transaction."""
+        writes stored); a client that can (the embedded one) writes everything in one transaction.
+        ``parameters_only`` says the partitions are as the caller listed them but for their parameters: a client
+        that can (the embedded one) then writes their parameters alone; here they go to alter_partitions, as
+        Hive's clients send them."""
         if partitions:
             self.alter_partitions(db_name, table_name, partitions)
         self.write_statistics(partition_statistics)

@@ -181,12 +181,12 @@ class EmbeddedMetastoreClient(MetastoreClient):
     def write_analysis(
         self, db_name: str, table_name: str, partitions: Sequence[Partition],
         partition_statistics: Sequence[StatsWrite], table_statistics: Sequence[StatsWrite] = (),
-        table_parameters: Mapping[str, str] | None = None,
+        table_parameters: Mapping[str, str] | None = None, *, parameters_only: bool = False,
     ) -> None:
         """Everything in one transaction (Metastore.write_analysis): all of it stored, or nothing."""
         writes = [w for w in (*partition_statistics, *table_statistics) if w.entries]
         self._run(self._ms.write_analysis, db_name, table_name, list(partitions), writes,
-                  None if table_parameters is None else dict(table_parameters))
+                  None if table_parameters is None else dict(table_parameters), parameters_only=parameters_only)
 
     def _write_batch(self, writes: Sequence[StatsWrite], *, merge: bool, engine: str) -> None:
         self._run(self._ms.stats.write, list(writes), merge=merge, engine=engine)

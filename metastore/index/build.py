@@ -108,6 +108,8 @@ PARALLEL_MIN_BYTES = 16 << 20
 #: -> 1.4-1.5 s of this process's CPU in process; BENCHMARKS.md has the whole commands at 10 M and 50 M rows).
 #: The run travels as narrow gaps when the file's stripes are in order already (a sorted column), else through
 #: a file in SHARED_DIR when it is large (_scan_packed): piping 4-5 MB a file cost the scan half its time.
+#: When the footers say the files' key ranges do not overlap, the worker sends the file's finished leaves instead
+#: (linked.py), and the parent only writes them.
 POOLED_KINDS = frozenset({IndexKind.BTREE, IndexKind.BLOOM, IndexKind.MINMAX})
 #: processes of a pooled local scan (None: one per CPU, as ANALYZE's harvest runner)
 WORKERS: int | None = None

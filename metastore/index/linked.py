@@ -39,6 +39,7 @@ from metastore.index.columns import ColumnType, Domain, Family
 from metastore.index.container import FORMAT_VERSION, BlockRef, IndexFileWriter
 from metastore.index.coverage import FileValues
 from metastore.index.model import DataFile
+from metastore.locations import local_path
 from metastore.storage import StorageOptions
 
 #: (key, stripe) pairs a file must hold for its leaves to be linked, when two or more files hold keys
@@ -302,7 +303,8 @@ def plan_file_leaves(
     statistics' min and max, checked as the footers are read, so an overlap stops the part's reading early):
     per file identity, its first stripe id in its part and its stripe count (what a worker passes to
     file_leaves, after checking its scan found as many stripes). Parts whose files lack statistics, or hold
-    fewer values than linking needs, are left out; so are files in several parts."""
+    fewer values than linking needs, are left out; so are files in several parts and parts with files that
+    are not local."""
     if ctype.family is not Family.INTEGER or ctype.domain is not Domain.INT64:
         return {}
     from metastore.index.scan import open_data_file, resolve_field
@@ -315,8 +317,8 @@ def plan_file_leaves(
         for f in files:
             (repeated if f.identity in seen else seen).add(f.identity)
     for files in parts:
-        if any(f.identity in repeated for f in files):
-            continue
+        if any(f.identity in repeated or local_path(f.path) is None for f in files):
+            continue  # files on object stores: a footer read each, one after the other, would cost more than it saves
         planned: dict[tuple[str, int, int], tuple[int, int]] = {}
         lows: list[int] = []
         highs: list[int] = []

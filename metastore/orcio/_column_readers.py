@@ -429,12 +429,17 @@ def _read_timestamp(node: TypeDescription, n: int, ctx: ReadContext) -> ColumnVe
     version = _rle_version(ctx, node)
     seconds = _int_stream(ctx, node.id, DATA, n, True, version)
     encoded = _int_stream(ctx, node.id, SECONDARY, n, False, version)
-    nanos = encoded >> 3
-    if n:
-        scale = np.take(_NANO_SCALE, encoded & 7)
-        nanos *= scale
-    # ORC C++ (and so pyarrow) writes the nanoseconds of negative instants negative, truncating toward zero
-    low_nanos, high_nanos = (int(nanos.min()), int(nanos.max())) if n else (0, 0)
+    if n and not encoded.any():
+        # whole seconds only (a common case: no fraction anywhere): the decoded zeros are the nanoseconds
+        nanos = encoded
+        low_nanos = high_nanos = 0
+    else:
+        nanos = encoded >> 3
+        if n:
+            scale = np.take(_NANO_SCALE, encoded & 7)
+            nanos *= scale
+        # ORC C++ (and so pyarrow) writes the nanoseconds of negative instants negative, truncating toward zero
+        low_nanos, high_nanos = (int(nanos.min()), int(nanos.max())) if n else (0, 0)
     if low_nanos < -_MAX_NANOS or high_nanos > _MAX_NANOS:
         raise ctx.error("timestamp nanoseconds out of range in SECONDARY stream", node.id, SECONDARY)
     instant = node.category == Category.TIMESTAMP_INSTANT

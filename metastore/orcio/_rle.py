@@ -19,6 +19,9 @@ a corrupt count can never allocate more than the stream can hold.
 
 from __future__ import annotations
 
+import warnings
+from types import ModuleType
+
 import numpy as np
 
 from . import _run_headers as run_headers
@@ -35,6 +38,34 @@ PROBE_RUNS = 64
 SHORT_RUN_BYTES = 48
 #: most bytes one vectorised window covers (after each window the run lengths are judged again)
 MAX_WINDOW = 1 << 15
+
+try:
+    from . import _decode_native as _native
+
+    _missing: str | None = None
+except ImportError as exc:  # not built: the numpy code runs instead
+    _native = None  # type: ignore[assignment]
+    _missing = str(exc)
+
+_warned = False
+#: most values one byte of RLE v2 can stand for (a fixed-delta run: 512 values in a 4-byte run); a larger count
+#: than the bytes left can hold goes to the numpy code, which reports the stream as too short without allocating
+#: ``count`` values first
+_V2_VALUES_PER_BYTE = 128
+
+
+def compiled() -> ModuleType | None:
+    """The compiled decoding loops (metastore/orcio/_decode_native.c: varints and integer RLE v2), or None (with a
+    warning the first time) when they are not built. The numpy code of this module is their reference: same
+    values, same end offsets; on anything irregular the compiled loop gives up and the numpy code decodes or
+    raises as it always did."""
+    global _warned
+    if _native is None and not _warned:
+        _warned = True
+        warnings.warn(
+            f"metastore.orcio._decode_native is not built ({_missing}); integer decoding uses the slower numpy "
+            "code (reinstall with `pip install -e .` and a C compiler to build it)", RuntimeWarning, stacklevel=3)
+    return _native
 
 
 
@@ -201,6 +232,18 @@ def decode_boolean_rle(data: bytes | bytearray | memoryview, count: int, pos: in
 
 def decode_varints(data: bytes | bytearray | memoryview, count: int, signed: bool, pos: int = 0) -> tuple[np.ndarray, int]:
     """Decode ``count`` consecutive varints of at most 64 bits (zigzag when ``signed``); returns (int64, end)."""
+    native = compiled()
+    if native is not None and 0 < count <= len(data) - pos:
+        out = np.empty(count, np.int64)
+        end = native.varints(data, pos, count, signed, 10, out)
+        if end >= 0:
+            return out, end
+    return _decode_varints_numpy(data, count, signed, pos)
+
+
+def _decode_varints_numpy(data: bytes | bytearray | memoryview, count: int, signed: bool, pos: int = 0
+                          ) -> tuple[np.ndarray, int]:
+    """:func:`decode_varints` in numpy (the compiled loop's reference and fallback)."""
     if count == 0:
         return np.zeros(0, np.int64), pos
     buf, starts, lengths, stop = _varint_layout(data, count, pos, "varint stream")
@@ -308,6 +351,19 @@ def decode_big_varints_array(data: bytes | bytearray | memoryview, count: int, p
                              ) -> tuple[np.ndarray, int]:
     """:func:`decode_big_varints` as an array: int64 when every value fits (below 2**63 in magnitude, i.e. at
     most 9 bytes), else an object array of Python ints; returns (array, end)."""
+    native = compiled()
+    if native is not None and 0 < count <= len(data) - pos and max_bytes >= 9:
+        # every value in 9 bytes (63 bits): int64 from the compiled loop; else the numpy code below
+        out = np.empty(count, np.int64)
+        end = native.varints(data, pos, count, True, 9, out)
+        if end >= 0:
+            return out, end
+    return _decode_big_varints_numpy(data, count, pos, max_bytes)
+
+
+def _decode_big_varints_numpy(data: bytes | bytearray | memoryview, count: int, pos: int = 0, max_bytes: int = 24
+                              ) -> tuple[np.ndarray, int]:
+    """:func:`decode_big_varints_array` in numpy (the compiled loop's reference and fallback)."""
     if count == 0:
         return np.zeros(0, np.int64), pos
     buf, starts, lengths, stop = _varint_layout(data, count, pos, "decimal stream")
@@ -597,6 +653,18 @@ def _assemble(runs: _Runs, total: int, data: bytes | bytearray | memoryview, sig
 
 def decode_int_rle_v2(data: bytes | bytearray | memoryview, count: int, signed: bool, pos: int = 0) -> tuple[np.ndarray, int]:
     """Decode ``count`` integers of RLE v2 starting at ``pos``; returns (int64 array, end offset)."""
+    native = compiled()
+    if native is not None and 0 < count <= _V2_VALUES_PER_BYTE * (len(data) - pos):
+        out = np.empty(count, np.int64)
+        end = native.rle_v2(data, pos, count, signed, out)
+        if end >= 0:
+            return out, end
+    return _decode_int_rle_v2_numpy(data, count, signed, pos)
+
+
+def _decode_int_rle_v2_numpy(data: bytes | bytearray | memoryview, count: int, signed: bool, pos: int = 0
+                             ) -> tuple[np.ndarray, int]:
+    """:func:`decode_int_rle_v2` in numpy (the compiled loop's reference and fallback)."""
     n = len(data)
     runs = _Runs()
     produced = 0

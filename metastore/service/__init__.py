@@ -85,16 +85,21 @@ class Metastore:
     def write_analysis(
         self, db_name: str, table_name: str, partitions: Sequence[Partition], statistics: Sequence[StatsWrite],
         table_parameters: Mapping[str, str | None] | None = None, *, engine: str = DEFAULT_ENGINE,
+        parameters_only: bool = False,
     ) -> None:
         """What an ANALYZE writes, in one transaction: the table's parameters changed as update_table_parameters
         does (first: the table's row is locked before its partitions', the order every statistics write takes,
         so two such writers queue instead of deadlocking), the partitions' definitions as alter_partitions
         replaces them, then ``statistics`` as write_statistics stores them (not merged). Either all of it is
-        stored or, when any part fails, none."""
+        stored or, when any part fails, none. ``parameters_only``: the partitions are their stored definitions
+        with new parameters (as the caller listed them), so only their parameters are written
+        (CatalogService.alter_partition_parameters_in: what alter_partitions stores, without rewriting the rest)."""
         with self.store.transaction() as uow:
             if table_parameters:
                 self.catalog.update_table_parameters_in(uow, db_name, table_name, table_parameters)
-            if partitions:
+            if partitions and parameters_only:
+                self.catalog.alter_partition_parameters_in(uow, db_name, table_name, partitions)
+            elif partitions:
                 self.catalog.alter_partitions_in(uow, db_name, table_name, partitions)
             written = self.stats.write_in(uow, statistics, engine=engine)
         self.stats.remember(written)

@@ -586,6 +586,23 @@ class CatalogService:
         now = int(time.time())
         uow.partitions.alter_many(db_name, table_name, [self._altered(p, now) for p in partitions], catalog=catalog)
 
+    def alter_partition_parameters_in(
+        self, uow: UnitOfWork, db_name: str, table_name: str, partitions: Sequence[Partition],
+        catalog: str = DEFAULT_CATALOG,
+    ) -> None:
+        """:meth:`alter_partitions_in` for partitions that differ from their stored definitions only in their
+        parameters (an ANALYZE's partitions as it listed them, with new statistics parameters): the parameters
+        alter_partitions would store replace the stored ones and the rest of each definition is not rewritten.
+        A partition whose definition alter_partitions would still change (a location to qualify) is altered."""
+        now = int(time.time())
+        altered = [self._altered(p, now) for p in partitions]
+        same = [a for a, p in zip(altered, partitions, strict=True) if a.sd == p.sd]
+        if same:
+            uow.partitions.replace_parameters(db_name, table_name, same, catalog=catalog)
+        if len(same) < len(altered):
+            uow.partitions.alter_many(db_name, table_name, [a for a, p in zip(altered, partitions, strict=True)
+                                                            if a.sd != p.sd], catalog=catalog)
+
     def rename_partition(
         self, db_name: str, table_name: str, values: Sequence[str], new_partition: Partition,
         catalog: str = DEFAULT_CATALOG,

@@ -404,8 +404,9 @@ def persist_outcomes(
             table_writes = [StatsWrite(table.db_name, table.table_name, table_entries, last_analyzed=now)]
             changes = table_fingerprint(table_entries) if table_entries else None
         if write or table_writes or changes:
+            # the partitions are those listed with new parameters: only their parameters are written
             client.write_analysis(table.db_name, table.table_name, _altered_partitions(write, stamp),
-                                  partition_writes, table_writes, changes)
+                                  partition_writes, table_writes, changes, parameters_only=True)
         return
     _persist_parameters(client, table, write, stamp)
     if not columns:

@@ -922,6 +922,34 @@ class PartitionRepository:
             [prev for prev, cd in zip(previous_cds, cd_ids, strict=True) if prev is not None and prev != cd],
         )
 
+    def replace_parameters(
+        self,
+        db_name: str,
+        table_name: str,
+        partitions: Sequence[Partition],
+        *,
+        catalog: str = DEFAULT_CATALOG,
+    ) -> None:
+        """Replace the parameters of many partitions (found by their values) with theirs, leaving the rest of
+        their stored definitions as they are: what :meth:`alter_many` stores for partitions that differ from
+        their stored definitions only in their parameters, in two statements instead of a rewrite of each
+        definition. InvalidOperation if one does not exist, as alter_many."""
+        if not partitions:
+            return
+        ref, keys = self._table(db_name, table_name, catalog)
+        names = [self._name(ref, keys, p.values) for p in partitions]
+        if len(set(names)) != len(names):
+            raise InvalidObject(f"the same partition of {ref.qualified_name} appears twice in the request")
+        rows = self._rows_by_names(ref, names, lock=True)
+        missing = [n for n in names if n not in rows]
+        if missing:
+            raise InvalidOperation(
+                f"partition(s) of {ref.qualified_name} do not exist, alter is not possible: {', '.join(missing[:5])}"
+            )
+        PARTITION_PARAMETERS.replace(
+            self._conn, {rows[n].PART_ID: dict(p.parameters) for n, p in zip(names, partitions, strict=True)}
+        )
+
     def rename(
         self,
         db_name: str,

@@ -204,9 +204,10 @@ def test_files_below_the_link_minimum_are_written_whole(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- pooled builds
 
 
-def _write_sorted(directory: Path, ranges: list[tuple[int, int] | None], nulls: bool = True) -> list[DataFile]:
-    """One ORC file per range (keys low..high step 3, every 37th row null; None: a file of nulls only), stripes
-    of a few thousand rows, named so the listing order is not the key order."""
+def _write_sorted(directory: Path, ranges: list[tuple[int, int] | None | str], nulls: bool = True,
+                  ) -> list[DataFile]:
+    """One ORC file per range (keys low..high step 3, every 37th row null; None: a file of nulls only; "empty":
+    a file without rows), stripes of a few thousand rows, named so the listing order is not the key order."""
     directory.mkdir(parents=True, exist_ok=True)
     out = []
     for f, span in enumerate(ranges):
@@ -214,6 +215,8 @@ def _write_sorted(directory: Path, ranges: list[tuple[int, int] | None], nulls: 
         with OrcWriter(str(path), "struct<k:bigint>", {"orc.stripe.size": "20000"}) as writer:
             if span is None:
                 writer.write_batch({"k": [None] * 50})
+            elif isinstance(span, str):
+                pass  # no rows
             else:
                 keys = list(range(span[0], span[1] + 1, 3))
                 writer.write_batch({"k": [None if nulls and i % 37 == 5 else k for i, k in enumerate(keys)]})
@@ -252,7 +255,7 @@ def test_pooled_sorted_files_send_leaves(tmp_path: Path, monkeypatch: pytest.Mon
     """Files of a sorted column (out of listing order, nulls, a file of nulls only): the footers plan every
     file, the workers send finished leaves, the part is their leaves linked, byte for byte what one process
     writes, with exact answers."""
-    ranges: list[tuple[int, int] | None] = [(30_000, 59_999), None, (0, 29_999), (60_000, 99_000)]
+    ranges: list[tuple[int, int] | None | str] = [(30_000, 59_999), None, (0, 29_999), "empty", (60_000, 99_000)]
     files = _write_sorted(tmp_path / "t", ranges)
     plan = linked.plan_file_leaves([files], "k", INT_TYPE, 0)
     assert sorted(plan) == sorted(f.identity for f in files)
@@ -299,3 +302,21 @@ def test_pooled_stripe_level_and_single_files(tmp_path: Path, monkeypatch: pytes
     lone = _write_sorted(tmp_path / "lone", [(5, 40_000)])
     _, came = _pooled_and_single(tmp_path, monkeypatch, lone)
     assert came == [[False]]  # one file: scanned in this process (no pool for one file)
+
+
+def test_footers_of_remote_or_repeated_files_are_not_read(tmp_path: Path) -> None:
+    """Parts with a file on an object store (a ranged read per footer, one after the other) or a file listed
+    twice are not planned, and their footers are not opened."""
+    local = _write_sorted(tmp_path / "t", [(0, 30_000), (40_000, 70_000)])
+    remote = DataFile("s3://bucket/t/part-9.orc", 1000, 1)
+    opened: list[str] = []
+
+    def opener(file: DataFile, options: object) -> object:
+        opened.append(file.path)
+        raise AssertionError("no footer should be read")
+
+    assert linked.plan_file_leaves([[local[0], remote]], "k", INT_TYPE, 0, opener=opener) == {}
+    assert linked.plan_file_leaves([[local[0]], [local[0], local[1]]], "k", INT_TYPE, 0, opener=opener) == {}
+    assert opened == []
+    plan = linked.plan_file_leaves([[local[0]], [local[1]]], "k", INT_TYPE, 0)
+    assert {f.identity for f in local} == set(plan) and all(base == 0 for base, _ in plan.values())

@@ -36,6 +36,14 @@ SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
+@pytest.fixture(autouse=True)
+def numpy_decoders(monkeypatch):
+    """This module checks the numpy decoders' vectorised scan: the compiled RLE v2 loop (which otherwise decodes
+    first, metastore/orcio/_decode_native.c; tests/orcio/test_decode_native.py compares the two) is set aside."""
+    monkeypatch.setattr(rle, "_native", None)
+    monkeypatch.setattr(rle, "_warned", True)
+
+
 @pytest.fixture
 def always_vectorised(monkeypatch):
     monkeypatch.setattr(rle, "PROBE_RUNS", 1)

@@ -52,7 +52,7 @@ class RecordingClient(EmbeddedMetastoreClient):
     def write_analysis(
         self, db_name: str, table_name: str, partitions: Sequence[Partition],
         partition_statistics: Sequence[StatsWrite], table_statistics: Sequence[StatsWrite] = (),
-        table_parameters: Mapping[str, str] | None = None,
+        table_parameters: Mapping[str, str] | None = None, *, parameters_only: bool = False,
     ) -> None:
         # the same writes in one transaction (the embedded client's write_analysis calls none of the above)
         self.writes += [f"parameters {'/'.join(p.values)}" for p in partitions]
@@ -61,7 +61,7 @@ class RecordingClient(EmbeddedMetastoreClient):
         if table_parameters:
             self.writes.append(f"parameters {table_name}")
         super().write_analysis(db_name, table_name, partitions, partition_statistics, table_statistics,
-                               table_parameters)
+                               table_parameters, parameters_only=parameters_only)
 
     def take(self) -> list[str]:
         done, self.writes = sorted(self.writes), []

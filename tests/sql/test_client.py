@@ -24,7 +24,14 @@ from metastore.client import (
     connect,
 )
 from metastore.client.embedded import EmbeddedMetastoreClient
-from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, MetastoreError, NoSuchObject
+from metastore.errors import (
+    AlreadyExists,
+    InvalidInput,
+    InvalidObject,
+    InvalidOperation,
+    MetastoreError,
+    NoSuchObject,
+)
 from metastore.stats.model import ColumnStatsEntry, LongStats, StatsKind, StringStats
 from metastore.stats.ndv import NdvSketch
 
@@ -246,6 +253,54 @@ def test_write_analysis_stores_what_the_separate_calls_store(client: MetastoreCl
     assert client.get_table(db, "t").parameters["analysis.fingerprint"] == "again"
     client.write_analysis(db, "t", [], [])
     assert _stored(client, db, "t")[:3] == one[:3]
+
+
+def test_write_analysis_of_listed_partitions_parameters_only_stores_what_alter_stores(
+        client: MetastoreClient, tmp_path: Path) -> None:
+    """ANALYZE's partitions are those it listed with new parameters: with parameters_only the embedded client
+    writes their parameters alone, and every stored definition (location, format, columns, times, parameters) and
+    statistics are what alter_partitions leaves; a partition whose location alter_partitions would still qualify
+    (given unqualified) is altered as before. A missing partition fails as alter_partitions fails."""
+    db = _unique(tmp_path)
+    _analysis_tables(client, db, ("t", "u"))
+    names = ["ds=a/hr=1", "ds=b/hr=1"]
+
+    def write(table: str, parameters_only: bool) -> None:
+        listed = client.get_partitions_by_names(db, table, names)
+        new = [replace(p, parameters={**p.parameters, "numRows": "10", "analyzed": p.values[0]}) for p in listed]
+        # the second one's location as a user might give it, unqualified: alter_partitions stores it qualified
+        assert new[1].sd.location.startswith("file:")
+        new[1] = replace(new[1], sd=replace(new[1].sd, location=new[1].sd.location[len("file:"):]))
+        _, partition_writes, table_writes, changes = _analysis(client, db, table)
+        client.write_analysis(db, table, new, partition_writes, table_writes, changes,
+                              parameters_only=parameters_only)
+
+    def stored(table: str) -> tuple[Any, ...]:
+        parts = client.get_partitions_by_names(db, table, [*names, "ds=a/hr=2"])
+        definitions = [(p.values, p.sd.location.split(f"/{table}/", 1)[1], p.sd.location[:5], p.sd.input_format,
+                        p.sd.output_format, p.sd.cols, p.sd.serde_info, p.last_access_time,
+                        {k: v for k, v in p.parameters.items() if k != "transient_lastDdlTime"})
+                       for p in sorted(parts, key=lambda p: p.values)]
+        table_params = {k: v for k, v in client.get_table(db, table).parameters.items()
+                        if k not in ("transient_lastDdlTime", "analysis.fingerprint")}
+        return definitions, _stored(client, db, table)[1:3], table_params
+
+    def created(table: str) -> list[int]:
+        return [p.create_time for p in sorted(client.list_partitions(db, table), key=lambda p: p.values)]
+
+    # the tables' partitions were created in different seconds: each keeps its creation time
+    before = created("t"), created("u")
+    write("t", True)
+    write("u", False)
+    assert (created("t"), created("u")) == before
+    fast, altered = stored("t"), stored("u")
+    # sorted by values: ds=a/hr=1, ds=a/hr=2 (not analysed), ds=b/hr=1 (given unqualified)
+    assert fast[0][0][8]["analyzed"] == "a" and "analyzed" not in fast[0][1][8] and fast[0][2][8]["analyzed"] == "b"
+    assert fast[0][2][1] == "ds=b/hr=1" and fast[0][2][2] == "file:"
+    assert fast == altered
+    with pytest.raises(InvalidOperation, match="alter is not possible"):
+        missing = replace(client.get_partitions_by_names(db, "t", names[:1])[0], values=["z", "9"])
+        client.write_analysis(db, "t", [missing], [], parameters_only=True)
 
 
 def test_write_analysis_that_fails_midway_leaves_nothing_half_written(client: MetastoreClient,

@@ -311,3 +311,35 @@ def test_state_depends_only_on_the_set_of_hashes(distinct: int) -> None:
         else:
             again = HyperLogLog.from_bytes(sketch.to_bytes())
             assert np.array_equal(again.registers(), reference.registers())
+
+
+@pytest.mark.parametrize("distinct", [1, 5, 16, 17, 40])
+def test_few_distinct_values_dropped_before_the_sort_give_the_same_bytes(distinct: int, monkeypatch) -> None:
+    # A sparse sketch fed many rows of a few values (a status column): the rows whose hash the first slice already
+    # added are dropped by comparison before the sort (up to _FEW_DISTINCT values). The bytes (a sparse sketch's
+    # entry order included) are those of the sort alone, and the registers those of Hive's one-by-one adds.
+    from metastore.stats import sketcher
+
+    rng = np.random.default_rng(distinct)
+    values = rng.integers(-(2**62), 2**62, distinct)
+    hashes = hash64_array_long(values[rng.integers(0, distinct, 300_000)])
+    late = hash64_array_long(rng.integers(-(2**62), 2**62, 7))  # values first seen after the probe
+    hashes = np.concatenate([hashes, late, hashes[:1000]])
+    reference = HyperLogLog(14)
+    for h in hashes.tolist()[:5000]:
+        reference.add_hash(h)
+    reference.add_hashes(hashes[5000:])
+    default = sketcher._FEW_DISTINCT
+    assert default >= 16
+    sketches = {}
+    for few in (default, 0):
+        monkeypatch.setattr(sketcher, "_FEW_DISTINCT", few)
+        sketch = HyperLogLog(14)
+        for start in range(0, hashes.size, 100_000):
+            sketcher._add_hashes(sketch, hashes[start : start + 100_000])
+        sketches[few] = sketch
+    fast, sorted_only = sketches[default], sketches[0]
+    assert fast.to_bytes() == sorted_only.to_bytes()
+    assert fast.encoding == reference.encoding == "sparse"
+    assert np.array_equal(fast.registers(), reference.registers())
+    assert fast.estimate() == reference.estimate()
