@@ -161,9 +161,10 @@ def _scan(
             isinstance(vector, DictionaryBytesVector) and vector.dictionary is not None
             and ctype.family in (Family.STRING, Family.CHAR)
         ):
-            # only the dictionary entries the stripe uses, each once
-            used = np.unique(vector.indices)
+            # only the dictionary entries the stripe uses, each once (counted, not sorted: np.unique sorted the
+            # stripe's 70,000 indices, 3-4 ms a stripe; the same entries, null rows' index 0 included as before)
             entries = vector.dictionary.raw_values()
+            used = np.flatnonzero(np.bincount(vector.indices, minlength=len(entries)))
             chosen = [entries[i] for i in used.tolist()]
             if ctype.family is Family.CHAR:
                 chosen = [c.rstrip(b" ") for c in chosen]
