@@ -6,16 +6,25 @@ differently (``1`` vs ``1.0`` for a decimal, ``'a'`` vs ``'a  '`` for a char) ca
 The filters are ours, not ORC's: ORC's probes are ``h1 + i*h2`` over 32-bit halves, taken modulo the filter
 size, which collapse to one or two bits whenever ``h2`` shares a large factor with the filter size. For stripes
 of a few distinct values (64-bit filters) that put the real false-positive rate near 1 % at a configured 0.1 %.
-A filter grows until the textbook rate ``(1 - e^(-kn/m))^k`` is within the configured one. Two probe schemes
-(the description's ``bloom_probes``, the BLOOM block format's version):
+Three probe schemes (the description's ``bloom_probes``, the BLOOM block format's version):
 
-- ``splitmix64-dh`` (written now): for filters of DOUBLE_MIN_BITS (16,384) bits or more, double hashing over
-  64-bit words, ``z_i = h + i * h2`` (i = 0..k-1, modulo 2**64) with ``h2 = mix(h) | 1``, and the bit position
-  taken from the top 32 bits of ``z_i`` by a multiply and shift, ``((z_i >> 32) * m) >> 32`` (``z_i % m`` for
-  filters of 2**32 bits or more): four vector operations a probe instead of twelve. Smaller filters use the
+- ``splitmix64-block512`` (written now): blocked. A filter is a whole number of 512-bit blocks (8 words, one cache
+  line); a key's bits all lie in one block, ``((h >> 32) * blocks) >> 32``, set in rounds of 8 bits, one bit in
+  each word of the block: round r (0, 1, ...) takes ``g = mix(h + (r + 1) * golden)`` and word w of the block
+  gets bit ``(g >> 6w) & 63``. Adding or testing a key touches one cache line (the other schemes: k). At equal
+  size a blocked filter has more false positives (its blocks' loads vary), so it is sized for the rate itself:
+  the expected rate at a mean of ``L`` keys per block, ``sum_j Poisson(j; L) * P(a key's bits all set | j keys in
+  its block)`` (blocked_rate), is computed exactly, and a filter gets the fewest blocks, over 1..MAX_ROUNDS
+  rounds, whose load keeps it within RATE_HEADROOM (0.9) of the configured rate (at 0.1 %: one round, 32 keys a
+  block, 15.9 bits a key against the classic filter's 14.4);
+- ``splitmix64-dh`` (files written before; still read, never written): k bits anywhere in the filter, sized
+  until the textbook rate ``(1 - e^(-kn/m))^k`` is within the configured one. For filters of DOUBLE_MIN_BITS
+  (16,384) bits or more, double hashing over 64-bit words, ``z_i = h + i * h2`` (i = 0..k-1, modulo 2**64)
+  with ``h2 = mix(h) | 1``, and the bit position taken from the top 32 bits of ``z_i`` by a multiply and shift,
+  ``((z_i >> 32) * m) >> 32`` (``z_i % m`` for filters of 2**32 bits or more). Smaller filters use the
   positions of ``splitmix64`` (below): in a small filter a progression's probes fall on few bits too often;
-- ``splitmix64`` (files written before; still read, never written): every probe an independent SplitMix64 mix
-  of the hash and the probe number, ``mix(h + i * golden) % m`` (i = 1..k).
+- ``splitmix64`` (files written before those; still read, never written): every probe an independent SplitMix64
+  mix of the hash and the probe number, ``mix(h + i * golden) % m`` (i = 1..k), sized as ``splitmix64-dh``.
 
 A filter is sized for the stripe's distinct values. A build from a stripe's raw int64 values (``values_filter``)
 does not sort them to count those: it sets the bits of every value in a filter sized for the number of values
@@ -26,16 +35,19 @@ about 2 % repeated values may get a filter up to 2 % larger than its distinct co
 configured rate holds).
 
 The build's per-value loop (hash, probe positions, bits) runs in the compiled kernel (kernels.py,
-``_kernels.bloom_add``) when it is built: the same bits as the numpy code here, which runs otherwise and is the
-reference the kernel is tested against (tests/index/test_kernels.py).
+``_kernels.bloom_add_blocked``; ``bloom_add`` for the older schemes) when it is built: the same bits as the
+numpy code here, which runs otherwise and is the reference the kernel is tested against
+(tests/index/test_kernels.py). The older schemes' builders stay, so tests can write files of them.
 
 Answers equality and IN (``KeySet`` and point ``KeyRange`` leaves); everything else is undecided. A stripe
 with no non-null value has an empty filter and matches nothing. Blocks: the filters' 64-bit words back to back,
-and an index of (first word u64, words u32, hash functions u32) per stripe.
+and an index of (first word u64, words u32, hash functions u32) per stripe (blocked: words a multiple of 8, hash
+functions 8 per round).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Sequence
@@ -66,11 +78,14 @@ def key_hashes(domain: Domain, keys: np.ndarray | Sequence[Key]) -> np.ndarray:
     return np.asarray(hash64_array_bytes(items), dtype=np.int64)
 
 
-#: the probe scheme written in the description (the BLOOM block format's version)
-PROBES = "splitmix64-dh"
-#: the scheme of BLOOM files written before PROBES; still read, never written
+#: the probe scheme written in the description (the BLOOM block format's version): blocked
+PROBES = "splitmix64-block512"
+BLOCKED_PROBES = "splitmix64-block512"
+#: the scheme of BLOOM files written before PROBES (double hashing); still read, never written
+DOUBLE_PROBES = "splitmix64-dh"
+#: the scheme of BLOOM files written before DOUBLE_PROBES; still read, never written
 LEGACY_PROBES = "splitmix64"
-READABLE_PROBES = (PROBES, LEGACY_PROBES)
+READABLE_PROBES = (BLOCKED_PROBES, DOUBLE_PROBES, LEGACY_PROBES)
 MAX_HASH_FUNCTIONS = 30
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -155,8 +170,9 @@ def double_positions(hashes: np.ndarray, k: int, bits: int) -> np.ndarray:
 
 def _filters_positions(h: np.ndarray, k: int, bits: np.ndarray, *, legacy: bool) -> np.ndarray:
     """int64 bit positions (filters, values, probes) of k probes of every hash in filters of ``bits`` bits each
-    (a reader tests all its stripes at once): probe_positions' for a LEGACY_PROBES file and for PROBES filters
-    under DOUBLE_MIN_BITS, double_positions' for the others; each filter's positions made by its scheme only."""
+    (a reader tests all its stripes at once): probe_positions' for a LEGACY_PROBES file and for DOUBLE_PROBES
+    filters under DOUBLE_MIN_BITS, double_positions' for the others; each filter's positions made by its scheme
+    only."""
     out = np.empty((len(bits), len(h), k), dtype=np.uint64)
     small = np.ones(len(bits), dtype=bool) if legacy else bits < np.uint64(DOUBLE_MIN_BITS)
     wide = ~small & (bits > np.uint64(1 << 32))
@@ -178,8 +194,8 @@ def _filters_positions(h: np.ndarray, k: int, bits: np.ndarray, *, legacy: bool)
 
 
 def filter_size(entries: int, fpp: float) -> tuple[int, int]:
-    """(bits, hash functions) of a filter for ``entries`` values: bits a multiple of 64, grown until the
-    textbook false-positive rate with that many hash functions is at most ``fpp``."""
+    """(bits, hash functions) of a DOUBLE_PROBES / LEGACY_PROBES filter for ``entries`` values: bits a multiple
+    of 64, grown until the textbook false-positive rate with that many hash functions is at most ``fpp``."""
     n = max(entries, 1)
     bits = max(64, 64 * math.ceil(-n * math.log(fpp) / (math.log(2) ** 2) / 64))
     while True:
@@ -189,25 +205,165 @@ def filter_size(entries: int, fpp: float) -> tuple[int, int]:
         bits += 64
 
 
-class StripeBloom:
-    """One stripe's bloom filter: ``words`` (uint64) and ``k`` probes per value of the scheme ``probes``."""
+# ------------------------------------------------------------------------------------------ the blocked scheme
 
-    def __init__(self, words: np.ndarray, k: int, probes: str = PROBES) -> None:
+#: words of a block (512 bits, one cache line); a round sets one bit in each
+BLOCK_WORDS = 8
+#: rounds of 8 bits a key at most (64 hash functions)
+MAX_ROUNDS = 8
+_LANE_SHIFTS = np.arange(BLOCK_WORDS, dtype=np.uint64) * np.uint64(6)
+_LANE_BITS = np.uint64(63)
+
+
+def _round_mix(h: np.ndarray, r: int) -> np.ndarray:
+    """Round r's position word of every hash: mix(h + (r + 1) * golden)."""
+    with np.errstate(over="ignore"):
+        return _mix(h + np.uint64(r + 1) * _GOLDEN)
+
+
+def _blocks_of(h: np.ndarray, blocks: int | np.ndarray) -> np.ndarray:
+    """The block of every hash: ``((h >> 32) * blocks) >> 32`` (blocks at most 2**32: the product fits 64 bits)."""
+    with np.errstate(over="ignore"):
+        return ((h >> _HIGH) * np.asarray(blocks, dtype=np.uint64)) >> _HIGH
+
+
+def blocked_positions(hashes: np.ndarray, rounds: int, blocks: int) -> np.ndarray:
+    """BLOCKED_PROBES: bit positions (int64, shape (8 * rounds, len(hashes)): probe-major) of every probe of
+    every hash in a filter of ``blocks`` blocks: probe 8r + w is bit ``(mix(h + (r + 1) * golden) >> 6w) & 63``
+    of word w of block ``((h >> 32) * blocks) >> 32``."""
+    h = np.asarray(hashes, dtype=np.int64).view(np.uint64)
+    out = np.empty((BLOCK_WORDS * rounds, len(h)), dtype=np.uint64)
+    base = _blocks_of(h, blocks) * np.uint64(64 * BLOCK_WORDS)
+    for r in range(rounds):
+        g = _round_mix(h, r)
+        lanes = (g[None, :] >> _LANE_SHIFTS[:, None]) & _LANE_BITS
+        lanes += base[None, :]
+        lanes += (np.arange(BLOCK_WORDS, dtype=np.uint64) * np.uint64(64))[:, None]
+        out[BLOCK_WORDS * r : BLOCK_WORDS * (r + 1)] = lanes
+    return out.view(np.int64)
+
+
+@functools.cache
+def _word_match(rounds: int) -> tuple[np.ndarray, np.ndarray]:
+    """A word's share of a probe: the distribution of how many distinct bits (1..rounds) a key's ``rounds``
+    uniform draws among a word's 64 bits are (as (counts, probabilities)), from Stirling numbers of the second
+    kind: P(d) = C(64, d) * S(rounds, d) * d! / 64**rounds."""
+    stirling = [[0] * (rounds + 1) for _ in range(rounds + 1)]
+    stirling[0][0] = 1
+    for i in range(1, rounds + 1):
+        for d in range(1, i + 1):
+            stirling[i][d] = d * stirling[i - 1][d] + stirling[i - 1][d - 1]
+    counts = np.arange(1, rounds + 1)
+    weights = [math.comb(64, d) * stirling[rounds][d] * math.factorial(d) for d in counts.tolist()]
+    return counts, np.asarray(weights, dtype=np.float64) / float(64**rounds)
+
+
+def blocked_rate(load: float, rounds: int) -> float:
+    """The expected false-positive rate of a blocked filter with a mean of ``load`` keys a block (the number in
+    one block Poisson, as the filter grows: for a filter of few blocks the exact, binomial, count gives a lower
+    rate, tests/index/test_bloom_schemes.py), ``rounds`` rounds a key: with j other keys in its block, each of
+    the block's words has each bit set with chance ``q = 1 - (63/64)^(j * rounds)``, and a key not in the
+    filter passes a word when its ``d`` distinct bits there are set, about ``q^d`` (the bits of one word, given
+    j, are negatively associated, so the product is an upper bound), so a block passes with chance
+    ``E_d[q^d]^8``."""
+    if load <= 0:
+        return 0.0
+    top = int(math.ceil(load + 12.0 * math.sqrt(load) + 40.0))
+    j = np.arange(top + 1, dtype=np.float64)
+    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(j[1:]))])
+    weights = np.exp(-load + j * math.log(load) - log_factorial)
+    q = 1.0 - (63.0 / 64.0) ** (j * rounds)
+    counts, chances = _word_match(rounds)
+    word = (q[:, None] ** counts[None, :]) @ chances
+    return float(np.dot(weights, word**BLOCK_WORDS))
+
+
+#: the fewest keys a block may hold on average before a rate is said to be out of reach (about 512 K bits a key)
+_MIN_LOAD = 1e-3
+#: blocked filters are sized for this share of the configured rate: the rate of one filter varies with how its
+#: keys fell into blocks, so the measured rate stays within the configured one, not only its expectation
+#: (about 1 % more bits at 0.1 %)
+RATE_HEADROOM = 0.9
+
+
+@functools.cache
+def _max_load(fpp: float, rounds: int) -> float:
+    """The largest mean load (keys a block) at which blocked_rate stays within ``fpp`` (by bisection; the rate
+    grows with the load)."""
+    low, high = _MIN_LOAD, float(64 * BLOCK_WORDS * 8)
+    if blocked_rate(high, rounds) <= fpp:
+        return high
+    if blocked_rate(low, rounds) > fpp:
+        return 0.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        if blocked_rate(middle, rounds) <= fpp:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def blocked_size(entries: int, fpp: float) -> tuple[int, int]:
+    """(blocks, rounds) of a blocked filter for ``entries`` keys at the rate ``fpp``: the fewest blocks over
+    1..MAX_ROUNDS rounds (the fewer rounds on a tie) at which the mean load keeps blocked_rate within
+    ``RATE_HEADROOM * fpp``. ValueError for a rate no filter reaches (below about 1e-100)."""
+    n = max(entries, 1)
+    best: tuple[int, int] | None = None
+    for rounds in range(1, MAX_ROUNDS + 1):
+        load = _max_load(RATE_HEADROOM * fpp, rounds)
+        if load <= 0:
+            continue
+        blocks = max(1, math.ceil(n / load))
+        if best is None or blocks < best[0]:
+            best = (blocks, rounds)
+        elif blocks > best[0]:
+            break  # past the best number of rounds: more only cost bits
+    if best is None or best[0] > 1 << 32:
+        raise ValueError(f"no bloom filter of {entries} keys reaches a false-positive rate of {fpp}")
+    return best
+
+
+# ------------------------------------------------------------------------------------------ filters
+
+
+def _scheme(probes: str | None) -> str:
+    return PROBES if probes is None else probes
+
+
+class StripeBloom:
+    """One stripe's bloom filter: ``words`` (uint64) and ``k`` probes per value of the scheme ``probes``
+    (BLOCKED_PROBES: ``k // 8`` rounds over ``len(words) // 8`` blocks)."""
+
+    def __init__(self, words: np.ndarray, k: int, probes: str = BLOCKED_PROBES) -> None:
         if probes not in READABLE_PROBES:
             raise ValueError(f"unknown bloom probe scheme {probes!r}")
+        if probes == BLOCKED_PROBES and (len(words) % BLOCK_WORDS or k % BLOCK_WORDS or not 0 < k <= 8 * MAX_ROUNDS):
+            raise ValueError(f"a blocked bloom filter of {len(words)} words and {k} probes")
         self.words = words
         self.num_hash_functions = k
         self.num_bits = 64 * len(words)
         self.probes = probes
 
     @classmethod
-    def for_entries(cls, entries: int, fpp: float) -> StripeBloom:
+    def for_entries(cls, entries: int, fpp: float, probes: str | None = None) -> StripeBloom:
+        """An empty filter for ``entries`` keys at the rate ``fpp`` in the scheme ``probes`` (default PROBES)."""
+        probes = _scheme(probes)
+        if probes == BLOCKED_PROBES:
+            blocks, rounds = blocked_size(entries, fpp)
+            return cls(np.zeros(blocks * BLOCK_WORDS, dtype=np.uint64), BLOCK_WORDS * rounds, probes)
         bits, k = filter_size(entries, fpp)
-        return cls(np.zeros(bits // 64, dtype=np.uint64), k)
+        return cls(np.zeros(bits // 64, dtype=np.uint64), k, probes)
+
+    @property
+    def blocked(self) -> bool:
+        return self.probes == BLOCKED_PROBES
 
     def _probe_major(self, hashes: np.ndarray) -> np.ndarray:
         """(probes, values) bit positions of the filter's scheme (PROBES' are made probe-major: no copy)."""
         h = np.asarray(hashes, dtype=np.int64).ravel()
+        if self.blocked:
+            return blocked_positions(h, self.num_hash_functions // BLOCK_WORDS, len(self.words) // BLOCK_WORDS)
         if self.probes == LEGACY_PROBES:
             return probe_positions(h, self.num_hash_functions, self.num_bits).T
         return double_positions(h, self.num_hash_functions, self.num_bits)
@@ -239,23 +395,46 @@ class StripeBloom:
         compiled = kernels.native()
         if compiled is None:
             return None
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        if self.blocked:
+            return compiled.bloom_add_blocked(self.words, keys, self.num_hash_functions // BLOCK_WORDS, hashed)
         double = self.probes != LEGACY_PROBES and self.num_bits >= DOUBLE_MIN_BITS
-        return compiled.bloom_add(self.words, np.ascontiguousarray(keys, dtype=np.int64), self.num_hash_functions,
-                                  hashed, double)
+        return compiled.bloom_add(self.words, keys, self.num_hash_functions, hashed, double)
+
+    def expected_set_bits(self, keys: float) -> float:
+        """The bits of this filter that ``keys`` distinct keys set, expected (the linear-counting estimate's
+        curve): blocked, each word gets ``rounds`` draws a key of its block, a block's keys binomial."""
+        m = self.num_bits
+        if self.blocked:
+            blocks = len(self.words) // BLOCK_WORDS
+            unset = (63.0 / 64.0) ** (self.num_hash_functions // BLOCK_WORDS)
+            return m * (1.0 - (1.0 - (1.0 - unset) / blocks) ** keys)
+        return m * (1.0 - math.exp(-self.num_hash_functions * keys / m))
 
     def test_hashes(self, hashes: np.ndarray) -> np.ndarray:
-        """Per hash, whether every probe bit is set (the value may be in the stripe)."""
+        """Per hash, whether every probe bit is set (the value may be in the stripe); blocked: each hash's block
+        read as one row of 8 words, round by round its 8 bits tested there."""
+        if self.blocked:
+            h = np.asarray(hashes, dtype=np.int64).ravel().view(np.uint64)
+            rows = self.words.reshape(-1, BLOCK_WORDS)[_blocks_of(h, len(self.words) // BLOCK_WORDS).astype(np.intp)]
+            passed = np.ones(len(h), dtype=bool)
+            for r in range(self.num_hash_functions // BLOCK_WORDS):
+                lanes = (_round_mix(h, r)[:, None] >> _LANE_SHIFTS[None, :]) & _LANE_BITS
+                passed &= np.all((rows >> lanes) & np.uint64(1) == 1, axis=1)
+            return passed
         pos = self._probe_major(hashes)
         bits = (self.words[pos >> 6] >> (pos & 63).astype(np.uint64)) & np.uint64(1)
         return np.all(bits == 1, axis=0)
 
 
-def stripe_filter(domain: Domain, distinct: np.ndarray, fpp: float, *, native: bool = True) -> StripeBloom | None:
-    """The filter of one stripe's distinct keys (None when the stripe has no non-null value); int64 keys are
-    hashed by the compiled kernel when it is built (and ``native``)."""
+def stripe_filter(
+    domain: Domain, distinct: np.ndarray, fpp: float, *, native: bool = True, probes: str | None = None,
+) -> StripeBloom | None:
+    """The filter (scheme ``probes``, default PROBES) of one stripe's distinct keys (None when the stripe has no
+    non-null value); int64 keys are hashed by the compiled kernel when it is built (and ``native``)."""
     if len(distinct) == 0:
         return None
-    bloom = StripeBloom.for_entries(len(distinct), fpp)
+    bloom = StripeBloom.for_entries(len(distinct), fpp, probes)
     if native and domain is Domain.INT64 and bloom._native_add(distinct, hashed=False) is not None:
         return bloom
     bloom.add_hashes(key_hashes(domain, distinct), native=native)
@@ -274,58 +453,56 @@ def _distinct_count(values: np.ndarray) -> int:
     return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1 if len(ordered) else 0
 
 
-def values_filter(values: np.ndarray, fpp: float, *, native: bool = True) -> StripeBloom | None:
-    """The filter of one stripe from its non-null int64 keys as read (any order, repeats allowed), without
-    sorting them when they are (almost) all distinct: the bits of every value are set in a filter sized for
-    the number of values, kept when the linear-counting estimate of the distinct count from the bits set,
-    ``-(m / k) ln(1 - set / m)``, is at least ``1 - DISTINCT_SLACK`` of the values; otherwise the distinct
-    values are counted (a sort) and the filter built for that count. On distinct values the result is
-    stripe_filter's bit for bit; it depends on the values only, not on where they were read. With the compiled
-    kernel built (and ``native``) the values are hashed and their bits set in one pass, in the filter itself
-    (the same bits as this numpy code)."""
+def values_filter(
+    values: np.ndarray, fpp: float, *, native: bool = True, probes: str | None = None,
+) -> StripeBloom | None:
+    """The filter (scheme ``probes``, default PROBES) of one stripe from its non-null int64 keys as read (any
+    order, repeats allowed), without sorting them when they are (almost) all distinct: the bits of every value
+    are set in a filter sized for the number of values, kept when the bits set say at least ``1 -
+    DISTINCT_SLACK`` of the values are distinct (more bits set than that many distinct keys set, expected:
+    StripeBloom.expected_set_bits, the linear-counting estimate's curve); otherwise the distinct values are
+    counted (a sort) and the filter built for that count. On distinct values the result is stripe_filter's bit
+    for bit; it depends on the values only, not on where they were read. With the compiled kernel built (and
+    ``native``) the values are hashed and their bits set in one pass, in the filter itself (the same bits as
+    this numpy code)."""
     n = len(values)
     if n == 0:
         return None
     keys = np.asarray(values, dtype=np.int64)
     if native and kernels.native() is not None:
-        return _native_values_filter(keys, fpp)
+        return _native_values_filter(keys, fpp, probes)
     hashes = key_hashes(Domain.INT64, keys)
     if n >= EXACT_BELOW:
-        bloom = StripeBloom.for_entries(n, fpp)
+        bloom = StripeBloom.for_entries(n, fpp, probes)
         bitmap = bloom._bitmap(hashes)
-        m, k = bloom.num_bits, bloom.num_hash_functions
-        # the bits set by (1 - slack) * n distinct values, expected; more set bits: keep this filter
-        wanted = m * (1.0 - math.exp(-k * (1.0 - DISTINCT_SLACK) * n / m))
-        if np.count_nonzero(bitmap) >= wanted:
+        if np.count_nonzero(bitmap) >= bloom.expected_set_bits((1.0 - DISTINCT_SLACK) * n):
             bloom._or_bitmap(bitmap)
             return bloom
-    bloom = StripeBloom.for_entries(_distinct_count(keys), fpp)
-    bloom.add_hashes(hashes)
+    bloom = StripeBloom.for_entries(_distinct_count(keys), fpp, probes)
+    bloom.add_hashes(hashes, native=False)
     return bloom
 
 
-def _native_values_filter(keys: np.ndarray, fpp: float) -> StripeBloom:
+def _native_values_filter(keys: np.ndarray, fpp: float, probes: str | None) -> StripeBloom:
     """values_filter by the compiled kernel: hashes and bits in one pass; the bits set in the fresh filter are
     the count the numpy code takes from its bitmap of the values' bits."""
     n = len(keys)
     keys = np.ascontiguousarray(keys)
     if n >= EXACT_BELOW:
-        bloom = StripeBloom.for_entries(n, fpp)
-        m, k = bloom.num_bits, bloom.num_hash_functions
-        wanted = m * (1.0 - math.exp(-k * (1.0 - DISTINCT_SLACK) * n / m))
+        bloom = StripeBloom.for_entries(n, fpp, probes)
         set_bits = bloom._native_add(keys, hashed=False)
         assert set_bits is not None
-        if set_bits >= wanted:
+        if set_bits >= bloom.expected_set_bits((1.0 - DISTINCT_SLACK) * n):
             return bloom
-    bloom = StripeBloom.for_entries(_distinct_count(keys), fpp)
+    bloom = StripeBloom.for_entries(_distinct_count(keys), fpp, probes)
     bloom._native_add(keys, hashed=False)
     return bloom
 
 
 def write_filters(writer: IndexFileWriter, domain: Domain, files: Sequence[FileValues], fpp: float) -> dict[str, Any]:
-    """Blocks of every stripe's filter; ``StripeValues.bloom`` (a filter kept from the previous build) is reused
-    as it is."""
-    words: list[np.ndarray] = []
+    """Blocks of every stripe's filter, in the scheme PROBES; ``StripeValues.bloom`` (a filter kept from the
+    previous build) is reused as it is."""
+    words: list[memoryview] = []
     entries: list[bytes] = []
     position = 0
     for f in files:
@@ -337,9 +514,10 @@ def write_filters(writer: IndexFileWriter, domain: Domain, files: Sequence[FileV
                 entries.append(_ENTRY.pack(position, 0, 0))
                 continue
             entries.append(_ENTRY.pack(position, len(bloom.words), bloom.num_hash_functions))
-            words.append(bloom.words.astype("<u8"))
+            # little-endian words (no copy where that is the machine's order), joined into the block at once
+            words.append(np.ascontiguousarray(bloom.words, dtype="<u8").data.cast("B"))
             position += len(bloom.words)
-    data = np.concatenate(words).tobytes() if words else b""
+    data = b"".join(words)
     return {
         "fpp": fpp,
         "bloom_probes": PROBES,
@@ -359,8 +537,10 @@ class BloomReader:
         if probes not in READABLE_PROBES:
             raise IndexFileCorrupt(self.path, f"its bloom filters use probes {probes!r}, this code reads "
                                    f"{' or '.join(map(repr, READABLE_PROBES))} (UPDATE INDEX rebuilds it)")
-        #: the file's probe scheme (PROBES, or LEGACY_PROBES for files written before it)
+        #: the file's probe scheme (PROBES, or DOUBLE_PROBES / LEGACY_PROBES for files written before it)
         self.probes: str = str(probes)
+        blocked = self.probes == BLOCKED_PROBES
+        most_probes = BLOCK_WORDS * MAX_ROUNDS if blocked else MAX_HASH_FUNCTIONS
         index = reader.block(BlockRef.from_list(d.get("bloom_index_block"), self.path), "the bloom filter index")
         words = reader.block(BlockRef.from_list(d.get("bloom_words_block"), self.path), "the bloom filters")
         if len(index) != stripes * _ENTRY.size or len(words) % 8:
@@ -372,8 +552,10 @@ class BloomReader:
             if count == 0:
                 self.filters.append(None)
                 continue
-            if first + count > len(self._words) or not 1 <= k <= MAX_HASH_FUNCTIONS:
+            if first + count > len(self._words) or not 1 <= k <= most_probes:
                 raise IndexFileCorrupt(self.path, f"bloom filter {i} lies outside the filter block")
+            if blocked and (count % BLOCK_WORDS or k % BLOCK_WORDS):
+                raise IndexFileCorrupt(self.path, f"bloom filter {i} is not whole blocks and rounds")
             self.filters.append(StripeBloom(self._words[first : first + count], k, self.probes))
         # the same filters as arrays, so one answer tests every stripe at once
         present = [i for i, f in enumerate(self.filters) if f is not None]
@@ -399,9 +581,24 @@ class BloomReader:
         # StripeBloom.test_hashes for every stripe at once; probes beyond a stripe's own count hold trivially
         k_max = int(self._k.max())
         h = np.asarray(hashes, dtype=np.int64).view(np.uint64)
-        positions = _filters_positions(h, k_max, self._bits, legacy=self.probes == LEGACY_PROBES)
-        words = self._words[self._first[:, None, None] + (positions >> 6)]
-        bits = (words >> (positions & 63).astype(np.uint64)) & np.uint64(1)
+        if self.probes == BLOCKED_PROBES:
+            words, shifts = self._blocked_words(h, k_max // BLOCK_WORDS)
+        else:
+            positions = _filters_positions(h, k_max, self._bits, legacy=self.probes == LEGACY_PROBES)
+            words = self._words[self._first[:, None, None] + (positions >> 6)]
+            shifts = (positions & 63).astype(np.uint64)
+        bits = (words >> shifts) & np.uint64(1)
         unused = np.arange(1, k_max + 1)[None, None, :] > self._k[:, None, None]
         out[self._present] = np.any(np.all((bits == 1) | unused, axis=2), axis=1)
         return out
+
+    def _blocked_words(self, h: np.ndarray, rounds: int) -> tuple[np.ndarray, np.ndarray]:
+        """For every filter, hash and probe (filters, values, 8 * rounds): the word a BLOCKED_PROBES probe tests
+        and the bit's shift in it (blocked_positions, for all the file's filters at once)."""
+        blocks = self._bits // np.uint64(64 * BLOCK_WORDS)
+        block = _blocks_of(h[None, :], blocks[:, None]).astype(np.int64)  # (filters, values)
+        lane = np.arange(BLOCK_WORDS * rounds, dtype=np.int64) % BLOCK_WORDS
+        index = self._first[:, None, None] + block[:, :, None] * BLOCK_WORDS + lane[None, None, :]
+        g = np.stack([_round_mix(h, r) for r in range(rounds)], axis=1)  # (values, rounds)
+        shifts = ((g[:, :, None] >> _LANE_SHIFTS[None, None, :]) & _LANE_BITS).reshape(len(h), -1)
+        return self._words[index], shifts[None, :, :]

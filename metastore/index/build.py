@@ -7,9 +7,12 @@ and changed data files are scanned. The scan itself is pluggable: by default fil
 one after another, or, from PARALLEL_MIN_BYTES of data files on, in worker processes (the pool of ANALYZE's
 harvest runner, one per CPU); or all at once by a ``scanner`` (the Spark pipeline's executors). Each part is
 written as soon as the last of its files arrives, in plan order, so a STRIPE-level build never holds more than
-the files in flight and the index files do not depend on where or in which order files were scanned.
-New part files get new names; the caller records them, then deletes the obsolete ones, so a reader never sees
-a half-written part.
+the files in flight and the index files do not depend on where or in which order files were scanned. A BLOOM or
+MINMAX part of one data file is written where that file is scanned (WORKER_WRITTEN_KINDS: its filters or bounds
+never travel to this process). Part files are staged (written in full under a temporary name) and published
+(synced, renamed into place) by PUBLISH_THREADS threads while the build goes on; build_parts returns once all
+are published. New part files get new names; the caller records them, then deletes the obsolete ones, so a
+reader never sees a half-written part.
 """
 
 from __future__ import annotations
@@ -18,16 +21,18 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
 from metastore.index.columns import ColumnType, Domain, column_type, require_indexable
-from metastore.index.coverage import FileValues
+from metastore.index.container import StagedFile
+from metastore.index.coverage import FileValues, StripeValues
 from metastore.index.errors import IndexBuildError
 from metastore.index.linked import planner
 from metastore.index.model import DataFile, IndexKind, IndexLevel, IndexPart, IndexRecord
-from metastore.index.parts import open_part, write_part_at
+from metastore.index.parts import open_part, stage_part_at
 from metastore.index.scan import scan_column
+from metastore.locations import local_path
 from metastore.storage import StorageOptions
 
 DEFAULT_FPP = 0.001
@@ -108,6 +113,23 @@ PARALLEL_MIN_BYTES = 16 << 20
 POOLED_KINDS = frozenset({IndexKind.BTREE, IndexKind.BLOOM, IndexKind.MINMAX})
 #: processes of a pooled local scan (None: one per CPU, as ANALYZE's harvest runner)
 WORKERS: int | None = None
+#: Index kinds whose parts of one data file (STRIPE level) a local scan writes itself, where the file is scanned
+#: (a pool's worker): 700 stripes' BLOOM filters are 100 MB that were pickled, piped, unpickled and copied
+#: into the part in this process (about 0.5 s of CPU a 50 M-row build). A BTREE part is written here.
+WORKER_WRITTEN_KINDS = frozenset({IndexKind.BLOOM, IndexKind.MINMAX})
+#: threads publishing staged part files (sync, rename into place) while the build goes on: syncs one after the
+#: other in the build's loop waited for the disk at every part
+PUBLISH_THREADS = 4
+
+
+@dataclass(frozen=True)
+class OwnParts:
+    """Parts a local scan writes itself (WORKER_WRITTEN_KINDS): the index kind and rate, and the location of
+    each data file's part by the file's identity."""
+
+    kind: str
+    fpp: float
+    locations: dict[tuple[str, int, int], str]
 
 
 def scan_file(
@@ -125,19 +147,37 @@ def scan_file(
     return values
 
 
+def _write_own(
+    values: FileValues, part: tuple[str, str, float], column: str, ctype: ColumnType, options: StorageOptions | None,
+) -> FileValues:
+    """The part (location, kind, rate) of one scanned file, written (staged) here: the file's values with the
+    staged part in ``written`` and the stripes' values dropped. The same bytes as build_parts writes from them."""
+    location, kind, fpp = part
+    staged = stage_part_at(location, kind=kind, column=column, ctype=ctype, files=[values], fpp=fpp, options=options)
+    stripes = [StripeValues(s.offset, s.length, s.rows, s.distinct[:0], s.nulls, s.values) for s in values.stripes]
+    return FileValues(values.file, stripes, written=staged)
+
+
 def local_scanner(
     column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None = None,
     *, bounds: bool = False, bloom_fpp: float | None = None, workers: int | None = None,
     parallel_min_bytes: int | None = None, merge: bool = False,
     leaves: Callable[[], Mapping[tuple[str, int, int], tuple[int, int]]] | None = None,
+    own_parts: OwnParts | None = None,
 ) -> Scanner:
     """Scan files in this process, or in ``workers`` processes (default: one per CPU) when there are several
     files of at least ``parallel_min_bytes`` (default PARALLEL_MIN_BYTES) in all; see scan_file for ``bounds``
     and ``bloom_fpp``; ``merge``: pooled workers send each file's int64 keys as one sorted run (scan_file);
     ``leaves`` (asked for only when the scan is pooled; linked.plan_file_leaves): files whose pooled workers
-    send finished B+tree leaves instead, each with its first stripe id in its part and its stripe count.
-    Files come back as they finish."""
+    send finished B+tree leaves instead, each with its first stripe id in its part and its stripe count;
+    ``own_parts``: the files whose parts are written where they are scanned (FileValues.written). Files come
+    back as they finish."""
     threshold = PARALLEL_MIN_BYTES if parallel_min_bytes is None else parallel_min_bytes
+    locations = own_parts.locations if own_parts is not None else {}
+
+    def part_of(f: DataFile) -> tuple[str, str, float] | None:
+        location = locations.get(f.identity)
+        return None if location is None or own_parts is None else (location, own_parts.kind, own_parts.fpp)
 
     def scan(files: Sequence[DataFile]) -> Iterable[FileValues]:
         from metastore.stats.harvest.runner import worker_count
@@ -145,10 +185,12 @@ def local_scanner(
         pool_size = min(worker_count(workers), len(files))
         if pool_size <= 1 or sum(f.size for f in files) < threshold:
             for f in files:
-                yield scan_file(f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp)
+                values = scan_file(f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp)
+                part = part_of(f)
+                yield values if part is None else _write_own(values, part, column, ctype, options)
             return
         yield from _pooled(files, pool_size, column, ctype, position, options, bounds, bloom_fpp, merge,
-                           leaves() if leaves is not None and merge else None)
+                           leaves() if leaves is not None and merge else None, part_of)
 
     return scan
 
@@ -196,15 +238,18 @@ def _alive(pid: int) -> bool:
 def _scan_packed(
     file: DataFile, column: str, ctype: ColumnType, position: int | None, options: StorageOptions | None,
     *, bounds: bool, bloom_fpp: float | None, merge: bool, shared: tuple[str, int] | None = None,
-    leaves: tuple[int, int] | None = None,
+    leaves: tuple[int, int] | None = None, part: tuple[str, str, float] | None = None,
 ) -> FileValues:
     """scan_file in a pool's worker, its values packed for the trip to the parent (FileValues.packed: a
     sorted column's keys as narrow gaps, a few hundred KB a file instead of 4 MB of int64 through the pool's
     pipe; ``shared``, the directory and the parent's pid: a merged run of at least SHARED_MIN_BYTES in a file
     there, FileValues.to_shared); the parent unpacks them. ``leaves``, the file's first stripe id in its part
     and its stripe count: the file's finished B+tree leaves instead (linked.with_leaves), when the scan found
-    that many stripes (the bytes in a file in ``shared``'s directory from SHARED_MIN_BYTES on)."""
+    that many stripes (the bytes in a file in ``shared``'s directory from SHARED_MIN_BYTES on). ``part``: the
+    file's part written here instead (_write_own)."""
     values = scan_file(file, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp, merge=merge)
+    if part is not None:
+        return _write_own(values, part, column, ctype, options)
     if not merge or bounds or bloom_fpp is not None:
         return values
     if leaves is not None and len(values.stripes) == leaves[1] and ctype.domain is Domain.INT64:
@@ -231,6 +276,7 @@ def _pooled(
     files: Sequence[DataFile], pool_size: int, column: str, ctype: ColumnType, position: int | None,
     options: StorageOptions | None, bounds: bool, bloom_fpp: float | None, merge: bool = False,
     leaves: Mapping[tuple[str, int, int], tuple[int, int]] | None = None,
+    part_of: Callable[[DataFile], tuple[str, str, float] | None] = lambda f: None,
 ) -> Iterator[FileValues]:
     """Files shared out to the harvest runner's pool (forked workers that keep freed memory), largest first so
     the last file to finish is a small one; results as they finish. The first error stops the scan."""
@@ -246,7 +292,8 @@ def _pooled(
     try:
         pending = {
             pool.submit(_scan_packed, f, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp,
-                        merge=merge, shared=shared, leaves=leaves.get(f.identity) if leaves else None)
+                        merge=merge, shared=shared, leaves=leaves.get(f.identity) if leaves else None,
+                        part=part_of(f))
             for f in sorted(files, key=lambda f: -f.size)
         }
         submitted = list(pending)
@@ -257,7 +304,8 @@ def _pooled(
                 yield future.result().unpacked()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-        # runs the workers left in shared memory that this build will not map (it failed or was stopped)
+        # runs the workers left in shared memory that this build will not map, and parts they staged that it will
+        # not publish (it failed or was stopped)
         for future in submitted:
             if future not in taken and future.done() and not future.cancelled() and future.exception() is None:
                 future.result().discard()
@@ -321,52 +369,123 @@ def build_parts(
             waiting.setdefault(f.identity, []).append(i)
             to_scan.setdefault(f.identity, f)
     written: dict[int, IndexPart] = {}
+    publisher = _Publisher()
 
-    def write(i: int) -> None:
+    def done(i: int, location: str, staged: StagedFile) -> None:
         plan, _, old = pending[i]
-        location = part_location(record, plan.key)
-        size = write_part_at(
-            location, kind=record.kind.value, column=record.column, ctype=ctype,
-            files=[values[i][f.identity] for f in plan.files], fpp=fpp, options=options,
-        )
+        publisher.submit(staged)
         values[i] = {}  # release the scanned values of a written part
-        written[i] = IndexPart(plan.key, plan.partition, location, size, plan.files)
+        written[i] = IndexPart(plan.key, plan.partition, location, staged.size, plan.files)
         report.parts_written += 1
-        report.bytes_written += size
+        report.bytes_written += staged.size
         if old is not None:
             report.obsolete.append(old.location)
 
-    for i, count in enumerate(missing_count):
-        if count == 0:
-            write(i)
-    scan = scanner or local_scanner(
-        record.column, ctype, column_position, options, bounds=bounds_only(record),
-        bloom_fpp=fpp if record.kind is IndexKind.BLOOM else None,
-        workers=WORKERS if record.kind in POOLED_KINDS else 1, merge=record.kind is IndexKind.BTREE,
-        leaves=planner([pending[i][0].files for i, (_, reused, _) in enumerate(pending) if not reused],
-                       record.column, ctype, column_position, options) if record.kind is IndexKind.BTREE else None,
-    )
-    for fv in scan(list(to_scan.values())):
-        identity = fv.file.identity
-        owners = waiting.pop(identity, None)
-        if owners is None:
-            raise IndexBuildError(f"the scan returned {fv.file.path}, which was not asked for (or twice)")
-        report.files_scanned += 1
-        report.bytes_scanned += fv.file.size
-        if on_file is not None:
-            on_file(fv.file)
-        for i in owners:
-            values[i][identity] = fv
-            missing_count[i] -= 1
-            if missing_count[i] == 0:
+    def write(i: int) -> None:
+        plan, _, _ = pending[i]
+        location = part_location(record, plan.key)
+        done(i, location, stage_part_at(
+            location, kind=record.kind.value, column=record.column, ctype=ctype,
+            files=[values[i][f.identity] for f in plan.files], fpp=fpp, options=options,
+        ))
+
+    # the parts of one data file, scanned now and in no other part, that a local scan writes itself
+    own: dict[tuple[str, int, int], tuple[int, str]] = {}
+    if scanner is None and record.kind in WORKER_WRITTEN_KINDS:
+        for i, (plan, reused, _) in enumerate(pending):
+            identity = plan.files[0].identity if len(plan.files) == 1 else None
+            if identity is not None and not reused and waiting.get(identity) == [i]:
+                location = part_location(record, plan.key)
+                if local_path(location) is not None:
+                    own[identity] = (i, location)
+    try:
+        for i, count in enumerate(missing_count):
+            if count == 0:
                 write(i)
-    if waiting:
-        path = next(iter(to_scan[k] for k in waiting)).path
-        raise IndexBuildError(f"the scan did not return {len(waiting)} file(s), e.g. {path}")
+        scan = scanner or local_scanner(
+            record.column, ctype, column_position, options, bounds=bounds_only(record),
+            bloom_fpp=fpp if record.kind is IndexKind.BLOOM else None,
+            workers=WORKERS if record.kind in POOLED_KINDS else 1, merge=record.kind is IndexKind.BTREE,
+            leaves=planner([pending[i][0].files for i, (_, reused, _) in enumerate(pending) if not reused],
+                           record.column, ctype, column_position, options) if record.kind is IndexKind.BTREE else None,
+            own_parts=OwnParts(record.kind.value, fpp, {k: v[1] for k, v in own.items()}) if own else None,
+        )
+        for fv in scan(list(to_scan.values())):
+            identity = fv.file.identity
+            owners = waiting.pop(identity, None)
+            if owners is None or (fv.written is not None and identity not in own):
+                fv.discard()
+                raise IndexBuildError(f"the scan returned {fv.file.path}, which was not asked for (or twice)")
+            report.files_scanned += 1
+            report.bytes_scanned += fv.file.size
+            if on_file is not None:
+                on_file(fv.file)
+            if fv.written is not None:
+                i, location = own[identity]
+                done(i, location, fv.written)
+                continue
+            for i in owners:
+                values[i][identity] = fv
+                missing_count[i] -= 1
+                if missing_count[i] == 0:
+                    write(i)
+        if waiting:
+            path = next(iter(to_scan[k] for k in waiting)).path
+            raise IndexBuildError(f"the scan did not return {len(waiting)} file(s), e.g. {path}")
+        publisher.finish()
+    except BaseException:
+        publisher.abort()
+        raise
     report.parts.extend(written[i] for i in sorted(written))
     report.obsolete.extend(p.location for p in previous if p.key not in planned_keys)
     report.seconds = time.perf_counter() - started
     return report
+
+
+class _Publisher:
+    """Publishes staged part files (StagedFile.publish: sync, rename into place) in PUBLISH_THREADS threads as
+    they come; finish() waits for all (the first error raised once all are done), abort() stops. A build that
+    fails leaves none of its new part files (nothing records them): finish() on an error and abort() remove
+    every local file staged, published or not."""
+
+    def __init__(self) -> None:
+        self._threads: ThreadPoolExecutor | None = None
+        self._jobs: list[tuple[StagedFile, Future[None]]] = []
+
+    def submit(self, staged: StagedFile) -> None:
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(PUBLISH_THREADS, thread_name_prefix="index-publish")
+        self._jobs.append((staged, self._threads.submit(staged.publish)))
+
+    def finish(self) -> None:
+        self._stop()
+        errors = [job.exception() for _, job in self._jobs]
+        error = next((e for e in errors if e is not None), None)
+        if error is not None:
+            self._remove()
+            raise error
+        self._jobs = []
+
+    def abort(self) -> None:
+        for _, job in self._jobs:
+            job.cancel()
+        self._stop()
+        self._remove()
+
+    def _remove(self) -> None:
+        for staged, _ in self._jobs:
+            staged.discard()
+            if staged.temporary is not None:
+                try:
+                    os.unlink(staged.path)
+                except FileNotFoundError:
+                    pass
+        self._jobs = []
+
+    def _stop(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=True)
+            self._threads = None
 
 
 def _readable(part: IndexPart, record: IndexRecord, ctype: ColumnType, options: StorageOptions | None) -> bool:

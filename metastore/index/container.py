@@ -142,6 +142,35 @@ def _write_all(fd: int, buffers: list[bytes]) -> None:
                 written = 0
 
 
+@dataclass(frozen=True)
+class StagedFile:
+    """An index file of ``size`` bytes written in full under the name ``temporary`` beside ``path``
+    (IndexFileWriter.stage), to be published: synced to disk, then renamed into place, so a reader sees the
+    whole file or none, as finish() does. ``temporary`` None: the file is in place already (nothing to do)."""
+
+    temporary: str | None
+    path: str
+    size: int
+
+    def publish(self) -> None:
+        if self.temporary is None:
+            return
+        fd = os.open(self.temporary, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(self.temporary, self.path)
+
+    def discard(self) -> None:
+        """Remove an unpublished file (a build that failed)."""
+        if self.temporary is not None:
+            try:
+                os.unlink(self.temporary)
+            except FileNotFoundError:
+                pass
+
+
 class IndexFileWriter:
     """Writes one index file: blocks first, then ``finish(description)``. Use as a context manager; the file
     appears at ``path`` only when finish() succeeded."""
@@ -222,19 +251,33 @@ class IndexFileWriter:
                 self._syncer.shutdown(wait=True)
                 self._syncer = None
 
-    def finish(self, description: dict[str, Any]) -> int:
-        """Write the description and trailer, then move the file into place; returns its size in bytes."""
+    def _write_end(self, description: dict[str, Any]) -> int:
+        """Write the description and trailer and wait for a data sync in flight; the file's size."""
         text = json.dumps(description, sort_keys=True, separators=(",", ":")).encode("utf-8")
         offset = self._offset
         self._file.write(text)
         self._file.write(_TRAILER.pack(offset, len(text), zlib.crc32(text), self.version, 0, 0, MAGIC))
         self._file.flush()
         self._end_sync()
+        return offset + len(text) + TRAILER_SIZE
+
+    def finish(self, description: dict[str, Any]) -> int:
+        """Write the description and trailer, then move the file into place; returns its size in bytes."""
+        size = self._write_end(description)
         os.fsync(self._file.fileno())
         self._file.close()
         os.replace(self._tmp, self.path)
         self._done = True
-        return offset + len(text) + TRAILER_SIZE
+        return size
+
+    def stage(self, description: dict[str, Any]) -> StagedFile:
+        """finish() without its last steps: the whole file written under its temporary name, not yet synced to
+        disk nor moved into place; StagedFile.publish() does both (another thread or process may: a build
+        syncs many files at once instead of one after the other), discard() drops it."""
+        size = self._write_end(description)
+        self._file.close()
+        self._done = True
+        return StagedFile(str(self._tmp), str(self.path), size)
 
     def abort(self) -> None:
         """Drop what was written."""

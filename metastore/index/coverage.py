@@ -25,6 +25,7 @@ from metastore.index.model import DataFile
 
 if TYPE_CHECKING:
     from metastore.index.bloom import StripeBloom
+    from metastore.index.container import StagedFile
     from metastore.index.linked import FileLeaves
 
 
@@ -68,7 +69,9 @@ class FileValues:
     empty and their counts in ``merged_counts``. ``shared`` (the same trip, see to_shared): ``merged`` written
     to a file in shared memory instead, as its path, key count and id type. ``leaves`` (a pooled BTREE worker
     of a sorted column, linked.py): the file's finished B+tree leaves instead of its keys, the stripes'
-    ``distinct`` empty and their counts in ``merged_counts``."""
+    ``distinct`` empty and their counts in ``merged_counts``. ``written``: the part file of this file alone,
+    written (staged, not yet published) where the file was scanned (build.py), the stripes' values then
+    empty."""
 
     file: DataFile
     stripes: list[StripeValues]
@@ -77,6 +80,7 @@ class FileValues:
     gaps: tuple[int, np.ndarray] | None = None
     shared: tuple[str, int, str] | None = None
     leaves: FileLeaves | None = None
+    written: StagedFile | None = None
 
     def distinct_counts(self) -> list[int]:
         """Per stripe, how many distinct non-null keys it holds."""
@@ -131,7 +135,10 @@ class FileValues:
         return FileValues(self.file, self.stripes, None, counts, None, (path, len(keys), ids.dtype.str))
 
     def discard(self) -> None:
-        """Remove the shared file of values that will not be unpacked (a build that failed meanwhile)."""
+        """Remove the shared file of values that will not be unpacked, or the part file staged for them (a build
+        that failed meanwhile)."""
+        if self.written is not None:
+            self.written.discard()
         if self.leaves is not None:
             self.leaves.discard()
         if self.shared is not None:

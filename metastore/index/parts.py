@@ -18,7 +18,7 @@ from metastore.index.bind import Leaf
 from metastore.index.bloom import PROBES, BloomReader, write_filters
 from metastore.index.btree import BTreeReader, write_stripe_sets
 from metastore.index.columns import ColumnType, Domain
-from metastore.index.container import IndexFileReader, IndexFileWriter
+from metastore.index.container import IndexFileReader, IndexFileWriter, StagedFile
 from metastore.index.coverage import Coverage, FileValues, StripeValues
 from metastore.index.errors import IndexFileCorrupt
 from metastore.index.linked import write_btree
@@ -38,20 +38,37 @@ def write_part(
     fpp: float,
 ) -> int:
     """Write one index file covering ``files``; returns its size in bytes."""
+    with IndexFileWriter(path) as writer:
+        return writer.finish(_part_description(writer, kind=kind, column=column, ctype=ctype, files=files, fpp=fpp))
+
+
+def stage_part(
+    path: str | os.PathLike[str], *, kind: str, column: str, ctype: ColumnType, files: Sequence[FileValues],
+    fpp: float,
+) -> StagedFile:
+    """write_part's file, the same bytes, staged beside ``path`` (IndexFileWriter.stage): in place once
+    published."""
+    with IndexFileWriter(path) as writer:
+        return writer.stage(_part_description(writer, kind=kind, column=column, ctype=ctype, files=files, fpp=fpp))
+
+
+def _part_description(
+    writer: IndexFileWriter, *, kind: str, column: str, ctype: ColumnType, files: Sequence[FileValues], fpp: float,
+) -> dict[str, Any]:
+    """Write the blocks of an index file covering ``files``; its description."""
     if kind not in KINDS:
         raise ValueError(f"unknown index kind {kind!r}")
     domain = ctype.domain
-    with IndexFileWriter(path) as writer:
-        description: dict[str, Any] = {"kind": kind, "column": column, "type": ctype.hive, "domain": domain.value}
-        description.update(Coverage.of(files).write(writer))
-        if kind == BTREE:
-            description.update(write_btree(writer, files, domain))
-            description.update(write_stripe_sets(writer, files))
-        elif kind == BLOOM:
-            description.update(write_filters(writer, domain, files, fpp))
-        else:
-            description.update(write_bounds(writer, domain, files))
-        return writer.finish(description)
+    description: dict[str, Any] = {"kind": kind, "column": column, "type": ctype.hive, "domain": domain.value}
+    description.update(Coverage.of(files).write(writer))
+    if kind == BTREE:
+        description.update(write_btree(writer, files, domain))
+        description.update(write_stripe_sets(writer, files))
+    elif kind == BLOOM:
+        description.update(write_filters(writer, domain, files, fpp))
+    else:
+        description.update(write_bounds(writer, domain, files))
+    return description
 
 
 class PartReader:
@@ -212,6 +229,20 @@ def write_part_at(
         raise
     storage.publish(temporary, location, options)
     return size
+
+
+def stage_part_at(
+    location: str, *, kind: str, column: str, ctype: ColumnType, files: Sequence[FileValues], fpp: float,
+    options: StorageOptions | None = None,
+) -> StagedFile:
+    """write_part_at, staged where it can be: a local part is written beside its location and published later
+    (StagedFile.publish: synced, then renamed into place); a part on an object store is uploaded whole now (its
+    StagedFile has nothing left to do)."""
+    path = local_path(location)
+    if path is not None:
+        return stage_part(path, kind=kind, column=column, ctype=ctype, files=files, fpp=fpp)
+    size = write_part_at(location, kind=kind, column=column, ctype=ctype, files=files, fpp=fpp, options=options)
+    return StagedFile(None, location, size)
 
 
 def covered_files(path: str) -> tuple[DataFile, ...]:

@@ -78,6 +78,65 @@ def test_pooled_build_writes_the_same_bytes(tmp_path: Path, monkeypatch: pytest.
         shutil.rmtree(work, ignore_errors=True)
 
 
+@pytest.mark.parametrize("kind", [IndexKind.BLOOM, IndexKind.MINMAX])
+def test_parts_written_where_files_are_scanned_are_the_parts_written_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pools: list[int], kind: IndexKind
+) -> None:
+    """BLOOM and MINMAX parts of one data file (STRIPE level) are written by the pool's workers (the files come
+    back with their part staged, FileValues.written) or, under the pool's threshold, by the scan in this process:
+    both byte-identical to the parts this process writes from the files' values (WORKER_WRITTEN_KINDS empty),
+    and no staged file is left beside them."""
+    rng = np.random.default_rng(72)
+    empty = dict.fromkeys(tables.COLUMNS)
+    table = [[[dict(empty, i=int(v), s=str(v % 97)) for v in rng.integers(-(1 << 31), 1 << 31, size=150)]
+              for _ in range(2)] for _ in range(4)]
+    written = tables.write_table(tmp_path / "t", table)
+    monkeypatch.setattr(build, "WORKERS", 2)
+    staged: list[bool] = []
+    real = build._pooled
+
+    def pooled(*args, **kwargs):
+        for fv in real(*args, **kwargs):
+            staged.append(fv.written is not None)
+            yield fv
+
+    monkeypatch.setattr(build, "_pooled", pooled)
+    for column in ("i", "s"):
+        with monkeypatch.context() as m:
+            m.setattr(build, "WORKER_WRITTEN_KINDS", frozenset())
+            here = _build(tmp_path / "here", written, column, kind, IndexLevel.STRIPE)
+        assert len(here) == len(written.files)
+        monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 1 << 62)
+        assert _build(tmp_path / "serial", written, column, kind, IndexLevel.STRIPE) == here
+        monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
+        staged.clear()
+        assert _build(tmp_path / "pooled", written, column, kind, IndexLevel.STRIPE) == here
+        assert staged == [True] * len(written.files) and pools[-1] == 2
+    for root in ("here", "serial", "pooled"):
+        assert all(not p.name.endswith(".tmp") for p in (tmp_path / root).rglob("*"))
+
+
+@pytest.mark.parametrize("parallel_min_bytes", [0, 1 << 62])
+def test_a_failed_build_leaves_no_part_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            parallel_min_bytes: int) -> None:
+    """A STRIPE-level BLOOM build whose third file cannot be read fails naming it, and leaves no part file, staged
+    or published, of the files scanned before it (in the pool's workers or in this process)."""
+    empty = dict.fromkeys(tables.COLUMNS)
+    table = [[[dict(empty, i=i + 1000 * f) for i in range(50)] for _ in range(2)] for f in range(5)]
+    written = tables.write_table(tmp_path / "t", table)
+    bad = local_path(written.files[2].path)
+    assert bad is not None
+    bad.write_bytes(b"not an orc file at all" * 10)
+    files = list(written.files)
+    files[2] = DataFile(files[2].path, bad.stat().st_size, bad.stat().st_mtime_ns)
+    monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", parallel_min_bytes)
+    monkeypatch.setattr(build, "WORKERS", 2)
+    with pytest.raises(IndexBuildError, match="part-002.orc"):
+        _build(tmp_path / "idx", tables.WrittenTable(files, written.rows, written.stripe_rows), "i",
+               IndexKind.BLOOM, IndexLevel.STRIPE)
+    assert [p for p in (tmp_path / "idx").rglob("*") if p.is_file()] == []
+
+
 def test_pooled_build_names_an_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                pools: list[int]) -> None:
     """A file that fails in a worker fails the build with the error naming it, as in one process."""

@@ -33,18 +33,24 @@ def _same(a: bloom.StripeBloom | None, b: bloom.StripeBloom | None) -> bool:
 
 
 @needs_kernels
-@pytest.mark.parametrize("fpp", [0.001, 0.01, 0.3])
-def test_values_filter_kernel_is_the_numpy_filter(fpp: float) -> None:
+@pytest.mark.parametrize("probes", [bloom.BLOCKED_PROBES, bloom.DOUBLE_PROBES])
+@pytest.mark.parametrize("fpp", [0.001, 0.01, 0.3, 1e-5])
+def test_values_filter_kernel_is_the_numpy_filter(fpp: float, probes: str) -> None:
     """values_filter from raw int64 values: all distinct, with a few repeats (kept at the larger size) and with
-    many (counted exactly), on both sides of EXACT_BELOW and of DOUBLE_MIN_BITS (SplitMix64 positions below it,
-    double hashing from it on): the kernel's filter is the numpy filter, bit for bit."""
+    many (counted exactly), on both sides of EXACT_BELOW; blocked (one round, and two or more at 1e-5) and by
+    double hashing (on both sides of DOUBLE_MIN_BITS: SplitMix64 positions below it, double hashing from it
+    on): the kernel's filter is the numpy filter, bit for bit."""
     rng = np.random.default_rng(31)
     for n in (1, 2, 7, 500, 1_200, bloom.EXACT_BELOW - 1, bloom.EXACT_BELOW, 20_000, 71_000):
         values = rng.integers(-(1 << 63), (1 << 63) - 1, size=n, dtype=np.int64)
         few = np.concatenate([values, values[: n // 200]])  # under DISTINCT_SLACK repeated
         many = np.concatenate([values, values[: n // 3 + 1], values[:1]])
         for keys in (values, rng.permutation(few), rng.permutation(many), np.sort(values)):
-            assert _same(bloom.values_filter(keys, fpp), bloom.values_filter(keys, fpp, native=False)), (n, fpp)
+            native = bloom.values_filter(keys, fpp, probes=probes)
+            assert native is not None and native.probes == probes
+            assert _same(native, bloom.values_filter(keys, fpp, native=False, probes=probes)), (n, fpp)
+    if probes == bloom.BLOCKED_PROBES and fpp == 1e-5:
+        assert bloom.StripeBloom.for_entries(71_000, fpp).num_hash_functions >= 16
 
 
 @needs_kernels
@@ -100,6 +106,37 @@ def test_kernel_positions_at_and_past_two_to_the_32_bits() -> None:
 
 
 @needs_kernels
+@pytest.mark.parametrize("setter", ["plain", "avx2", "avx512"])
+def test_blocked_kernel_adds_to_a_filter_and_counts_its_bits(setter: str) -> None:
+    """bloom_add_blocked on a filter with bits set already, by hashes (``hashed``) and by keys: the bits of
+    blocked_positions added, the count the filter's set bits, for 1 to 8 rounds and up to 2**20 blocks, with
+    each of its bit setters this processor has (the vector ones chosen at import where it has them)."""
+    assert _compiled is not None
+    if not _compiled.use_bloom_setter(setter):
+        pytest.skip(f"no {setter} on this processor")
+    try:
+        _check_blocked_kernel()
+    finally:
+        assert any(_compiled.use_bloom_setter(best) for best in ("avx512", "avx2", "plain"))
+
+
+def _check_blocked_kernel() -> None:
+    assert _compiled is not None
+    rng = np.random.default_rng(37)
+    for blocks, rounds in ((1, 1), (3, 2), (1 << 20, 3), (77, 8)):
+        words = rng.integers(0, 1 << 62, size=8 * blocks, dtype=np.int64).view(np.uint64) & np.uint64(0x1111111111111111)
+        keys = rng.integers(-(1 << 63), (1 << 63) - 1, size=3_000, dtype=np.int64)
+        expected = words.copy()
+        positions = bloom.blocked_positions(bloom.key_hashes(Domain.INT64, keys), rounds, blocks).ravel()
+        np.bitwise_or.at(expected, positions >> 6, np.left_shift(np.uint64(1), (positions & 63).astype(np.uint64)))
+        by_keys, by_hashes = words.copy(), words.copy()
+        count = _compiled.bloom_add_blocked(by_keys, keys, rounds, False)
+        assert _compiled.bloom_add_blocked(by_hashes, bloom.key_hashes(Domain.INT64, keys), rounds, True) == count
+        assert np.array_equal(by_keys, expected) and np.array_equal(by_hashes, expected)
+        assert count == int(np.unpackbits(expected.view(np.uint8)).sum())
+
+
+@needs_kernels
 def test_kernel_refuses_bad_arguments() -> None:
     assert _compiled is not None
     words = np.zeros(4, dtype=np.uint64)
@@ -117,6 +154,21 @@ def test_kernel_refuses_bad_arguments() -> None:
         _compiled.bloom_add(readonly, keys, 3, False, False)
     with pytest.raises((BufferError, TypeError, ValueError)):
         _compiled.bloom_add(np.zeros((4, 2), dtype=np.uint64)[:, 0], keys, 3, False, False)  # not contiguous
+    blocks = np.zeros(16, dtype=np.uint64)
+    assert _compiled.bloom_add_blocked(blocks, keys, 1, False) == int(np.unpackbits(blocks.view(np.uint8)).sum()) > 0
+    for bad_rounds in (0, 9):
+        with pytest.raises(ValueError, match="rounds"):
+            _compiled.bloom_add_blocked(blocks, keys, bad_rounds, False)
+    with pytest.raises(ValueError, match="blocks of 8 words"):
+        _compiled.bloom_add_blocked(np.zeros(12, dtype=np.uint64), keys, 1, False)
+    with pytest.raises(ValueError, match="blocks of 8 words"):
+        _compiled.bloom_add_blocked(np.zeros(0, dtype=np.uint64), keys, 1, False)
+    with pytest.raises(ValueError, match="items of 8 bytes"):
+        _compiled.bloom_add_blocked(blocks, keys.astype(np.int32), 1, False)
+    readonly_blocks = np.zeros(16, dtype=np.uint64)
+    readonly_blocks.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        _compiled.bloom_add_blocked(readonly_blocks, keys, 1, False)
 
 
 def _stable_merge(runs: list[np.ndarray], ids: list[np.ndarray | None], bases: list[int]):
