@@ -24,32 +24,21 @@ This module imports only numpy: ``metastore.orcio`` stays independent of the res
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from types import ModuleType
 
 import numpy as np
 
-try:
-    from . import _murmur3_native as _native
+from ._optional import OptionalExtension
 
-    _missing: str | None = None
-except ImportError as exc:  # not built: the numpy code runs instead
-    _native = None  # type: ignore[assignment]
-    _missing = str(exc)
-
-_warned = False
+_EXTENSION = OptionalExtension("metastore.orcio._murmur3_native", "Murmur3 hashing uses the slower numpy code")
+_native = _EXTENSION.module
+_missing = _EXTENSION.missing
 
 
 def compiled() -> ModuleType | None:
     """The compiled hash loops, or None (with a warning the first time) when they are not built."""
-    global _warned
-    if _native is None and not _warned:
-        _warned = True
-        warnings.warn(
-            f"metastore.orcio._murmur3_native is not built ({_missing}); Murmur3 hashing uses the slower numpy "
-            "code (reinstall with `pip install -e .` and a C compiler to build it)", RuntimeWarning, stacklevel=3)
-    return _native
+    return _EXTENSION.get()
 
 __all__ = [
     "DEFAULT_SEED",

@@ -19,13 +19,13 @@ a corrupt count can never allocate more than the stream can hold.
 
 from __future__ import annotations
 
-import warnings
 from types import ModuleType
 
 import numpy as np
 
 from . import _run_headers as run_headers
 from ._errors import OrcError
+from ._optional import OptionalExtension
 from ._rle_widths import WIDTH_FROM_CODE, closest_fixed_bits
 
 _MASK64 = (1 << 64) - 1
@@ -39,15 +39,9 @@ SHORT_RUN_BYTES = 48
 #: most bytes one vectorised window covers (after each window the run lengths are judged again)
 MAX_WINDOW = 1 << 15
 
-try:
-    from . import _decode_native as _native
-
-    _missing: str | None = None
-except ImportError as exc:  # not built: the numpy code runs instead
-    _native = None  # type: ignore[assignment]
-    _missing = str(exc)
-
-_warned = False
+_EXTENSION = OptionalExtension("metastore.orcio._decode_native", "integer decoding uses the slower numpy code")
+_native = _EXTENSION.module
+_missing = _EXTENSION.missing
 #: most values one byte of RLE v2 can stand for (a fixed-delta run: 512 values in a 4-byte run); a larger count
 #: than the bytes left can hold goes to the numpy code, which reports the stream as too short without allocating
 #: ``count`` values first
@@ -59,13 +53,7 @@ def compiled() -> ModuleType | None:
     warning the first time) when they are not built. The numpy code of this module is their reference: same
     values, same end offsets; on anything irregular the compiled loop gives up and the numpy code decodes or
     raises as it always did."""
-    global _warned
-    if _native is None and not _warned:
-        _warned = True
-        warnings.warn(
-            f"metastore.orcio._decode_native is not built ({_missing}); integer decoding uses the slower numpy "
-            "code (reinstall with `pip install -e .` and a C compiler to build it)", RuntimeWarning, stacklevel=3)
-    return _native
+    return _EXTENSION.get()
 
 
 

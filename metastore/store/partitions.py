@@ -860,6 +860,14 @@ class PartitionRepository:
         partition drops or retypes are deleted and leave its COLUMN_STATS_ACCURATE."""
         if not partitions:
             return
+        ref, rows = self._rows_to_alter(db_name, table_name, partitions, catalog)
+        self._rewrite(ref, rows, partitions)
+
+    def _rows_to_alter(
+        self, db_name: str, table_name: str, partitions: Sequence[Partition], catalog: str
+    ) -> tuple[TableRef, Sequence[sa.Row[Any]]]:
+        """The table and the stored rows (locked, in request order) of partitions about to be altered: InvalidObject
+        if one appears twice, InvalidOperation (Hive's "alter is not possible") if one does not exist."""
         ref, keys = self._table(db_name, table_name, catalog)
         names = [self._name(ref, keys, p.values) for p in partitions]
         if len(set(names)) != len(names):
@@ -870,7 +878,7 @@ class PartitionRepository:
             raise InvalidOperation(
                 f"partition(s) of {ref.qualified_name} do not exist, alter is not possible: {', '.join(missing[:5])}"
             )
-        self._rewrite(ref, [rows[n] for n in names], partitions)
+        return ref, [rows[n] for n in names]
 
     def _rewrite(self, ref: TableRef, rows: Sequence[sa.Row[Any]], partitions: Sequence[Partition]) -> None:
         """Overwrite stored partitions (rows) with new definitions, keeping their ids."""
@@ -936,18 +944,9 @@ class PartitionRepository:
         definition. InvalidOperation if one does not exist, as alter_many."""
         if not partitions:
             return
-        ref, keys = self._table(db_name, table_name, catalog)
-        names = [self._name(ref, keys, p.values) for p in partitions]
-        if len(set(names)) != len(names):
-            raise InvalidObject(f"the same partition of {ref.qualified_name} appears twice in the request")
-        rows = self._rows_by_names(ref, names, lock=True)
-        missing = [n for n in names if n not in rows]
-        if missing:
-            raise InvalidOperation(
-                f"partition(s) of {ref.qualified_name} do not exist, alter is not possible: {', '.join(missing[:5])}"
-            )
+        ref, rows = self._rows_to_alter(db_name, table_name, partitions, catalog)
         PARTITION_PARAMETERS.replace(
-            self._conn, {rows[n].PART_ID: dict(p.parameters) for n, p in zip(names, partitions, strict=True)}
+            self._conn, {row.PART_ID: dict(p.parameters) for row, p in zip(rows, partitions, strict=True)}
         )
 
     def rename(

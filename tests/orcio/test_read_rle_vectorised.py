@@ -40,8 +40,7 @@ SETTINGS = settings(max_examples=100, deadline=None,
 def numpy_decoders(monkeypatch):
     """This module checks the numpy decoders' vectorised scan: the compiled RLE v2 loop (which otherwise decodes
     first, metastore/orcio/_decode_native.c; tests/orcio/test_decode_native.py compares the two) is set aside."""
-    monkeypatch.setattr(rle, "_native", None)
-    monkeypatch.setattr(rle, "_warned", True)
+    monkeypatch.setattr(rle, "compiled", lambda: None)
 
 
 @pytest.fixture
