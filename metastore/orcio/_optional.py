@@ -2,9 +2,9 @@
 
 Each extension speeds up per-item loops whose numpy code stays the reference it is tested against (same
 bytes). When one is not importable (a checkout used without installing it, no C compiler at install time) the
-numpy code runs instead, and the first use in a process warns once. The loader lives in metastore.orcio, which
-imports nothing from the rest of the project, so that the ORC engine's extensions (Murmur3, integer decoding) and
-the others (index kernels, HyperLogLog registers; through :mod:`metastore.compiled`) share it.
+numpy code runs instead, and the first use in a process warns once. This is orcio's own loader, for its
+Murmur3 and integer decoding extensions: orcio imports nothing from the rest of the project, which has its own
+(:mod:`metastore.compiled`) for the index kernels and the HyperLogLog registers.
 """
 
 from __future__ import annotations
