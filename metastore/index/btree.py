@@ -19,6 +19,8 @@ Blocks (each with a CRC, container.py; zstd-compressed where that pays, see belo
 Building int64 trees, the compiled kernels (kernels.py) merge the sorted runs of the files (``merge_runs``, in two
 threads over two key ranges) and encode the leaves (``encode_int_leaf``); numpy's stable sort and _encode_leaf
 are the reference they are tested against (same postings, same bytes) and run when the extension is not built.
+Large parts of unique keys are merged and encoded by key range in worker processes instead (ranged.py: the same
+bytes as write_tree).
 
 Leaves are zstd-compressed only where it pays: the first leaf of every COMPRESS_PROBE_EVERY is compressed as a
 probe, and the leaves up to the next probe are compressed only when that probe shrank by at least
@@ -230,22 +232,7 @@ def _int_postings(files: Sequence[FileValues], *, native: bool = True) -> Postin
         return Postings.empty(Domain.INT64)
     compiled = kernels.native() if native else None
     if compiled is not None:
-        runs: list[np.ndarray] = []
-        run_ids: list[np.ndarray | None] = []
-        bases: list[int] = []
-        base = 0
-        for f in files:
-            if f.merged is not None:
-                runs.append(np.ascontiguousarray(f.merged[0], dtype=np.int64))
-                run_ids.append(np.ascontiguousarray(f.merged[1]))
-                bases.append(base)
-            else:
-                for j, s in enumerate(f.stripes):
-                    if len(s.distinct):
-                        runs.append(np.ascontiguousarray(s.distinct, dtype=np.int64))
-                        run_ids.append(None)
-                        bases.append(base + j)
-            base += len(f.stripes)
+        runs, run_ids, bases = int_runs(files)
         k = np.empty(total, dtype=np.int64)
         i = np.empty(total, dtype=np.uint32)
         if merge_sorted_runs(compiled, runs, run_ids, bases, k, i) == 0:
@@ -270,6 +257,28 @@ def _int_postings(files: Sequence[FileValues], *, native: bool = True) -> Postin
                 at += n
         base += len(f.stripes)
     return Postings.from_pairs(Domain.INT64, keys, ids, grouped=True)
+
+
+def int_runs(files: Sequence[FileValues]) -> tuple[list[np.ndarray], list[np.ndarray | None], list[int]]:
+    """The sorted int64 runs of scanned files as merge_sorted_runs takes them: each file's merged run (its ids the
+    stripe numbers in the file) or each non-empty stripe's distinct keys (ids None), and each run's base id."""
+    runs: list[np.ndarray] = []
+    run_ids: list[np.ndarray | None] = []
+    bases: list[int] = []
+    base = 0
+    for f in files:
+        if f.merged is not None:
+            runs.append(np.ascontiguousarray(f.merged[0], dtype=np.int64))
+            run_ids.append(np.ascontiguousarray(f.merged[1]))
+            bases.append(base)
+        else:
+            for j, s in enumerate(f.stripes):
+                if len(s.distinct):
+                    runs.append(np.ascontiguousarray(s.distinct, dtype=np.int64))
+                    run_ids.append(None)
+                    bases.append(base + j)
+        base += len(f.stripes)
+    return runs, run_ids, bases
 
 
 #: merge_sorted_runs splits a merge of at least this many keys into MERGE_THREADS key ranges, one thread each
@@ -309,15 +318,26 @@ def merge_sorted_runs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[n
 # ---------------------------------------------------------------------------------------------- writing
 
 
+def single_step() -> int:
+    """Keys per leaf of int64 postings whose every key has one stripe: every key counts 12 bytes, so
+    _leaf_bounds's rule cuts every LEAF_TARGET_BYTES // 12 keys (the same bounds, without a cumulative sum over
+    every key); the last leaf holds the rest."""
+    return min(max(LEAF_TARGET_BYTES // 12, 1), MAX_LEAF_KEYS)
+
+
+def compress_after_probe(packed: PackedBlock) -> bool:
+    """Whether the leaves after a probe leaf (packed by pack_block with compression) in its run are compressed:
+    when the probe shrank by at least COMPRESS_MIN_SAVING."""
+    return len(packed[0]) <= (1.0 - COMPRESS_MIN_SAVING) * packed[1]
+
+
 def _leaf_bounds(domain: Domain, postings: Postings) -> list[int]:
     """Where leaves start (key positions), cut by bytes so a leaf stays near LEAF_TARGET_BYTES."""
     n = len(postings.keys)
     if n == 0:
         return [0]
     if domain is Domain.INT64 and postings.single:
-        # one stripe per key: every key counts 12 bytes, so the rule below cuts every LEAF_TARGET_BYTES // 12
-        # keys (the same bounds, without a cumulative sum over every key)
-        step = min(max(LEAF_TARGET_BYTES // 12, 1), MAX_LEAF_KEYS)
+        step = single_step()
         return [*range(0, n, step), n]
     per_key = np.diff(postings.offsets) * 4 + 8
     if domain is Domain.BYTES:
@@ -476,7 +496,7 @@ def _pack_leaves(encode: Callable[[int, int], bytes], group: Sequence[tuple[int,
         data = encode(a, b)
         packed = pack_block(data, compress=compress)
         if j == 0:
-            compress = len(packed[0]) <= (1.0 - COMPRESS_MIN_SAVING) * len(data)
+            compress = compress_after_probe(packed)
         out.append(packed)
     return out
 

@@ -109,7 +109,8 @@ PARALLEL_MIN_BYTES = 16 << 20
 #: The run travels as narrow gaps when the file's stripes are in order already (a sorted column), else through
 #: a file in SHARED_DIR when it is large (_scan_packed): piping 4-5 MB a file cost the scan half its time.
 #: When the footers say the files' key ranges do not overlap, the worker sends the file's finished leaves instead
-#: (linked.py), and the parent only writes them.
+#: (linked.py), and the parent only writes them. A large part of overlapping unique keys is merged and cut into
+#: leaves by key range in workers forked when it is written (ranged.py).
 POOLED_KINDS = frozenset({IndexKind.BTREE, IndexKind.BLOOM, IndexKind.MINMAX})
 #: processes of a pooled local scan (None: one per CPU, as ANALYZE's harvest runner)
 WORKERS: int | None = None
