@@ -235,7 +235,8 @@ def _int_postings(files: Sequence[FileValues], *, native: bool = True) -> Postin
         runs, run_ids, bases = int_runs(files)
         k = np.empty(total, dtype=np.int64)
         i = np.empty(total, dtype=np.uint32)
-        if merge_sorted_runs(compiled, runs, run_ids, bases, k, i) == 0:
+        stripes = sum(len(f.stripes) for f in files)
+        if merge_sorted_runs(compiled, runs, run_ids, bases, k, i, id_bits=max(1, (stripes - 1).bit_length())) == 0:
             return Postings(Domain.INT64, k, None, i)  # every key distinct: what _of_ordered gives, unscanned
         return Postings._of_ordered(Domain.INT64, k, i, _key_starts(k))
     keys = np.empty(total, dtype=np.int64)
@@ -284,20 +285,34 @@ def int_runs(files: Sequence[FileValues]) -> tuple[list[np.ndarray], list[np.nda
 #: merge_sorted_runs splits a merge of at least this many keys into MERGE_THREADS key ranges, one thread each
 MERGE_SPLIT_FROM = 1 << 20
 MERGE_THREADS = 2
+#: from this many runs on (stripes sent unmerged by pooled workers), merge_sorted_runs sorts instead of merging
+#: when given the ids' width (ranged.sort_pairs: its cost does not grow with the runs)
+SORT_FROM_RUNS = 200
 
 
 def merge_sorted_runs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarray | None],
-                      bases: Sequence[int], out_keys: np.ndarray, out_ids: np.ndarray) -> int:
+                      bases: Sequence[int], out_keys: np.ndarray, out_ids: np.ndarray, *,
+                      id_bits: int | None = None) -> int:
     """The compiled k-way merge (``_kernels.merge_runs``) of sorted int64 runs into ``out_keys``/``out_ids``:
     by key, equal keys in run order (a stable sort of the runs' concatenation), each key's id ``bases[r]`` plus
     its run's id (``ids[r]``, or nothing when None). Large merges are cut at pivot keys into MERGE_THREADS
     ranges (every run split where the pivot would go, keys below it left), merged in threads (the kernel
     releases the GIL): the ranges are disjoint and ascending, so their outputs side by side are the whole merge.
-    Returns how many output keys equal the key before them (equal keys never straddle a cut)."""
+    Returns how many output keys equal the key before them (equal keys never straddle a cut). With ``id_bits``
+    (the ids' width; runs as int_runs gives them) and SORT_FROM_RUNS runs or more, each range is sorted by
+    ranged.sort_pairs instead (the same result; uint32 ids)."""
     total = len(out_keys)
     parts = MERGE_THREADS if total >= MERGE_SPLIT_FROM and len(runs) > 1 else 1
+    merge: Callable[..., int] = compiled.merge_runs
+    if id_bits is not None and len(runs) >= SORT_FROM_RUNS and out_ids.dtype == np.uint32:
+        from metastore.index.ranged import sort_pairs
+
+        width = id_bits
+
+        def merge(r: list[np.ndarray], x: list[np.ndarray | None], b: list[int], k: np.ndarray, i: np.ndarray) -> int:
+            return sort_pairs(compiled, r, x, b, width, k, i)
     if parts == 1:
-        return int(compiled.merge_runs(list(runs), list(ids), list(bases), out_keys, out_ids))
+        return int(merge(list(runs), list(ids), list(bases), out_keys, out_ids))
     sample = np.sort(np.concatenate([r[:: max(1, len(r) // 256)] for r in runs if len(r)]))
     pivots = [sample[(len(sample) * p) // parts] for p in range(1, parts)]
     cuts = np.asarray([[0, *np.searchsorted(r, pivots, side="left").tolist(), len(r)] for r in runs], dtype=np.int64)
@@ -311,7 +326,7 @@ def merge_sorted_runs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[n
                      out_keys[at : at + size], out_ids[at : at + size]))
         at += size
     with ThreadPoolExecutor(parts, thread_name_prefix="btree-merge") as pool:
-        futures = [pool.submit(compiled.merge_runs, r, x, list(bases), k, i) for r, x, k, i in jobs]
+        futures = [pool.submit(merge, r, x, list(bases), k, i) for r, x, k, i in jobs]
         return sum(int(done.result()) for done in futures)
 
 

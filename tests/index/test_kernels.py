@@ -336,11 +336,15 @@ def _same_postings(a: btree.Postings, b: btree.Postings) -> bool:
 
 
 @needs_kernels
-@pytest.mark.parametrize("split_from", [btree.MERGE_SPLIT_FROM, 50])
-def test_int_postings_and_merged_stripes_kernel_are_numpy(monkeypatch: pytest.MonkeyPatch, split_from: int) -> None:
+@pytest.mark.parametrize(("split_from", "sort_from"), [(btree.MERGE_SPLIT_FROM, 200), (50, 200), (50, 2),
+                                                       (btree.MERGE_SPLIT_FROM, 1)])
+def test_int_postings_and_merged_stripes_kernel_are_numpy(monkeypatch: pytest.MonkeyPatch, split_from: int,
+                                                          sort_from: int) -> None:
     """A worker's merged run of a file (merge_stripes) and the parent's postings over plain stripes, merged runs
-    or a mix (the merge cut into key ranges merged in threads when split_from is small) are numpy's."""
+    or a mix (the merge cut into key ranges merged in threads when split_from is small, the runs sorted by
+    ranged.sort_pairs instead of merged from sort_from runs on) are numpy's."""
     monkeypatch.setattr(btree, "MERGE_SPLIT_FROM", split_from)
+    monkeypatch.setattr(btree, "SORT_FROM_RUNS", sort_from)
     rng = np.random.default_rng(37)
     for trial in range(40):
         low, high = [(-30, 30), (-(1 << 63), (1 << 63) - 1), (0, 3)][trial % 3]
