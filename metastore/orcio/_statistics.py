@@ -53,6 +53,17 @@ class ColumnStatistics:
         """The ``orc.proto.ColumnStatistics`` message (orcio-internal: proto types stay out of the public API)."""
         return self._base_proto()
 
+    def _typed_proto(self, sub_message: str, **fields: object) -> pb.ColumnStatistics:
+        """The base message with its ``sub_message`` present (even when empty, as Java writes it) and each of
+        ``fields`` that is not None set on it."""
+        msg = self._base_proto()
+        sub = getattr(msg, sub_message)
+        sub.SetInParent()
+        for name, value in fields.items():
+            if value is not None:
+                setattr(sub, name, value)
+        return msg
+
 
 @dataclass(frozen=True)
 class IntegerStatistics(ColumnStatistics):
@@ -65,16 +76,7 @@ class IntegerStatistics(ColumnStatistics):
     kind = "integer"
 
     def _to_proto(self) -> pb.ColumnStatistics:
-        msg = self._base_proto()
-        sub = msg.int_statistics
-        sub.SetInParent()
-        if self.minimum is not None:
-            sub.minimum = self.minimum
-        if self.maximum is not None:
-            sub.maximum = self.maximum
-        if self.sum is not None:
-            sub.sum = self.sum
-        return msg
+        return self._typed_proto("int_statistics", minimum=self.minimum, maximum=self.maximum, sum=self.sum)
 
 
 @dataclass(frozen=True)
@@ -88,16 +90,9 @@ class DoubleStatistics(ColumnStatistics):
     kind = "double"
 
     def _to_proto(self) -> pb.ColumnStatistics:
-        msg = self._base_proto()
-        sub = msg.double_statistics
-        sub.SetInParent()
-        if self.minimum is not None:
-            sub.minimum = self.minimum
-        if self.maximum is not None:
-            sub.maximum = self.maximum
-        if self.sum is not None:
-            sub.sum = self.sum
-        return msg
+        return self._typed_proto(
+            "double_statistics", minimum=self.minimum, maximum=self.maximum, sum=self.sum
+        )
 
 
 @dataclass(frozen=True)
@@ -123,16 +118,9 @@ class StringStatistics(ColumnStatistics):
         return self.maximum if self.maximum is not None else self.upper_bound
 
     def _to_proto(self) -> pb.ColumnStatistics:
-        msg = self._base_proto()
-        sub = msg.string_statistics
-        sub.SetInParent()
-        for name in ("minimum", "maximum", "lower_bound", "upper_bound"):
-            value = getattr(self, name)
-            if value is not None:
-                setattr(sub, name, value if isinstance(value, str) else value.decode("utf-8", "replace"))
-        if self.total_length is not None:
-            sub.sum = self.total_length
-        return msg
+        names = ("minimum", "maximum", "lower_bound", "upper_bound")
+        texts = {name: _text(getattr(self, name)) for name in names}
+        return self._typed_proto("string_statistics", sum=self.total_length, **texts)
 
 
 @dataclass(frozen=True)
@@ -149,11 +137,9 @@ class BooleanStatistics(ColumnStatistics):
         return None if self.true_count is None else self.number_of_values - self.true_count
 
     def _to_proto(self) -> pb.ColumnStatistics:
-        msg = self._base_proto()
-        sub = msg.bucket_statistics
-        sub.SetInParent()
-        if self.true_count is not None:
-            sub.count.append(self.true_count)
+        msg = self._typed_proto("bucket_statistics")
+        if self.true_count is not None:  # a repeated field: appended, not set
+            msg.bucket_statistics.count.append(self.true_count)
         return msg
 
 
@@ -168,14 +154,9 @@ class DecimalStatistics(ColumnStatistics):
     kind = "decimal"
 
     def _to_proto(self) -> pb.ColumnStatistics:
-        msg = self._base_proto()
-        sub = msg.decimal_statistics
-        sub.SetInParent()
-        for name in ("minimum", "maximum", "sum"):
-            value = getattr(self, name)
-            if value is not None:
-                setattr(sub, name, decimal_to_text(value))
-        return msg
+        values = {"minimum": self.minimum, "maximum": self.maximum, "sum": self.sum}
+        texts = {name: None if v is None else decimal_to_text(v) for name, v in values.items()}
+        return self._typed_proto("decimal_statistics", **texts)
 
 
 @dataclass(frozen=True)
@@ -198,14 +179,7 @@ class DateStatistics(ColumnStatistics):
         return None if self.maximum is None else _EPOCH_DATE + dt.timedelta(days=self.maximum)
 
     def _to_proto(self) -> pb.ColumnStatistics:
-        msg = self._base_proto()
-        sub = msg.date_statistics
-        sub.SetInParent()
-        if self.minimum is not None:
-            sub.minimum = self.minimum
-        if self.maximum is not None:
-            sub.maximum = self.maximum
-        return msg
+        return self._typed_proto("date_statistics", minimum=self.minimum, maximum=self.maximum)
 
 
 @dataclass(frozen=True)
@@ -249,23 +223,18 @@ class TimestampStatistics(ColumnStatistics):
         return None if n is None else _EPOCH + dt.timedelta(microseconds=n // 1000)
 
     def _to_proto(self) -> pb.ColumnStatistics:
-        msg = self._base_proto()
-        sub = msg.timestamp_statistics
-        sub.SetInParent()
-        if self.minimum is not None:
-            sub.minimum_utc = self.minimum
-        if self.maximum is not None:
-            sub.maximum_utc = self.maximum
-        if self.minimum_local is not None:
-            sub.minimum = self.minimum_local
-        if self.maximum_local is not None:
-            sub.maximum = self.maximum_local
-        # stored plus one, and only when not the default (so files stay byte-identical to Java's)
-        if self.minimum is not None and self.minimum_nanos != 0:
-            sub.minimum_nanos = self.minimum_nanos + 1
-        if self.maximum is not None and self.maximum_nanos != 999_999:
-            sub.maximum_nanos = self.maximum_nanos + 1
-        return msg
+        # nanos are stored plus one, and only when not the default (so files stay byte-identical to Java's)
+        min_nanos = self.minimum_nanos + 1 if self.minimum is not None and self.minimum_nanos != 0 else None
+        max_nanos = self.maximum_nanos + 1 if self.maximum is not None and self.maximum_nanos != 999_999 else None
+        return self._typed_proto(
+            "timestamp_statistics",
+            minimum_utc=self.minimum,
+            maximum_utc=self.maximum,
+            minimum=self.minimum_local,
+            maximum=self.maximum_local,
+            minimum_nanos=min_nanos,
+            maximum_nanos=max_nanos,
+        )
 
 
 @dataclass(frozen=True)
@@ -277,12 +246,7 @@ class BinaryStatistics(ColumnStatistics):
     kind = "binary"
 
     def _to_proto(self) -> pb.ColumnStatistics:
-        msg = self._base_proto()
-        sub = msg.binary_statistics
-        sub.SetInParent()
-        if self.total_length is not None:
-            sub.sum = self.total_length
-        return msg
+        return self._typed_proto("binary_statistics", sum=self.total_length)
 
 
 @dataclass(frozen=True)
@@ -296,19 +260,20 @@ class CollectionStatistics(ColumnStatistics):
     kind = "collection"
 
     def _to_proto(self) -> pb.ColumnStatistics:
-        msg = self._base_proto()
-        sub = msg.collection_statistics
-        sub.SetInParent()
-        if self.min_children is not None:
-            sub.min_children = self.min_children
-        if self.max_children is not None:
-            sub.max_children = self.max_children
-        if self.total_children is not None:
-            sub.total_children = self.total_children
-        return msg
+        return self._typed_proto(
+            "collection_statistics",
+            min_children=self.min_children,
+            max_children=self.max_children,
+            total_children=self.total_children,
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------
+
+
+def _text(value: str | bytes | None) -> str | None:
+    """A string statistic for the proto's string fields (bytes that are not UTF-8 replaced, as Java would)."""
+    return value if value is None or isinstance(value, str) else value.decode("utf-8", "replace")
 
 
 def decimal_to_text(value: Decimal) -> str:

@@ -22,6 +22,7 @@ Only the standard library and the client are used here: this runs before anythin
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -98,10 +99,16 @@ def stats_digest(entries: Sequence[ColumnStatsEntry], params: Mapping[str, str] 
         h.update("\x1f".join(f"{key}={params.get(key)}" for key in _BASIC_KEYS).encode() + b"\x1e")
     for entry in sorted(entries, key=lambda e: e.column.lower()):
         stats = entry.stats
-        values = sorted((f.name, _canonical(getattr(stats, f.name))) for f in fields(stats)
-                        if f.name not in _SKETCH_FIELDS)
+        values = [(name, _canonical(getattr(stats, name))) for name in _digested_fields(type(stats))]
         h.update(repr((entry.column.lower(), values)).encode() + b"\x1e")
     return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _digested_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a statistics class that stats_digest reads, by name (its values sorted by field name: the
+    names are distinct), found once per class (a re-run digests every partition's statistics read back)."""
+    return tuple(sorted(f.name for f in fields(cls) if f.name not in _SKETCH_FIELDS))
 
 
 def _canonical(value: object) -> object:

@@ -56,8 +56,16 @@ def basic_accurate(raw: str | None) -> bool:
 def all_accurate(raw: str | None, columns: Iterable[str]) -> bool:
     """Whether the parameter value marks the basic statistics and every one of `columns`' statistics as
     accurate."""
+    basic, accurate = _accurate_columns(raw)
+    return basic and all(c in accurate for c in columns)
+
+
+@functools.lru_cache(maxsize=256)
+def _accurate_columns(raw: str | None) -> tuple[bool, frozenset[str]]:
+    """(basic stats accurate, the columns marked accurate) of a value, parsed once per value (the partitions of
+    a table mostly hold the same one)."""
     basic, cols = _parse(raw)
-    return basic and all(cols.get(c, False) for c in columns)
+    return basic, frozenset(c for c, ok in cols.items() if ok)
 
 
 def with_basic(raw: str | None, basic: bool) -> str:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -157,11 +157,15 @@ def _read_vulongs(data: bytes, pos: int, count: int) -> tuple[np.ndarray, int]:
     return np.add.reduceat(shifted, starts), pos + total
 
 
-def _write_vulongs(values: np.ndarray) -> bytes:
-    """Unsigned LEB128 of each uint64 value, concatenated."""
+def _write_vulongs(values: np.ndarray, *, native: bool = True) -> bytes:
+    """Unsigned LEB128 of each uint64 value, concatenated: the compiled loop when it is built and ``native``,
+    else numpy (the reference)."""
     v = values.astype(np.uint64, copy=False)
     if v.size == 0:
         return b""
+    write = _native_function("write_vulongs") if native else None
+    if write is not None:
+        return cast(bytes, write(np.ascontiguousarray(v)))
     groups = np.stack([(v >> _U64(7 * j)) & _U64(0x7F) for j in range(10)], axis=1).astype(np.uint8)
     nbytes = np.ones(v.size, dtype=np.int64)
     for j in range(1, 10):
@@ -518,6 +522,13 @@ class HyperLogLog:
             count, pos = _read_vulong(buf, pos)
             if count > len(buf) - pos:
                 raise HllFormatError(f"HLL sparse list announces {count} entries in {len(buf) - pos} bytes")
+            read = _native_function("read_sparse")
+            found = read(buf, pos, count, Q_PRIME) if read is not None and count else None
+            if found is not None:
+                # the compiled decoding of the entries below (None, for the numpy reference, when they are
+                # malformed or repeat a key)
+                sketch._sparse = found[0]
+                return sketch
             raw, pos = _read_vulongs(buf, pos, count)
             if count:
                 # Running sum in 32-bit int arithmetic, as Hive's int delta decoding.
@@ -674,9 +685,20 @@ def _compiled() -> object | None:
     return _EXTENSION.get()
 
 
-def _pack_registers(registers: np.ndarray, width: int) -> bytes:
+def _native_function(name: str) -> Callable[..., Any] | None:
+    """A function of the compiled extension, or None when it is not built (a warning the first time) or was
+    built from an older source without it."""
+    module = _EXTENSION.get()
+    return getattr(module, name, None) if module is not None else None
+
+
+def _pack_registers(registers: np.ndarray, width: int, *, native: bool = True) -> bytes:
     """Registers as ``width``-bit fields, most significant bit first (Hive's bit packing): each group of eight
-    registers is one big-endian word of ``width`` bytes, built with a few whole-array shifts."""
+    registers is one big-endian word of ``width`` bytes: the compiled loop when it is built and ``native``, else
+    built with a few whole-array shifts (the reference)."""
+    pack = _native_function("pack_registers") if native else None
+    if pack is not None:
+        return cast(bytes, pack(np.ascontiguousarray(registers, dtype=np.uint8), width))
     groups = registers.size // 8  # m is a power of two >= 16
     fields = registers.reshape(groups, 8).astype(np.uint64)
     word = np.zeros(groups, dtype=np.uint64)

@@ -247,3 +247,96 @@ def test_without_the_extension_numpy_runs_with_one_warning(tmp_path: Path) -> No
     native.add_hashes(np.arange(20_000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
     assert bytes.fromhex(added) == native.to_bytes()
     assert warnings_seen == "1"
+
+
+def _numpy_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From here on hll uses none of the compiled functions looked up by name (sparse entries, register packing,
+    varulong writing): their numpy references run."""
+    monkeypatch.setattr(hll, "_native_function", lambda name: None)
+
+
+def _sparse_bytes(p: int, entries: list[int]) -> bytes:
+    """A sparse sketch's bytes with these (key << Q_PRIME | value) entries in this order, as Hive writes them."""
+    deltas = np.array(entries, dtype=np.int64)
+    deltas[1:] = deltas[1:] - deltas[:-1]
+    deltas = ((deltas + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+    return (hll.MAGIC + bytes([p << 4]) + hll._vulong(len(entries)) + hll._vulong(len(entries))
+            + hll._write_vulongs(deltas.view(np.uint64), native=False))
+
+
+@needs_native
+def test_compiled_sparse_reads_and_writes_are_numpy_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sparse sketches parsed and written with the compiled loops hold the same entries in the same order and
+    give the same bytes as numpy's; so does every merge of the cases above."""
+    blobs = [b for case in CASES.values() for b in case]
+    blobs += [_sketch(k * 1000, n, p=p).to_bytes() for k, (n, p) in
+              enumerate(itertools.product((0, 1, 7, 60, 250), (4, 10, 14, 15)))]
+    native = [HyperLogLog.from_bytes(b) for b in blobs]
+    native_bytes = [s.to_bytes() for s in native]
+    merged = {name: merge_sketch_bytes(case) for name, case in CASES.items()}
+    assert any(s._sparse for s in native)
+    _numpy_only(monkeypatch)
+    numpy = [HyperLogLog.from_bytes(b) for b in blobs]
+    for a, b, written in zip(native, numpy, native_bytes, strict=True):
+        assert a.p == b.p
+        assert (None if a._sparse is None else list(a._sparse.items())) == (
+            None if b._sparse is None else list(b._sparse.items()))
+        assert written == b.to_bytes()
+    for name, case in CASES.items():
+        assert merged[name] == _reference(case), name
+
+
+@needs_native
+def test_compiled_sparse_read_leaves_odd_entries_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries the compiled loop does not take (a repeated key, which Hive never writes; a truncated list; a varint
+    of more than 10 bytes) give what the numpy reference gives: the repeats merged, the same errors."""
+    q = hll.Q_PRIME
+    start = 6  # magic, p and encoding, the estimate, the count
+    repeated = _sparse_bytes(14, [(5 << q) | 3, (9 << q) | 2, (5 << q) | 7, (1 << q) | 1, (9 << q) | 1])
+    assert _compiled.read_sparse(repeated, start, 5, q) is None
+    good = _sparse_bytes(14, [(5 << q) | 3, (9 << q) | 2, ((1 << 19) << q) | 30])
+    found = _compiled.read_sparse(good, start, 3, q)
+    assert found is not None
+    entries, end = found
+    assert list(entries.items()) == [(5, 3), (9, 2), (1 << 19, 30)] and end == len(good)
+    assert _compiled.read_sparse(good[:-1], start, 3, q) is None
+    too_long = good[:start] + b"\x81" * 10 + b"\x01" + good[start:]
+    assert _compiled.read_sparse(too_long, start, 3, q) is None
+    native = HyperLogLog.from_bytes(repeated)
+    _numpy_only(monkeypatch)
+    numpy = HyperLogLog.from_bytes(repeated)
+    assert native._sparse is not None and numpy._sparse is not None
+    assert list(native._sparse.items()) == list(numpy._sparse.items()) == [(5, 7), (9, 2), (1, 1)]
+    for bad in (good[:-1], too_long):
+        with pytest.raises(HllFormatError):
+            HyperLogLog.from_bytes(bad)
+
+
+@needs_native
+@pytest.mark.parametrize("width", range(1, 9))
+def test_compiled_packing_is_numpy_packing(width: int) -> None:
+    """Registers packed by the compiled loop are numpy's bytes, also for registers wider than ``width`` (numpy's
+    shifts do not mask them: neither does the loop)."""
+    rng = np.random.default_rng(100 + width)
+    for m in (16, 1 << 10, 1 << 14):
+        regs = rng.integers(0, 1 << width, size=m, dtype=np.int64).astype(np.uint8)
+        assert hll._pack_registers(regs, width) == hll._pack_registers(regs, width, native=False)
+        wide = rng.integers(0, 256, size=m, dtype=np.int64).astype(np.uint8)
+        assert hll._pack_registers(wide, width) == hll._pack_registers(wide, width, native=False)
+    with pytest.raises(ValueError, match="registers"):
+        _compiled.pack_registers(b"\x00" * 12, width)
+    with pytest.raises(ValueError, match="bits"):
+        _compiled.pack_registers(b"\x00" * 16, 9)
+
+
+@needs_native
+def test_compiled_varulongs_are_numpy_varulongs() -> None:
+    rng = np.random.default_rng(3)
+    edges = [0, 1, 0x7F, 0x80, 0x3FFF, 0x4000, (1 << 31) - 1, 1 << 31, (1 << 32) - 1, 1 << 63, (1 << 64) - 1]
+    values = np.concatenate([np.array(edges, dtype=np.uint64),
+                             rng.integers(0, 1 << 63, 5000, dtype=np.int64).view(np.uint64) << np.uint64(1),
+                             (rng.integers(-(1 << 31), 1 << 31, 5000, dtype=np.int64)).view(np.uint64)])
+    assert hll._write_vulongs(values) == hll._write_vulongs(values, native=False)
+    assert hll._write_vulongs(values[:1]) == b"\x00"
+    with pytest.raises(ValueError, match="8-byte"):
+        _compiled.write_vulongs(b"\x00" * 12)

@@ -150,7 +150,11 @@ class ColumnPartial:
         """Read :meth:`to_bytes` output; ValueError when it is not one."""
         try:
             n = int.from_bytes(data[:4], "little")
-            header = json.loads(data[4 : 4 + n])
+            # (the header is ASCII JSON as to_bytes writes it: decoded as UTF-8 straight away, not after
+            # json.loads' detection of the encoding of bytes)
+            header = _JSON.decode(data[4 : 4 + n].decode())
+            if not isinstance(header, dict):
+                raise TypeError("the header is not a JSON object")
             pos = 4 + n
             sketch = hist = None
             if header["sketch"] is not None:
@@ -371,6 +375,10 @@ def _encode_value(value: Any) -> Any:
     if isinstance(value, float):
         return ["f", repr(value)]
     return ["i", int(value)]
+
+
+#: One decoder for every partial's header (json.loads makes one per call with arguments: not here).
+_JSON = json.JSONDecoder()
 
 
 def _decode_value(value: Any) -> Any:

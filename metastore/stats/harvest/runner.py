@@ -464,8 +464,10 @@ def cached_partials(
     # is read again), never merged
     rows = info["rows"]
     found: dict[str, ColumnPartial] = {}
+    required = _required_facts(options)
+    entries = cached.entries
     for spec, key in zip(specs, _entry_keys(tuple(info["fields"]), tuple(specs)), strict=True):
-        raw = cached.entries.get(key)
+        raw = entries.get(key)
         if raw is None:
             continue
         try:
@@ -474,12 +476,18 @@ def cached_partials(
                 check_sketch(partial.sketch)  # (sketches parsed are kept for the run's merges, in a parsed_sketches scope)
         except ValueError:
             continue
-        if partial.kind is not hive_kind(spec.hive_type) or partial.rows != rows or not 0 <= partial.num_nulls <= rows:
+        if partial.kind is not _kind_of(spec.hive_type) or partial.rows != rows or not 0 <= partial.num_nulls <= rows:
             continue
-        if partial.missing & _required_facts(options):
+        if partial.missing & required:
             continue
         found[spec.name] = _trim(partial, options)
     return info, found
+
+
+@functools.lru_cache(maxsize=256)
+def _kind_of(hive_type: str) -> StatsKind:
+    """hive_kind, once per type (a re-run checks each cached partial's kind against its column's)."""
+    return hive_kind(hive_type)
 
 
 @functools.lru_cache(maxsize=64)
@@ -494,6 +502,7 @@ def _entry_keys(fields: tuple[tuple[str, int, str], ...], specs: tuple[ColumnSpe
     return tuple(keys)
 
 
+@functools.lru_cache(maxsize=16)
 def _required_facts(options: ScanOptions) -> frozenset[str]:
     required = {MISSING_RANGE, MISSING_NULLS, MISSING_TRUES, MISSING_TOTAL_LENGTH}
     if options.scan:
