@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
@@ -68,9 +69,11 @@ class _Job:
     id_bits: int
     directory: str
     prefix: str
+    token: str
 
 
 _JOB: _Job | None = None
+_JOB_LOCK = threading.Lock()
 
 
 @dataclass
@@ -147,16 +150,22 @@ def write_ranged(writer: IndexFileWriter, files: Sequence[FileValues]) -> dict[s
     stripes = sum(len(f.stripes) for f in files)
     global _JOB
     # this build's own names (build.py's sweep still finds the pid): what a killed worker left is removed below
-    prefix = f"metastore-index-{os.getpid()}-ranged{os.urandom(6).hex()}-"
-    _JOB = _Job(runs, run_ids, bases, splitters, total, btree.single_step(), stripes <= 0x10000,
-                max(1, (stripes - 1).bit_length()), directory, prefix)
+    token = os.urandom(6).hex()
+    prefix = f"metastore-index-{os.getpid()}-ranged{token}-"
+    job = _Job(runs, run_ids, bases, splitters, total, btree.single_step(), stripes <= 0x10000,
+               max(1, (stripes - 1).bit_length()), directory, prefix, token)
     mark = writer.offset
     pool = worker_pool(workers)
     futures: list[Future[RangeLeaves]] = []
     taken: set[int] = set()
     try:
-        futures = [pool.submit(_range_task, r) for r in range(len(splitters) + 1)]
-        assembler = _Assembler(writer, compiled, _JOB)
+        # builds in other threads (a server's) set _JOB too: the pool's processes fork at the first submission,
+        # so the job stays this build's until they have; each task checks it got this build's (token)
+        with _JOB_LOCK:
+            _JOB = job
+            futures = [pool.submit(_range_task, r, token) for r in range(len(splitters) + 1)]
+            _JOB = None
+        assembler = _Assembler(writer, compiled, job)
         for r, future in enumerate(futures):
             result = future.result()
             taken.add(r)
@@ -177,7 +186,6 @@ def write_ranged(writer: IndexFileWriter, files: Sequence[FileValues]) -> dict[s
         for r, future in enumerate(futures):
             if r not in taken and future.done() and not future.cancelled() and future.exception() is None:
                 future.result().discard()
-        _JOB = None
         _remove_prefixed(directory, prefix)
 
 
@@ -237,11 +245,13 @@ def sort_pairs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarr
     return int(compiled.unpack_runs(packed, starts, low, shift, id_bits, out_keys, out_ids))
 
 
-def _range_task(index: int) -> RangeLeaves:
-    """In a forked worker: range ``index`` of _JOB merged and cut into leaves (RangeLeaves)."""
+def _range_task(index: int, token: str) -> RangeLeaves:
+    """In a forked worker: range ``index`` of _JOB (the build ``token`` names) sorted and cut into leaves
+    (RangeLeaves)."""
     job = _JOB
     compiled = kernels.native()
-    assert job is not None and compiled is not None, "a range task runs in a worker forked by write_ranged"
+    if job is None or job.token != token or compiled is None:
+        raise RuntimeError("a range task runs only in a worker forked by its own write_ranged")
     low = job.splitters[index - 1] if index > 0 else None
     high = job.splitters[index] if index < len(job.splitters) else None
     slices: list[np.ndarray] = []

@@ -234,3 +234,31 @@ def test_a_failed_build_leaves_no_files(tmp_path: Path, ranges: None, monkeypatc
         write_part(target / "part.idx", kind="btree", column="c", ctype=INT_TYPE, files=files, fpp=0.01)
     assert list(target.iterdir()) == []
     assert not _shared_left()
+
+
+def test_builds_in_threads_keep_their_own_ranges(tmp_path: Path, ranges: None) -> None:
+    """Two parts written at once from two threads (a server's builds): each forks its own workers over its own
+    keys, and each file is write_tree's bytes for its own files."""
+    import threading
+
+    rng = np.random.default_rng(53)
+    sets = [_files(np.unique(rng.integers(0, 1 << 50, n)), rng) for n in (6000, 9000, 7000, 8000)]
+    errors: list[BaseException] = []
+
+    def write(i: int) -> None:
+        try:
+            write_part(tmp_path / f"part{i}.idx", kind="btree", column="c", ctype=INT_TYPE, files=sets[i], fpp=0.01)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(len(sets))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for i, files in enumerate(sets):
+        whole = tmp_path / f"whole{i}.idx"
+        _whole(whole, files)
+        assert (tmp_path / f"part{i}.idx").read_bytes() == whole.read_bytes(), i
+    assert not _shared_left()
