@@ -26,7 +26,7 @@ def test_default_database_present_is_checked_without_writing(store: Store) -> No
     nothing is written; a catalog that lost its location still gets it back (the write path)."""
     statements: list[str] = []
 
-    def seen(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001 - SQLAlchemy's event signature
+    def seen(_conn, _cursor, statement, *_args) -> None:
         statements.append(statement.split()[0].upper())
 
     sa.event.listen(store.engine, "before_cursor_execute", seen)
