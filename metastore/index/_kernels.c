@@ -32,6 +32,14 @@
  *     many output keys equal the key before them (0: the keys are distinct, so no grouping into postings is
  *     needed).
  *
+ * pack_runs(keys, ids, bases, packed, starts, bits, id_bits) -> (low, shift) | None
+ * unpack_runs(packed, starts, low, shift, id_bits, out_keys, out_ids) -> int
+ *     merge_runs's result in three steps (ranged.py): pack_runs cuts the runs' pairs into 2**bits buckets of
+ *     their keys' top bits above the smallest key and packs each pair into one uint64 (the key's remaining bits
+ *     above the id); the caller sorts each bucket's numbers (numpy's sort, vectorised); unpack_runs gives the
+ *     keys and ids back, by key then id (merge_runs's order where ids ascend with the runs and, among a run's
+ *     equal keys, along it), and the count of repeated keys.
+ *
  * encode_int_leaf(keys, ids, offsets, start, end, lo, hi, ids16) -> bytes
  *     One BTREE leaf of format 2 over sorted distinct int64 keys[start:end] (btree._encode_leaf): u32 n, u8 flags
  *     (1: one id per key, hi - lo == n; 2: u16 ids), u8 width, i64 first key, n - 1 gaps in `width` bytes (the
@@ -533,62 +541,98 @@ static Py_ssize_t merge(const Run *runs, Py_ssize_t count, int64_t *out_keys, vo
     return repeats;
 }
 
-static PyObject *merge_runs(PyObject *self, PyObject *args) {
-    PyObject *keys_obj, *ids_obj, *bases_obj, *out_keys_obj, *out_ids_obj;
-    if (!PyArg_ParseTuple(args, "OOOOO:merge_runs", &keys_obj, &ids_obj, &bases_obj, &out_keys_obj, &out_ids_obj))
-        return NULL;
-    PyObject *keys_seq = PySequence_Fast(keys_obj, "merge_runs: keys must be a sequence");
-    if (!keys_seq) return NULL;
-    PyObject *ids_seq = PySequence_Fast(ids_obj, "merge_runs: ids must be a sequence");
-    if (!ids_seq) { Py_DECREF(keys_seq); return NULL; }
-    PyObject *bases_seq = PySequence_Fast(bases_obj, "merge_runs: bases must be a sequence");
-    if (!bases_seq) { Py_DECREF(keys_seq); Py_DECREF(ids_seq); return NULL; }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(keys_seq);
-    PyObject *result = NULL;
-    Run *runs = NULL;
-    Py_buffer *views = NULL; /* 2 per run: keys, ids */
-    char *held = NULL;       /* which views are held */
-    Py_buffer out_keys = {0}, out_ids = {0};
-    int have_out_keys = 0, have_out_ids = 0;
-    if (PySequence_Fast_GET_SIZE(ids_seq) != count || PySequence_Fast_GET_SIZE(bases_seq) != count) {
+/* The runs of merge_runs's arguments (keys, ids, bases), their buffers held until runs_release */
+typedef struct {
+    PyObject *keys_seq, *ids_seq, *bases_seq;
+    Py_ssize_t count, total;
+    Run *runs;
+    Py_buffer *views; /* 2 per run: keys, ids */
+    char *held;       /* which views are held */
+} Runs;
+
+static void runs_release(Runs *rs) {
+    if (rs->views) {
+        for (Py_ssize_t i = 0; i < 2 * rs->count; i++)
+            if (rs->held[i]) PyBuffer_Release(&rs->views[i]);
+    }
+    free(rs->runs); free(rs->views); free(rs->held);
+    Py_XDECREF(rs->keys_seq); Py_XDECREF(rs->ids_seq); Py_XDECREF(rs->bases_seq);
+    memset(rs, 0, sizeof(*rs));
+}
+
+static int runs_parse(Runs *rs, PyObject *keys_obj, PyObject *ids_obj, PyObject *bases_obj) {
+    memset(rs, 0, sizeof(*rs));
+    rs->keys_seq = PySequence_Fast(keys_obj, "merge_runs: keys must be a sequence");
+    if (!rs->keys_seq) return -1;
+    rs->ids_seq = PySequence_Fast(ids_obj, "merge_runs: ids must be a sequence");
+    if (!rs->ids_seq) { runs_release(rs); return -1; }
+    rs->bases_seq = PySequence_Fast(bases_obj, "merge_runs: bases must be a sequence");
+    if (!rs->bases_seq) { runs_release(rs); return -1; }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(rs->keys_seq);
+    if (PySequence_Fast_GET_SIZE(rs->ids_seq) != count || PySequence_Fast_GET_SIZE(rs->bases_seq) != count) {
         PyErr_SetString(PyExc_ValueError, "merge_runs: keys, ids and bases differ in length");
-        goto done;
+        runs_release(rs);
+        return -1;
     }
     if (count >= (Py_ssize_t)DONE) {
         PyErr_SetString(PyExc_ValueError, "merge_runs: too many runs");
-        goto done;
+        runs_release(rs);
+        return -1;
     }
-    runs = calloc((size_t)count + 1, sizeof(Run));
-    views = calloc(2 * (size_t)count + 1, sizeof(Py_buffer));
-    held = calloc(2 * (size_t)count + 1, 1);
-    if (!runs || !views || !held) { PyErr_NoMemory(); goto done; }
-    Py_ssize_t total = 0;
+    rs->count = count;
+    rs->runs = calloc((size_t)count + 1, sizeof(Run));
+    rs->views = calloc(2 * (size_t)count + 1, sizeof(Py_buffer));
+    rs->held = calloc(2 * (size_t)count + 1, 1);
+    if (!rs->runs || !rs->views || !rs->held) { PyErr_NoMemory(); runs_release(rs); return -1; }
+    Run *runs = rs->runs;
+    Py_buffer *views = rs->views;
     for (Py_ssize_t r = 0; r < count; r++) {
-        if (get_array(PySequence_Fast_GET_ITEM(keys_seq, r), &views[2 * r], 8, 0, "merge_runs keys") < 0) goto done;
-        held[2 * r] = 1;
+        if (get_array(PySequence_Fast_GET_ITEM(rs->keys_seq, r), &views[2 * r], 8, 0, "merge_runs keys") < 0) {
+            runs_release(rs);
+            return -1;
+        }
+        rs->held[2 * r] = 1;
         runs[r].keys = (const int64_t *)views[2 * r].buf;
         runs[r].len = views[2 * r].len / 8;
-        PyObject *ids = PySequence_Fast_GET_ITEM(ids_seq, r);
+        PyObject *ids = PySequence_Fast_GET_ITEM(rs->ids_seq, r);
         if (ids != Py_None) {
-            if (PyObject_GetBuffer(ids, &views[2 * r + 1], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
-            held[2 * r + 1] = 1;
+            if (PyObject_GetBuffer(ids, &views[2 * r + 1], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+                runs_release(rs);
+                return -1;
+            }
+            rs->held[2 * r + 1] = 1;
             Py_ssize_t size = views[2 * r + 1].itemsize;
             if ((size != 2 && size != 4) || views[2 * r + 1].len != size * runs[r].len) {
                 PyErr_SetString(PyExc_ValueError, "merge_runs: a run's ids must be uint16 or uint32, one per key");
-                goto done;
+                runs_release(rs);
+                return -1;
             }
             runs[r].ids = views[2 * r + 1].buf;
             runs[r].id_size = (int)size;
         }
-        unsigned long long base = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(bases_seq, r));
-        if (PyErr_Occurred()) goto done;
+        unsigned long long base = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(rs->bases_seq, r));
+        if (PyErr_Occurred()) { runs_release(rs); return -1; }
         if (base > 0xFFFFFFFFULL) {
             PyErr_SetString(PyExc_ValueError, "merge_runs: a base id past 32 bits");
-            goto done;
+            runs_release(rs);
+            return -1;
         }
         runs[r].base = (uint32_t)base;
-        total += runs[r].len;
+        rs->total += runs[r].len;
     }
+    return 0;
+}
+
+static PyObject *merge_runs(PyObject *self, PyObject *args) {
+    PyObject *keys_obj, *ids_obj, *bases_obj, *out_keys_obj, *out_ids_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO:merge_runs", &keys_obj, &ids_obj, &bases_obj, &out_keys_obj, &out_ids_obj))
+        return NULL;
+    Runs rs;
+    if (runs_parse(&rs, keys_obj, ids_obj, bases_obj) < 0) return NULL;
+    PyObject *result = NULL;
+    Py_buffer out_keys = {0}, out_ids = {0};
+    int have_out_keys = 0, have_out_ids = 0;
+    Py_ssize_t total = rs.total;
     if (get_array(out_keys_obj, &out_keys, 8, 1, "merge_runs out_keys") < 0) goto done;
     have_out_keys = 1;
     if (PyObject_GetBuffer(out_ids_obj, &out_ids, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) goto done;
@@ -600,19 +644,165 @@ static PyObject *merge_runs(PyObject *self, PyObject *args) {
     }
     Py_ssize_t repeats;
     Py_BEGIN_ALLOW_THREADS
-    repeats = merge(runs, count, (int64_t *)out_keys.buf, out_ids.buf, (int)out_ids.itemsize);
+    repeats = merge(rs.runs, rs.count, (int64_t *)out_keys.buf, out_ids.buf, (int)out_ids.itemsize);
     Py_END_ALLOW_THREADS
     if (repeats < 0) { PyErr_NoMemory(); goto done; }
     result = PyLong_FromSsize_t(repeats);
 done:
-    if (views) {
-        for (Py_ssize_t i = 0; i < 2 * count; i++)
-            if (held[i]) PyBuffer_Release(&views[i]);
-    }
     if (have_out_keys) PyBuffer_Release(&out_keys);
     if (have_out_ids) PyBuffer_Release(&out_ids);
-    free(runs); free(views); free(held);
-    Py_DECREF(keys_seq); Py_DECREF(ids_seq); Py_DECREF(bases_seq);
+    runs_release(&rs);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ pack_runs */
+
+/* pack_runs(keys, ids, bases, packed, starts, bits, id_bits) -> (low, shift) or None
+ * The runs' (key, id) pairs (merge_runs's arguments) cut into 2**bits buckets of their keys' top bits above the
+ * smallest key (low), each pair packed into one uint64 of its bucket: the key's bits below the bucket's (shift
+ * bits) above the id's id_bits bits; starts[b] is where bucket b begins in packed (starts[2**bits] the end).
+ * Sorting each bucket's packed numbers orders its pairs by key, then id; unpack_runs turns them back. None when
+ * the keys' bits below the buckets' and the id bits do not fit 64 bits together (then nothing is written), a
+ * ValueError when an id does not fit id_bits. */
+static PyObject *pack_runs(PyObject *self, PyObject *args) {
+    PyObject *keys_obj, *ids_obj, *bases_obj, *packed_obj, *starts_obj;
+    int bits, id_bits;
+    if (!PyArg_ParseTuple(args, "OOOOOii:pack_runs", &keys_obj, &ids_obj, &bases_obj, &packed_obj, &starts_obj,
+                          &bits, &id_bits))
+        return NULL;
+    if (bits < 0 || bits > 24 || id_bits < 0 || id_bits > 32) {
+        PyErr_SetString(PyExc_ValueError, "pack_runs: bits must be 0..24 and id_bits 0..32");
+        return NULL;
+    }
+    Runs rs;
+    if (runs_parse(&rs, keys_obj, ids_obj, bases_obj) < 0) return NULL;
+    PyObject *result = NULL;
+    Py_buffer packed = {0}, starts = {0};
+    int have_packed = 0, have_starts = 0;
+    Py_ssize_t buckets = (Py_ssize_t)1 << bits;
+    if (get_array(packed_obj, &packed, 8, 1, "pack_runs packed") < 0) goto done;
+    have_packed = 1;
+    if (get_array(starts_obj, &starts, 8, 1, "pack_runs starts") < 0) goto done;
+    have_starts = 1;
+    if (packed.len / 8 != rs.total || starts.len / 8 != buckets + 1) {
+        PyErr_SetString(PyExc_ValueError, "pack_runs: packed must hold every pair and starts 2**bits + 1 entries");
+        goto done;
+    }
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (Py_ssize_t r = 0; r < rs.count; r++) {
+        const Run *run = &rs.runs[r];
+        if (run->len == 0) continue;
+        uint64_t first = order_key(run->keys[0]), last = order_key(run->keys[run->len - 1]);
+        lo = first < lo ? first : lo;
+        hi = last > hi ? last : hi;
+    }
+    if (rs.total == 0) lo = hi = 0;
+    uint64_t span = hi - lo;
+    int top = span ? 64 - __builtin_clzll(span) : 0;
+    int shift = top > bits ? top - bits : 0;
+    if (shift >= 64 || shift + id_bits > 64) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    int64_t *next = (int64_t *)starts.buf;
+    uint64_t *out = (uint64_t *)packed.buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(next, 0, (size_t)(buckets + 1) * sizeof(int64_t));
+    for (Py_ssize_t r = 0; r < rs.count; r++) {
+        const Run *run = &rs.runs[r];
+        for (Py_ssize_t j = 0; j < run->len; j++) next[((order_key(run->keys[j]) - lo) >> shift) + 1]++;
+    }
+    for (Py_ssize_t b = 0; b < buckets; b++) next[b + 1] += next[b];
+    uint64_t low_mask = ((uint64_t)1 << shift) - 1;
+    uint64_t id_limit = id_bits >= 32 ? 0x100000000ULL : ((uint64_t)1 << id_bits);
+    for (Py_ssize_t r = 0; r < rs.count; r++) {
+        const Run *run = &rs.runs[r];
+        for (Py_ssize_t j = 0; j < run->len; j++) {
+            uint64_t u = order_key(run->keys[j]) - lo;
+            uint64_t id = run_id(run, j);
+            bad |= id >= id_limit;
+            /* next[b]: bucket b's next place (it starts at the count of the buckets below it) */
+            int64_t at = next[u >> shift]++;
+            out[at] = ((u & low_mask) << id_bits) | id;
+        }
+    }
+    /* next[b] is now the end of bucket b: shifted up one, the starts */
+    for (Py_ssize_t b = buckets; b > 0; b--) next[b] = next[b - 1];
+    next[0] = 0;
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "pack_runs: an id does not fit id_bits");
+        goto done;
+    }
+    result = Py_BuildValue("KK", (unsigned long long)lo, (unsigned long long)shift);
+done:
+    if (have_packed) PyBuffer_Release(&packed);
+    if (have_starts) PyBuffer_Release(&starts);
+    runs_release(&rs);
+    return result;
+}
+
+/* unpack_runs(packed, starts, low, shift, id_bits, out_keys, out_ids) -> int
+ * The pairs of pack_runs's buckets, each bucket's packed numbers sorted, as keys (int64) and ids (uint32): by
+ * key, then id. Returns how many keys equal the key before them. */
+static PyObject *unpack_runs(PyObject *self, PyObject *args) {
+    PyObject *packed_obj, *starts_obj, *out_keys_obj, *out_ids_obj;
+    unsigned long long lo, shift_arg;
+    int id_bits;
+    if (!PyArg_ParseTuple(args, "OOKKiOO:unpack_runs", &packed_obj, &starts_obj, &lo, &shift_arg, &id_bits,
+                          &out_keys_obj, &out_ids_obj))
+        return NULL;
+    if (shift_arg > 64 || id_bits < 0 || id_bits > 32 || shift_arg + (unsigned long long)id_bits > 64) {
+        PyErr_SetString(PyExc_ValueError, "unpack_runs: shift and id_bits must fit 64 bits");
+        return NULL;
+    }
+    int shift = (int)shift_arg;
+    Py_buffer packed, starts, out_keys, out_ids;
+    if (get_array(packed_obj, &packed, 8, 0, "unpack_runs packed") < 0) return NULL;
+    if (get_array(starts_obj, &starts, 8, 0, "unpack_runs starts") < 0) { PyBuffer_Release(&packed); return NULL; }
+    if (get_array(out_keys_obj, &out_keys, 8, 1, "unpack_runs out_keys") < 0) {
+        PyBuffer_Release(&packed); PyBuffer_Release(&starts); return NULL;
+    }
+    if (get_array(out_ids_obj, &out_ids, 4, 1, "unpack_runs out_ids") < 0) {
+        PyBuffer_Release(&packed); PyBuffer_Release(&starts); PyBuffer_Release(&out_keys); return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = packed.len / 8, buckets = starts.len / 8 - 1;
+    const int64_t *st = (const int64_t *)starts.buf;
+    if (out_keys.len / 8 != n || out_ids.len / 4 != n || buckets < 1 || st[0] != 0 || st[buckets] != n) {
+        PyErr_SetString(PyExc_ValueError, "unpack_runs: the outputs must hold every pair, starts span packed");
+        goto done;
+    }
+    for (Py_ssize_t b = 0; b < buckets; b++)
+        if (st[b + 1] < st[b]) {
+            PyErr_SetString(PyExc_ValueError, "unpack_runs: starts must not decrease");
+            goto done;
+        }
+    Py_ssize_t repeats = 0;
+    const uint64_t *p = (const uint64_t *)packed.buf;
+    int64_t *k = (int64_t *)out_keys.buf;
+    uint32_t *ids = (uint32_t *)out_ids.buf;
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t id_mask = id_bits >= 32 ? 0xFFFFFFFFULL : (((uint64_t)1 << id_bits) - 1);
+    for (Py_ssize_t b = 0; b < buckets; b++) {
+        uint64_t high = shift >= 64 ? 0 : ((uint64_t)b << shift);
+        for (int64_t j = st[b]; j < st[b + 1]; j++) {
+            uint64_t x = p[j];
+            uint64_t u = lo + high + (id_bits >= 64 ? 0 : (x >> id_bits));
+            k[j] = (int64_t)(u ^ 0x8000000000000000ULL);
+            ids[j] = (uint32_t)(x & id_mask);
+        }
+    }
+    for (Py_ssize_t j = 1; j < n; j++) repeats += k[j] == k[j - 1];
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSsize_t(repeats);
+done:
+    PyBuffer_Release(&packed);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&out_keys);
+    PyBuffer_Release(&out_ids);
     return result;
 }
 
@@ -726,6 +916,10 @@ static PyMethodDef methods[] = {
      "use_bloom_setter(name) -> bool: bloom_add_blocked's bit setter (plain, avx2, avx512), for tests."},
     {"merge_runs", merge_runs, METH_VARARGS,
      "merge_runs(keys, ids, bases, out_keys, out_ids): merges sorted int64 runs by (key, run) with their ids."},
+    {"pack_runs", pack_runs, METH_VARARGS,
+     "pack_runs(keys, ids, bases, packed, starts, bits, id_bits) -> (low, shift) or None: pairs bucketed, packed."},
+    {"unpack_runs", unpack_runs, METH_VARARGS,
+     "unpack_runs(packed, starts, low, shift, id_bits, out_keys, out_ids) -> repeats: sorted buckets unpacked."},
     {"encode_int_leaf", encode_int_leaf, METH_VARARGS,
      "encode_int_leaf(keys, ids, offsets, start, end, lo, hi, ids16) -> bytes: one format-2 BTREE leaf."},
     {NULL, NULL, 0, NULL},

@@ -19,6 +19,8 @@ Blocks (each with a CRC, container.py; zstd-compressed where that pays, see belo
 Building int64 trees, the compiled kernels (kernels.py) merge the sorted runs of the files (``merge_runs``, in two
 threads over two key ranges) and encode the leaves (``encode_int_leaf``); numpy's stable sort and _encode_leaf
 are the reference they are tested against (same postings, same bytes) and run when the extension is not built.
+Large parts of unique keys are merged and encoded by key range in worker processes instead (ranged.py: the same
+bytes as write_tree).
 
 Leaves are zstd-compressed only where it pays: the first leaf of every COMPRESS_PROBE_EVERY is compressed as a
 probe, and the leaves up to the next probe are compressed only when that probe shrank by at least
@@ -230,25 +232,11 @@ def _int_postings(files: Sequence[FileValues], *, native: bool = True) -> Postin
         return Postings.empty(Domain.INT64)
     compiled = kernels.native() if native else None
     if compiled is not None:
-        runs: list[np.ndarray] = []
-        run_ids: list[np.ndarray | None] = []
-        bases: list[int] = []
-        base = 0
-        for f in files:
-            if f.merged is not None:
-                runs.append(np.ascontiguousarray(f.merged[0], dtype=np.int64))
-                run_ids.append(np.ascontiguousarray(f.merged[1]))
-                bases.append(base)
-            else:
-                for j, s in enumerate(f.stripes):
-                    if len(s.distinct):
-                        runs.append(np.ascontiguousarray(s.distinct, dtype=np.int64))
-                        run_ids.append(None)
-                        bases.append(base + j)
-            base += len(f.stripes)
+        runs, run_ids, bases = int_runs(files)
         k = np.empty(total, dtype=np.int64)
         i = np.empty(total, dtype=np.uint32)
-        if merge_sorted_runs(compiled, runs, run_ids, bases, k, i) == 0:
+        stripes = sum(len(f.stripes) for f in files)
+        if merge_sorted_runs(compiled, runs, run_ids, bases, k, i, id_bits=max(1, (stripes - 1).bit_length())) == 0:
             return Postings(Domain.INT64, k, None, i)  # every key distinct: what _of_ordered gives, unscanned
         return Postings._of_ordered(Domain.INT64, k, i, _key_starts(k))
     keys = np.empty(total, dtype=np.int64)
@@ -272,23 +260,59 @@ def _int_postings(files: Sequence[FileValues], *, native: bool = True) -> Postin
     return Postings.from_pairs(Domain.INT64, keys, ids, grouped=True)
 
 
+def int_runs(files: Sequence[FileValues]) -> tuple[list[np.ndarray], list[np.ndarray | None], list[int]]:
+    """The sorted int64 runs of scanned files as merge_sorted_runs takes them: each file's merged run (its ids the
+    stripe numbers in the file) or each non-empty stripe's distinct keys (ids None), and each run's base id."""
+    runs: list[np.ndarray] = []
+    run_ids: list[np.ndarray | None] = []
+    bases: list[int] = []
+    base = 0
+    for f in files:
+        if f.merged is not None:
+            runs.append(np.ascontiguousarray(f.merged[0], dtype=np.int64))
+            run_ids.append(np.ascontiguousarray(f.merged[1]))
+            bases.append(base)
+        else:
+            for j, s in enumerate(f.stripes):
+                if len(s.distinct):
+                    runs.append(np.ascontiguousarray(s.distinct, dtype=np.int64))
+                    run_ids.append(None)
+                    bases.append(base + j)
+        base += len(f.stripes)
+    return runs, run_ids, bases
+
+
 #: merge_sorted_runs splits a merge of at least this many keys into MERGE_THREADS key ranges, one thread each
 MERGE_SPLIT_FROM = 1 << 20
 MERGE_THREADS = 2
+#: from this many runs on (stripes sent unmerged by pooled workers), merge_sorted_runs sorts instead of merging
+#: when given the ids' width (ranged.sort_pairs: its cost does not grow with the runs)
+SORT_FROM_RUNS = 200
 
 
 def merge_sorted_runs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarray | None],
-                      bases: Sequence[int], out_keys: np.ndarray, out_ids: np.ndarray) -> int:
+                      bases: Sequence[int], out_keys: np.ndarray, out_ids: np.ndarray, *,
+                      id_bits: int | None = None) -> int:
     """The compiled k-way merge (``_kernels.merge_runs``) of sorted int64 runs into ``out_keys``/``out_ids``:
     by key, equal keys in run order (a stable sort of the runs' concatenation), each key's id ``bases[r]`` plus
     its run's id (``ids[r]``, or nothing when None). Large merges are cut at pivot keys into MERGE_THREADS
     ranges (every run split where the pivot would go, keys below it left), merged in threads (the kernel
     releases the GIL): the ranges are disjoint and ascending, so their outputs side by side are the whole merge.
-    Returns how many output keys equal the key before them (equal keys never straddle a cut)."""
+    Returns how many output keys equal the key before them (equal keys never straddle a cut). With ``id_bits``
+    (the ids' width; runs as int_runs gives them) and SORT_FROM_RUNS runs or more, each range is sorted by
+    ranged.sort_pairs instead (the same result; uint32 ids)."""
     total = len(out_keys)
     parts = MERGE_THREADS if total >= MERGE_SPLIT_FROM and len(runs) > 1 else 1
+    merge: Callable[..., int] = compiled.merge_runs
+    if id_bits is not None and len(runs) >= SORT_FROM_RUNS and out_ids.dtype == np.uint32:
+        from metastore.index.ranged import sort_pairs
+
+        width = id_bits
+
+        def merge(r: list[np.ndarray], x: list[np.ndarray | None], b: list[int], k: np.ndarray, i: np.ndarray) -> int:
+            return sort_pairs(compiled, r, x, b, width, k, i)
     if parts == 1:
-        return int(compiled.merge_runs(list(runs), list(ids), list(bases), out_keys, out_ids))
+        return int(merge(list(runs), list(ids), list(bases), out_keys, out_ids))
     sample = np.sort(np.concatenate([r[:: max(1, len(r) // 256)] for r in runs if len(r)]))
     pivots = [sample[(len(sample) * p) // parts] for p in range(1, parts)]
     cuts = np.asarray([[0, *np.searchsorted(r, pivots, side="left").tolist(), len(r)] for r in runs], dtype=np.int64)
@@ -302,11 +326,24 @@ def merge_sorted_runs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[n
                      out_keys[at : at + size], out_ids[at : at + size]))
         at += size
     with ThreadPoolExecutor(parts, thread_name_prefix="btree-merge") as pool:
-        futures = [pool.submit(compiled.merge_runs, r, x, list(bases), k, i) for r, x, k, i in jobs]
+        futures = [pool.submit(merge, r, x, list(bases), k, i) for r, x, k, i in jobs]
         return sum(int(done.result()) for done in futures)
 
 
 # ---------------------------------------------------------------------------------------------- writing
+
+
+def single_step() -> int:
+    """Keys per leaf of int64 postings whose every key has one stripe: every key counts 12 bytes, so
+    _leaf_bounds's rule cuts every LEAF_TARGET_BYTES // 12 keys (the same bounds, without a cumulative sum over
+    every key); the last leaf holds the rest."""
+    return min(max(LEAF_TARGET_BYTES // 12, 1), MAX_LEAF_KEYS)
+
+
+def compress_after_probe(packed: PackedBlock) -> bool:
+    """Whether the leaves after a probe leaf (packed by pack_block with compression) in its run are compressed:
+    when the probe shrank by at least COMPRESS_MIN_SAVING."""
+    return len(packed[0]) <= (1.0 - COMPRESS_MIN_SAVING) * packed[1]
 
 
 def _leaf_bounds(domain: Domain, postings: Postings) -> list[int]:
@@ -315,9 +352,7 @@ def _leaf_bounds(domain: Domain, postings: Postings) -> list[int]:
     if n == 0:
         return [0]
     if domain is Domain.INT64 and postings.single:
-        # one stripe per key: every key counts 12 bytes, so the rule below cuts every LEAF_TARGET_BYTES // 12
-        # keys (the same bounds, without a cumulative sum over every key)
-        step = min(max(LEAF_TARGET_BYTES // 12, 1), MAX_LEAF_KEYS)
+        step = single_step()
         return [*range(0, n, step), n]
     per_key = np.diff(postings.offsets) * 4 + 8
     if domain is Domain.BYTES:
@@ -476,7 +511,7 @@ def _pack_leaves(encode: Callable[[int, int], bytes], group: Sequence[tuple[int,
         data = encode(a, b)
         packed = pack_block(data, compress=compress)
         if j == 0:
-            compress = len(packed[0]) <= (1.0 - COMPRESS_MIN_SAVING) * len(data)
+            compress = compress_after_probe(packed)
         out.append(packed)
     return out
 

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from metastore.index.columns import ColumnType, Domain, column_type, require_indexable
 from metastore.index.container import StagedFile
 from metastore.index.coverage import FileValues, StripeValues
@@ -103,13 +105,14 @@ def bounds_only(record: IndexRecord) -> bool:
 #: in BENCHMARKS.md, BLOOM and MINMAX gain 1.1-1.2x from 16 MiB and 1.4-1.7x at 97.5 MiB on two cores).
 PARALLEL_MIN_BYTES = 16 << 20
 #: Index kinds whose builds use the pool: all. BLOOM filters and MINMAX bounds are made where the file is
-#: scanned and come back small; a BTREE's worker sends its file's keys back as one sorted run (scan_file's
-#: ``merge``), so the table-wide sort left in this process merges 50 runs instead of 1,000 (10 M keys: 2.2-2.8
-#: -> 1.4-1.5 s of this process's CPU in process; BENCHMARKS.md has the whole commands at 10 M and 50 M rows).
-#: The run travels as narrow gaps when the file's stripes are in order already (a sorted column), else through
-#: a file in SHARED_DIR when it is large (_scan_packed): piping 4-5 MB a file cost the scan half its time.
+#: scanned and come back small; a BTREE's worker sends its stripes' sorted keys back (they once came as one
+#: merged run of the file, scan_file's ``merge``, so the parent merged 50 runs instead of 1,000; the table-wide
+#: sort now packs and sorts pairs by key range, ranged.sort_pairs, whose cost does not grow with the runs).
+#: The keys travel as narrow gaps when the file's stripes are in order already (a sorted column), else through
+#: a file in SHARED_DIR when they are large (_scan_packed): piping 4-5 MB a file cost the scan half its time.
 #: When the footers say the files' key ranges do not overlap, the worker sends the file's finished leaves instead
-#: (linked.py), and the parent only writes them.
+#: (linked.py), and the parent only writes them. A large part of overlapping unique keys is merged and cut into
+#: leaves by key range in workers forked when it is written (ranged.py).
 POOLED_KINDS = frozenset({IndexKind.BTREE, IndexKind.BLOOM, IndexKind.MINMAX})
 #: processes of a pooled local scan (None: one per CPU, as ANALYZE's harvest runner)
 WORKERS: int | None = None
@@ -242,12 +245,14 @@ def _scan_packed(
 ) -> FileValues:
     """scan_file in a pool's worker, its values packed for the trip to the parent (FileValues.packed: a
     sorted column's keys as narrow gaps, a few hundred KB a file instead of 4 MB of int64 through the pool's
-    pipe; ``shared``, the directory and the parent's pid: a merged run of at least SHARED_MIN_BYTES in a file
+    pipe; ``shared``, the directory and the parent's pid: the stripes' keys, from SHARED_MIN_BYTES on, in a file
     there, FileValues.to_shared); the parent unpacks them. ``leaves``, the file's first stripe id in its part
     and its stripe count: the file's finished B+tree leaves instead (linked.with_leaves), when the scan found
     that many stripes (the bytes in a file in ``shared``'s directory from SHARED_MIN_BYTES on). ``part``: the
     file's part written here instead (_write_own)."""
-    values = scan_file(file, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp, merge=merge)
+    # the stripes' sorted keys are sent as they are, not merged into one run of the file (merge_stripes, 10 ms
+    # a file of 500,000 keys): the parent's tree sorts them whatever the number of runs (ranged.sort_pairs)
+    values = scan_file(file, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp)
     if part is not None:
         return _write_own(values, part, column, ctype, options)
     if not merge or bounds or bloom_fpp is not None:
@@ -263,13 +268,21 @@ def _scan_packed(
                 return linked  # no room in shared memory: through the pipe
         return linked
     values = values.packed()
-    if (shared is not None and values.merged is not None
-            and values.merged[0].nbytes + values.merged[1].nbytes >= SHARED_MIN_BYTES):
+    if shared is not None and _key_bytes(values) >= SHARED_MIN_BYTES:
         try:
             return values.to_shared(shared[0], _shared_prefix(shared[1]))
         except OSError:
             return values  # no room in shared memory: through the pipe
     return values
+
+
+def _key_bytes(values: FileValues) -> int:
+    """The bytes of a file's keys (and ids) as FileValues.to_shared would write them (none once packed as gaps)."""
+    if values.merged is not None:
+        return int(values.merged[0].nbytes + values.merged[1].nbytes)
+    if values.gaps is not None:
+        return 0
+    return sum(int(s.distinct.nbytes) for s in values.stripes if s.distinct.dtype == np.int64)
 
 
 def _pooled(

@@ -226,6 +226,37 @@ class IndexFileWriter:
         self._wrote(len(data))
         return offset
 
+    @property
+    def offset(self) -> int:
+        """Where the next block goes (the bytes written so far)."""
+        return self._offset
+
+    def add_file_range(self, fd: int, offset: int, length: int) -> int:
+        """add_stored with the blocks' bytes taken from ``length`` bytes of the open file ``fd`` at ``offset``
+        (os.sendfile: copied in the kernel, never through this process's memory); returns the offset of the
+        first block here. OSError when the source has fewer bytes."""
+        start = self._offset
+        self._file.flush()
+        out = self._file.fileno()
+        done = 0
+        while done < length:
+            sent = os.sendfile(out, fd, offset + done, length - done)
+            if sent == 0:
+                raise OSError(f"the source of {length} bytes ended after {done}")
+            done += sent
+        self._offset += length
+        self._wrote(length)
+        return start
+
+    def truncate(self, offset: int) -> None:
+        """Drop every byte written from ``offset`` on (a writer that started blocks it will write otherwise)."""
+        if not len(MAGIC) <= offset <= self._offset:
+            raise ValueError(f"cannot truncate {self.path} to byte {offset} of {self._offset}")
+        self._file.flush()
+        self._file.truncate(offset)
+        self._file.seek(offset)
+        self._offset = offset
+
     def _wrote(self, size: int) -> None:
         """Count appended bytes; from SYNC_EVERY on, start a data sync of what is written in a thread (one at a
         time; an error it raised surfaces here or in finish)."""

@@ -121,16 +121,17 @@ class FileValues:
         instead of pickled, piped and unpickled (4-5 MB a file). Values without a merged run as they are;
         OSError (no room, say) when the file cannot be written, and then no file is left."""
         if self.merged is None:
-            return self
+            parts = [s.distinct for s in self.stripes if len(s.distinct)]
+            if self.gaps is not None or not parts or any(p.dtype != np.int64 for p in parts):
+                return self
+            # the stripes' sorted keys one stripe after the other (id type ""), their counts in merged_counts
+            counts = tuple(len(s.distinct) for s in self.stripes)
+            stripes = [StripeValues(s.offset, s.length, s.rows, s.distinct[:0], s.nulls, s.values, s.bloom)
+                       for s in self.stripes]
+            path = _write_shared(directory, prefix, parts)
+            return FileValues(self.file, stripes, None, counts, None, (path, sum(counts), ""))
         keys, ids = self.merged
-        fd, path = tempfile.mkstemp(dir=directory, prefix=prefix)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(np.ascontiguousarray(keys, dtype=np.int64).data.cast("B"))
-                out.write(np.ascontiguousarray(ids).data.cast("B"))
-        except BaseException:
-            os.unlink(path)
-            raise
+        path = _write_shared(directory, prefix, [np.ascontiguousarray(keys, dtype=np.int64), ids])
         counts = tuple(self.distinct_counts()) if self.merged_counts is None else self.merged_counts
         return FileValues(self.file, self.stripes, None, counts, None, (path, len(keys), ids.dtype.str))
 
@@ -162,6 +163,15 @@ class FileValues:
                     view = mmap.mmap(f.fileno(), size, flags=flags, prot=mmap.PROT_READ) if size else b""
             finally:
                 os.unlink(path)
+            if id_type == "":  # the stripes' keys one after the other
+                counts = self.distinct_counts()
+                if size != 8 * n or sum(counts) != n:
+                    raise ValueError(f"{path} holds {size} bytes, not the stripes' {n} keys")
+                keys = np.frombuffer(view, dtype=np.int64, count=n)
+                ends = np.cumsum(counts).tolist()
+                stripes = [StripeValues(s.offset, s.length, s.rows, keys[end - c : end], s.nulls, s.values, s.bloom)
+                           for s, c, end in zip(self.stripes, counts, ends, strict=True)]
+                return FileValues(self.file, stripes)
             ids_dtype = np.dtype(id_type)
             if size != n * (8 + ids_dtype.itemsize):
                 raise ValueError(f"{path} holds {size} bytes, not {n} keys and ids")
@@ -208,6 +218,20 @@ class FileValues:
         ids = np.repeat(np.arange(len(self.stripes), dtype=id_type), counts)
         order = np.argsort(keys, kind="stable")  # merges the stripes' sorted runs; equal keys stay in stripe order
         return FileValues(self.file, stripes, (keys[order], ids[order]), tuple(counts))
+
+
+def _write_shared(directory: str, prefix: str, arrays: Sequence[np.ndarray]) -> str:
+    """A new file in ``directory`` named ``prefix``... holding the arrays' bytes one after the other; OSError
+    when it cannot be written (then no file is left)."""
+    fd, path = tempfile.mkstemp(dir=directory, prefix=prefix)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for array in arrays:
+                out.write(np.ascontiguousarray(array).data.cast("B"))
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
 
 
 @dataclass(frozen=True)

@@ -218,7 +218,14 @@ def write_btree(writer: IndexFileWriter, files: Sequence[FileValues], domain: Do
     allows, else write_tree over the files' postings (leaves made by workers decoded back first)."""
     order = link_order(files, writer.version) if domain is Domain.INT64 else None
     if order is None:
-        return btree.write_tree(writer, btree.postings_of([restored(f) for f in files], domain))
+        whole = [restored(f) for f in files]
+        if domain is Domain.INT64:
+            from metastore.index.ranged import write_ranged
+
+            entries = write_ranged(writer, whole)
+            if entries is not None:
+                return entries
+        return btree.write_tree(writer, btree.postings_of(whole, domain))
     bases = np.cumsum([0, *(len(f.stripes) for f in files)]).tolist()
 
     def made(i: int) -> FileLeaves | None:
@@ -258,6 +265,13 @@ def write_btree(writer: IndexFileWriter, files: Sequence[FileValues], domain: Do
     table = np.concatenate(tables) if tables else np.zeros((0, 5), dtype=np.int64)
     first = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
     count = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
+    return link_leaves(writer, table, first, count)
+
+
+def link_leaves(writer: IndexFileWriter, table: np.ndarray, first: np.ndarray, count: np.ndarray) -> dict[str, Any]:
+    """The inner nodes above int64 leaves written already, in key order (``table``: per leaf its offset, stored
+    length, raw length, CRC and codec; ``first``: its first key; ``count``: its keys), as write_tree builds
+    them; write_tree's description entries."""
     keys = int(count.sum())
     if len(table) < 2:  # no leaf, or one leaf that is the root
         level = []

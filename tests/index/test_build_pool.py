@@ -370,7 +370,7 @@ def test_runs_through_shared_memory_give_the_same_bytes_and_leave_no_file(
 
     scan = build._pooled(written.files, 2, "i", column_type("int", "i"), COLUMNS.index("i"), None, False, None, True)
     first = next(scan)
-    assert first.merged is not None
+    assert first.shared is None and any(len(s.distinct) for s in first.stripes)  # mapped: the stripes' keys
     scan.close()
     assert discarded and all(d is not None for d in discarded)
     assert list(shared.iterdir()) == []
@@ -386,9 +386,9 @@ def test_runs_through_shared_memory_give_the_same_bytes_and_leave_no_file(
 
 
 def test_shared_run_round_trip(tmp_path: Path) -> None:
-    """to_shared writes a merged run (uint16 or uint32 ids) to a file that unpacked maps and removes, the same
-    keys, ids and counts; discard removes a file never unpacked; values without a merged run stay as they are;
-    a file of the wrong size is refused."""
+    """to_shared writes a merged run (uint16 or uint32 ids), or the stripes' int64 keys, to a file that unpacked
+    maps and removes, the same keys, ids and counts; discard removes a file never unpacked; values without int64
+    keys stay as they are; a file of the wrong size is refused."""
     from metastore.index.coverage import FileValues, StripeValues
 
     rng = np.random.default_rng(72)
@@ -414,8 +414,22 @@ def test_shared_run_round_trip(tmp_path: Path) -> None:
         again.discard()
         again.discard()
         assert list(tmp_path.iterdir()) == []
-    plain = FileValues(DataFile("file:/d/x.orc", 100, 1), [StripeValues(0, 10, 1, np.arange(3), 0, 3)])
-    assert plain.to_shared(str(tmp_path), "p") is plain
+    # stripes' keys (not merged) go one stripe after the other, and come back as the same stripes
+    plain = FileValues(DataFile("file:/d/x.orc", 100, 1), [
+        StripeValues(0, 10, 1, np.arange(3, dtype=np.int64), 0, 3),
+        StripeValues(10, 10, 2, np.zeros(0, dtype=np.int64), 2, 0),
+        StripeValues(20, 10, 1, np.asarray([-5, 9], dtype=np.int64), 0, 2)])
+    sent = plain.to_shared(str(tmp_path), "p")
+    assert sent.shared is not None and all(len(s.distinct) == 0 for s in sent.stripes)
+    back = sent.unpacked()
+    assert [s.distinct.tolist() for s in back.stripes] == [[0, 1, 2], [], [-5, 9]]
+    assert back.distinct_counts() == [3, 0, 2] and back.merged is None
+    assert [(s.offset, s.nulls) for s in back.stripes] == [(0, 0), (10, 2), (20, 0)]
+    assert list(tmp_path.iterdir()) == []
+    strings = FileValues(plain.file, [StripeValues(0, 10, 1, np.asarray([b"a"], dtype=object), 0, 1)])
+    assert strings.to_shared(str(tmp_path), "p") is strings
+    nothing = FileValues(plain.file, [StripeValues(0, 10, 1, np.zeros(0, dtype=np.int64), 1, 0)])
+    assert nothing.to_shared(str(tmp_path), "p") is nothing
     run = FileValues(plain.file, plain.stripes, (np.arange(4, dtype=np.int64), np.zeros(4, np.uint16)), (4,))
     sent = run.to_shared(str(tmp_path), "p")
     assert sent.shared is not None

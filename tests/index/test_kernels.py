@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from compiled_ext import built_or_skip
 
-from metastore.index import bloom, btree, kernels
+from metastore.index import bloom, btree, kernels, ranged
 from metastore.index.columns import Domain
 from metastore.index.coverage import DataFile, FileValues, StripeValues
 
@@ -220,7 +220,73 @@ def _check_merge(runs: list[np.ndarray], ids: list[np.ndarray | None], bases: li
         out_ids = np.empty(len(keys), dtype=out_type)
         assert _compiled.merge_runs(runs, ids, bases, out_keys, out_ids) == repeats, trial
         assert np.array_equal(out_keys, keys) and np.array_equal(out_ids, expected.astype(out_type)), trial
+    _check_sort_pairs(runs, ids, bases, keys, expected, repeats, trial)
     return repeats
+
+
+def _check_sort_pairs(runs: list[np.ndarray], ids: list[np.ndarray | None], bases: list[int], keys: np.ndarray,
+                      expected: np.ndarray, repeats: int, trial: object) -> None:
+    """ranged.sort_pairs (pack_runs, numpy's sort, unpack_runs) gives merge_runs's keys, ids and repeats where the
+    runs' ids ascend along their equal keys and with the runs (what btree.int_runs gives); with too few id bits
+    for the packing to fit, merge_runs itself."""
+    assert _compiled is not None
+    widest = [b + int(i.max()) if i is not None and len(i) else b for b, i in zip(bases, ids, strict=True)]
+    if any(b < a for a, b in zip(widest[:-1], bases[1:], strict=True)):
+        return  # a run's ids pass the next run's base: not int_runs's runs
+    if any(i is not None and bool(np.any((r[1:] == r[:-1]) & (i[1:] < i[:-1]))) for r, i in zip(runs, ids,
+                                                                                               strict=True)):
+        return  # ids not ascending along equal keys
+    id_bits = max(1, max(widest, default=0).bit_length())
+    for buckets in (1, 64, 4096):
+        out_keys = np.full(len(keys), 7, dtype=np.int64)
+        out_ids = np.full(len(keys), 7, dtype=np.uint32)
+        saved = ranged.BUCKET_PAIRS
+        ranged.BUCKET_PAIRS = buckets
+        try:
+            assert ranged.sort_pairs(_compiled, runs, ids, bases, id_bits, out_keys, out_ids) == repeats, trial
+        finally:
+            ranged.BUCKET_PAIRS = saved
+        assert np.array_equal(out_keys, keys) and np.array_equal(out_ids, expected), (trial, buckets)
+
+
+@needs_kernels
+def test_pack_runs_sorts_many_keys_and_refuses_what_does_not_fit() -> None:
+    """sort_pairs on thousands of keys: random 64-bit keys (some buckets dense, some empty), a narrow band with a
+    few far keys (skewed buckets), many repeats, one value only, INT64's extremes, hundreds of runs; pack_runs
+    says None when the keys' span and the ids take more than 64 bits, and refuses an id past id_bits."""
+    assert _compiled is not None
+    rng = np.random.default_rng(47)
+    extremes = np.asarray([np.iinfo(np.int64).min, np.iinfo(np.int64).max], dtype=np.int64)
+    for trial, shape in enumerate(["random", "band", "repeats", "one", "many", "extremes"]):
+        runs, ids, bases = [], [], []
+        base = 0
+        for r in range(300 if shape == "many" else 7):
+            n = int(rng.integers(0, 300 if shape == "many" else 6000))
+            run = {"random": lambda n: rng.integers(-(1 << 63), (1 << 63) - 1, size=n, dtype=np.int64),
+                   "band": lambda n: np.concatenate([rng.integers(1000, 1300, size=n, dtype=np.int64),
+                                                     rng.integers(1 << 50, 1 << 51, size=n // 50, dtype=np.int64)]),
+                   "repeats": lambda n: rng.integers(-40, 40, size=n, dtype=np.int64),
+                   "one": lambda n: np.full(n, -7, dtype=np.int64),
+                   "many": lambda n: rng.integers(-(1 << 40), 1 << 40, size=n, dtype=np.int64),
+                   "extremes": lambda n: np.concatenate([rng.integers(-(1 << 63), (1 << 63) - 1, size=n,
+                                                                      dtype=np.int64), extremes]),
+                   }[shape](n)
+            run = np.sort(run)
+            stripes = int(rng.integers(1, 9))
+            local = rng.integers(0, stripes, size=len(run))
+            local = local[np.lexsort((local, run))]  # ascending along equal keys, as a file's merged run
+            runs.append(run)
+            ids.append(local.astype(np.uint16) if r % 2 else None)
+            bases.append(base)
+            base += stripes
+        _check_merge(runs, ids, bases, (trial, shape))
+    packed = np.empty(2, dtype=np.uint64)
+    starts = np.empty(2, dtype=np.int64)
+    wide = [np.asarray([-(1 << 62), 1 << 62], dtype=np.int64)]
+    assert _compiled.pack_runs(wide, [None], [1], packed, starts, 0, 2) is None  # 64 key bits and 2 id bits
+    assert _compiled.pack_runs(wide, [None], [1], packed, np.empty(3, dtype=np.int64), 1, 1) is not None
+    with pytest.raises(ValueError, match="id_bits"):
+        _compiled.pack_runs([np.arange(2)], [None], [4], packed, starts, 0, 2)
 
 
 @needs_kernels
@@ -270,11 +336,15 @@ def _same_postings(a: btree.Postings, b: btree.Postings) -> bool:
 
 
 @needs_kernels
-@pytest.mark.parametrize("split_from", [btree.MERGE_SPLIT_FROM, 50])
-def test_int_postings_and_merged_stripes_kernel_are_numpy(monkeypatch: pytest.MonkeyPatch, split_from: int) -> None:
+@pytest.mark.parametrize(("split_from", "sort_from"), [(btree.MERGE_SPLIT_FROM, 200), (50, 200), (50, 2),
+                                                       (btree.MERGE_SPLIT_FROM, 1)])
+def test_int_postings_and_merged_stripes_kernel_are_numpy(monkeypatch: pytest.MonkeyPatch, split_from: int,
+                                                          sort_from: int) -> None:
     """A worker's merged run of a file (merge_stripes) and the parent's postings over plain stripes, merged runs
-    or a mix (the merge cut into key ranges merged in threads when split_from is small) are numpy's."""
+    or a mix (the merge cut into key ranges merged in threads when split_from is small, the runs sorted by
+    ranged.sort_pairs instead of merged from sort_from runs on) are numpy's."""
     monkeypatch.setattr(btree, "MERGE_SPLIT_FROM", split_from)
+    monkeypatch.setattr(btree, "SORT_FROM_RUNS", sort_from)
     rng = np.random.default_rng(37)
     for trial in range(40):
         low, high = [(-30, 30), (-(1 << 63), (1 << 63) - 1), (0, 3)][trial % 3]
