@@ -22,7 +22,6 @@ Only the standard library and the client are used here: this runs before anythin
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -104,11 +103,17 @@ def stats_digest(entries: Sequence[ColumnStatsEntry], params: Mapping[str, str] 
     return h.hexdigest()
 
 
-@functools.lru_cache(maxsize=64)
 def _digested_fields(cls: type) -> tuple[str, ...]:
     """The fields of a statistics class that stats_digest reads, by name (its values sorted by field name: the
     names are distinct), found once per class (a re-run digests every partition's statistics read back)."""
-    return tuple(sorted(f.name for f in fields(cls) if f.name not in _SKETCH_FIELDS))
+    names = _DIGESTED_FIELDS.get(cls)
+    if names is None:
+        names = _DIGESTED_FIELDS[cls] = tuple(sorted(f.name for f in fields(cls) if f.name not in _SKETCH_FIELDS))
+    return names
+
+
+#: _digested_fields of each statistics class seen (one entry a kind).
+_DIGESTED_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _canonical(value: object) -> object:

@@ -15,6 +15,11 @@
  *     after them; None when the entries are malformed (truncated, a varint over 10 bytes) or repeat a key, which
  *     from_bytes then decodes with numpy (its reference, which raises the errors or merges the repeats).
  * write_vulongs(values): unsigned LEB128 of each 8-byte unsigned value, concatenated (hll._write_vulongs).
+ * merge_sparse(maps, threshold): sparse maps (dicts key -> value, each in its insertion order) merged as
+ *     hll._merge_sparse's numpy code (its reference) merges them: each map's entries taken in Java HashMap
+ *     iteration order (stable by bucket (k ^ (k >> 16)) & (capacity - 1), capacity the least power of two from 16
+ *     holding the map at a load factor of 3/4), every key in the order of its first appearance with the largest
+ *     of its values and 0; None when more than `threshold` keys result (the merge turns dense).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -249,6 +254,88 @@ static PyObject *write_vulongs(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* merge_sparse(maps, threshold) -> dict | None: see the top of the file. */
+static PyObject *merge_sparse(PyObject *self, PyObject *args) {
+    PyObject *maps;
+    Py_ssize_t threshold;
+    if (!PyArg_ParseTuple(args, "O!n:merge_sparse", &PyList_Type, &maps, &threshold)) return NULL;
+    PyObject *result = PyDict_New();
+    if (result == NULL) return NULL;
+    Py_ssize_t cap_alloc = 0;
+    PyObject **keys = NULL, **values = NULL;
+    Py_ssize_t *bucket = NULL, *order = NULL, *counts = NULL;
+    for (Py_ssize_t m = 0; m < PyList_GET_SIZE(maps); m++) {
+        PyObject *map = PyList_GET_ITEM(maps, m);
+        if (!PyDict_Check(map)) {
+            PyErr_SetString(PyExc_TypeError, "merge_sparse: the maps must be dicts");
+            goto error;
+        }
+        Py_ssize_t n = PyDict_GET_SIZE(map);
+        if (n == 0) continue;
+        Py_ssize_t capacity = 16;
+        while (n > capacity * 3 / 4) capacity *= 2;
+        if (n > cap_alloc || capacity > cap_alloc) {
+            Py_ssize_t size = n > capacity ? n : capacity;
+            PyMem_Free(keys); PyMem_Free(values); PyMem_Free(bucket); PyMem_Free(order); PyMem_Free(counts);
+            keys = PyMem_Malloc(size * sizeof(PyObject *));
+            values = PyMem_Malloc(size * sizeof(PyObject *));
+            bucket = PyMem_Malloc(size * sizeof(Py_ssize_t));
+            order = PyMem_Malloc(size * sizeof(Py_ssize_t));
+            counts = PyMem_Malloc((size + 1) * sizeof(Py_ssize_t));
+            cap_alloc = size;
+            if (!keys || !values || !bucket || !order || !counts) {
+                PyErr_NoMemory();
+                goto error;
+            }
+        }
+        Py_ssize_t pos = 0, i = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(map, &pos, &k, &v)) {
+            long long key = PyLong_AsLongLong(k);
+            if (key == -1 && PyErr_Occurred()) goto error;
+            keys[i] = k;
+            values[i] = v;
+            bucket[i] = (Py_ssize_t)((key ^ (key >> 16)) & (long long)(capacity - 1));
+            i++;
+        }
+        /* a stable counting sort by bucket: Java's iteration order */
+        memset(counts, 0, (capacity + 1) * sizeof(Py_ssize_t));
+        for (i = 0; i < n; i++) counts[bucket[i] + 1]++;
+        for (Py_ssize_t b = 0; b < capacity; b++) counts[b + 1] += counts[b];
+        for (i = 0; i < n; i++) order[counts[bucket[i]]++] = i;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            PyObject *key = keys[order[j]];
+            long long value = PyLong_AsLongLong(values[order[j]]);
+            if (value == -1 && PyErr_Occurred()) goto error;
+            PyObject *held = PyDict_GetItemWithError(result, key);
+            long long best = 0;
+            if (held != NULL) {
+                best = PyLong_AsLongLong(held);
+                if (best == -1 && PyErr_Occurred()) goto error;
+            } else if (PyErr_Occurred()) {
+                goto error;
+            }
+            if (held == NULL || value > best) {
+                PyObject *now = PyLong_FromLongLong(value > best ? value : best);
+                if (now == NULL) goto error;
+                int failed = PyDict_SetItem(result, key, now);
+                Py_DECREF(now);
+                if (failed < 0) goto error;
+            }
+        }
+    }
+    PyMem_Free(keys); PyMem_Free(values); PyMem_Free(bucket); PyMem_Free(order); PyMem_Free(counts);
+    if (PyDict_GET_SIZE(result) > threshold) {
+        Py_DECREF(result);
+        Py_RETURN_NONE;
+    }
+    return result;
+error:
+    PyMem_Free(keys); PyMem_Free(values); PyMem_Free(bucket); PyMem_Free(order); PyMem_Free(counts);
+    Py_DECREF(result);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"add_dense", add_dense, METH_VARARGS,
      "add_dense(hashes, p, registers): Hive's dense HyperLogLog add of every 64-bit hash."},
@@ -258,6 +345,8 @@ static PyMethodDef methods[] = {
      "pack_registers(registers, width): the registers bit-packed as Hive packs a dense HyperLogLog."},
     {"read_sparse", read_sparse, METH_VARARGS,
      "read_sparse(buf, pos, count, qprime): a sparse HyperLogLog's entries as a dict and the end, or None."},
+    {"merge_sparse", merge_sparse, METH_VARARGS,
+     "merge_sparse(maps, threshold): sparse HyperLogLog maps merged in Java order, or None when it turns dense."},
     {"write_vulongs", write_vulongs, METH_VARARGS,
      "write_vulongs(values): unsigned LEB128 of each 8-byte unsigned value, concatenated."},
     {NULL, NULL, 0, NULL},

@@ -636,11 +636,24 @@ def merge_sketch_bytes(blobs: Sequence[bytes], parse: Callable[[bytes], HyperLog
     return merged.to_bytes()
 
 
-def _merge_sparse(sketches: Sequence[HyperLogLog], p: int) -> HyperLogLog | None:
+def _merge_sparse(sketches: Sequence[HyperLogLog], p: int, *, native: bool = True) -> HyperLogLog | None:
     """What merge_hlls gives for sparse ``sketches`` of one ``p`` when that stays sparse (None when it turns
     dense): merged one by one, each sketch's entries join in its Java order, a new key after every key already
     there, a known one keeping the larger value; so the merged map holds every key in the order of its first
     appearance in those sequences laid end to end, with its largest value."""
+    merge = _native_function("merge_sparse") if native else None
+    if merge is not None:
+        # the compiled loop of the numpy code below (its reference)
+        maps = []
+        for sketch in sketches:
+            assert sketch._sparse is not None and sketch.p == p
+            maps.append(sketch._sparse)
+        merged = HyperLogLog(p)
+        found = merge(maps, merged.switch_threshold)
+        if found is None:
+            return None
+        merged._sparse = found
+        return merged
     key_parts, value_parts = [], []
     for sketch in sketches:
         sparse = sketch._sparse

@@ -122,6 +122,20 @@ class DatabaseRepository:
         return db
 
 
+def default_database_exists(conn: sa.Connection) -> bool:
+    """Whether catalog `hive` (with its location) and database `default` exist: what ensure_default_database
+    would then leave as it is."""
+    catalog = conn.execute(
+        sa.select(CTLGS.c.NAME).where(CTLGS.c.NAME == DEFAULT_CATALOG, CTLGS.c.LOCATION_URI.is_not(None))
+    ).first()
+    if catalog is None:
+        return False
+    database = conn.execute(
+        sa.select(DBS.c.DB_ID).where(DBS.c.NAME == DEFAULT_DATABASE, DBS.c.CTLG_NAME == DEFAULT_CATALOG)
+    ).first()
+    return database is not None
+
+
 def ensure_default_database(conn: sa.Connection, warehouse: str) -> bool:
     """Create catalog `hive` and database `default` (located at the warehouse directory itself, qualified as
     `file:/...` for a local path, as Hive does) unless they exist; True when this call created the database.

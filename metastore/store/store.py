@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from metastore.errors import InvalidInput, MetastoreError, StoreUnavailable
 from metastore.store import migrate
 from metastore.store.column_stats import ServedEncoding, StatsRepository
-from metastore.store.databases import DatabaseRepository, ensure_default_database
+from metastore.store.databases import DatabaseRepository, default_database_exists, ensure_default_database
 from metastore.store.engine import SQLITE_BEGIN, autocommit_connection, create_engine
 from metastore.store.partitions import PartitionRepository
 from metastore.store.split_indexes import SplitIndexRepository
@@ -128,7 +128,12 @@ class Store:
 
     def ensure_default_database(self, warehouse: str) -> bool:
         """Create catalog `hive` and database `default` at the warehouse directory unless they exist; True
-        when this call created the database. Idempotent and safe when several workers start at once."""
+        when this call created the database. Idempotent and safe when several workers start at once. When both
+        exist (every open but the first) only a read checks it: no write lock is taken (an embedded client
+        opens a store for each ANALYZE)."""
+        with self.transaction(write=False) as uow:
+            if default_database_exists(uow.connection):
+                return False
         with self.transaction() as uow:
             return ensure_default_database(uow.connection, warehouse)
 

@@ -340,3 +340,35 @@ def test_compiled_varulongs_are_numpy_varulongs() -> None:
     assert hll._write_vulongs(values[:1]) == b"\x00"
     with pytest.raises(ValueError, match="8-byte"):
         _compiled.write_vulongs(b"\x00" * 12)
+
+
+@needs_native
+def test_compiled_sparse_merge_is_numpy_merge() -> None:
+    """hll._merge_sparse's compiled loop against its numpy code: the same entries in the same order (Java's
+    HashMap order of each map, first appearances, largest values) or None alike, for maps of every capacity, with
+    colliding buckets and repeated keys, and maps built in another order than Java's."""
+    rng = np.random.default_rng(11)
+    cases = [[HyperLogLog.from_bytes(b) for b in CASES[name]] for name in
+             ("sparse, union stays sparse", "sparse, overlapping keys", "sparse, union turns dense", "sparse, p=10")]
+    made = []
+    for n in (0, 1, 5, 12, 13, 24, 25, 200, 700):
+        s = HyperLogLog(14)
+        keys = rng.choice(1 << 20, size=n, replace=False)
+        # keys 65536 apart share a bucket: Java keeps them in insertion order within it
+        keys[: n // 3] = (keys[: n // 3] & 0xF) | (rng.integers(0, 16, n // 3) << 16)
+        s._sparse = dict(zip(np.unique(keys).tolist(), rng.integers(1, 50, np.unique(keys).size).tolist(),
+                             strict=True))
+        made.append(s)
+    cases += [made, made[::-1], made[3:] + made[:3]]
+    for sketches in cases:
+        for p in {s.p for s in sketches}:
+            same_p = [s for s in sketches if s.p == p and s._sparse is not None]
+            native = hll._merge_sparse(same_p, p)
+            numpy = hll._merge_sparse(same_p, p, native=False)
+            assert (native is None) == (numpy is None)
+            if native is not None and numpy is not None:
+                assert native._sparse is not None and numpy._sparse is not None
+                assert list(native._sparse.items()) == list(numpy._sparse.items())
+    assert any(hll._merge_sparse(c, c[0].p) is None for c in cases if len({s.p for s in c}) == 1)
+    with pytest.raises(TypeError):
+        _compiled.merge_sparse([{1: 2}, [3]], 100)

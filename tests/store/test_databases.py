@@ -21,6 +21,31 @@ def test_default_database_exists_once(store: Store) -> None:
     assert (default.owner_name, default.owner_type) == ("public", 2)
 
 
+def test_default_database_present_is_checked_without_writing(store: Store) -> None:
+    """Every open of an embedded client ensures `default`: when it and its catalog exist a read finds so and
+    nothing is written; a catalog that lost its location still gets it back (the write path)."""
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_args) -> None:
+        statements.append(statement.split()[0].upper())
+
+    sa.event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        assert store.ensure_default_database("/elsewhere") is False
+        assert "SELECT" in statements and set(statements) <= {"BEGIN", "SELECT"}, statements  # (SQLite: a deferred BEGIN)
+        with store.transaction() as uow:
+            uow.connection.execute(sa.text('UPDATE "CTLGS" SET "LOCATION_URI" = NULL'))
+        statements.clear()
+        assert store.ensure_default_database("/elsewhere") is False
+        assert "UPDATE" in statements, statements
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", seen)
+    with store.read() as uow:
+        location = uow.connection.execute(sa.text('SELECT "LOCATION_URI" FROM "CTLGS"')).scalar_one()
+        assert uow.databases.get("default").location_uri == "file:/warehouse"
+    assert location == "file:/elsewhere"
+
+
 def test_create_get_round_trip(store: Store) -> None:
     db = Database(
         name="Sales",
