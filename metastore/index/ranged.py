@@ -18,8 +18,8 @@ the COMPRESS_PROBE_EVERY - 1 leaves after it: a worker leaves the leaves whose p
 and this process compresses them when their probe says so). When a range holds a key with several stripes,
 leaves are cut by bytes from the part's first leaf on (btree._leaf_bounds), which no range can know alone:
 the build then drops what it wrote this way and write_tree writes the part (write_ranged returns None), as it
-does when the kernels are not built, for parts below RANGE_MIN_PAIRS pairs, on one CPU, and without a usable
-SHARED_DIR.
+does when the kernels are not built, for parts below RANGE_MIN_PAIRS pairs, on one CPU, without a usable
+SHARED_DIR, and where processes cannot be forked.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def write_ranged(writer: IndexFileWriter, files: Sequence[FileValues]) -> dict[s
 
     workers = worker_count(WORKERS)
     directory = _usable_directory()
-    if total < RANGE_MIN_PAIRS or workers < 2 or directory is None:
+    if total < RANGE_MIN_PAIRS or workers < 2 or directory is None or not _can_fork():
         return None
     ranges = min(MAX_RANGES, max(2 * workers, -(-total // RANGE_PAIRS)))
     splitters = splitters_of(runs, ranges)
@@ -187,6 +187,14 @@ def write_ranged(writer: IndexFileWriter, files: Sequence[FileValues]) -> dict[s
             if r not in taken and future.done() and not future.cancelled() and future.exception() is None:
                 future.result().discard()
         _remove_prefixed(directory, prefix)
+
+
+def _can_fork() -> bool:
+    """Whether worker_pool forks its processes (they see the runs, _JOB, without copies); elsewhere (spawned
+    processes) this process writes the tree."""
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _remove_prefixed(directory: str, prefix: str) -> None:

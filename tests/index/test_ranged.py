@@ -194,6 +194,11 @@ def test_below_the_minimum_or_on_one_cpu_write_tree_writes(tmp_path: Path, range
     monkeypatch.setattr(ranged, "WORKERS", 2)
     monkeypatch.setattr(ranged, "SHARED_DIR", str(tmp_path / "missing"))
     _check(tmp_path, _files(np.unique(rng.integers(0, 1 << 50, 5000)), rng), applies=False)
+    monkeypatch.undo()
+    monkeypatch.setattr(ranged, "RANGE_MIN_PAIRS", 2000)
+    # a platform whose processes are spawned, not forked (not this one): they would not see the runs
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    _check(tmp_path, _files(np.unique(rng.integers(0, 1 << 50, 5000)), rng), applies=False)
 
 
 def test_killed_workers_leave_the_tree_to_this_process(tmp_path: Path, ranges: None,
