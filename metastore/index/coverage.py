@@ -13,6 +13,7 @@ import struct
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -260,10 +261,16 @@ class Coverage:
 
     def find(self, path: str) -> int | None:
         """The index of a file by path (None when not covered)."""
+        return self._positions.get(path)
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        # the first file of each path, made once per opened index (a split filter asks for every data file:
+        # a scan of the files each time made a call quadratic in them)
+        out: dict[str, int] = {}
         for i, f in enumerate(self.files):
-            if f.path == path:
-                return i
-        return None
+            out.setdefault(f.path, i)
+        return out
 
     # ------------------------------------------------------------------ storage
 

@@ -17,6 +17,7 @@ no rows and is dropped.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -65,7 +66,7 @@ class PartCache:
         """The reader of an index file; IndexFileCorrupt when it is missing, of the wrong size or malformed.
         Local files are reopened when their mtime changes; part files on object stores are never rewritten
         (every build writes new names), so their readers are kept by location and size."""
-        path = local_path(location)
+        path = _local_file(location)
         stamp: tuple[int, int]
         if path is not None:
             try:
@@ -94,6 +95,14 @@ class PartCache:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _local_file(location: str) -> str | None:
+    """The local path of an index file's location (None on object stores), kept per location: a split filter
+    checks every part it opens, and a STRIPE-level index has a part per data file."""
+    path = local_path(location)
+    return None if path is None else str(path)
 
 
 #: the process's cache (the server's workers and the shell each have one)
@@ -126,9 +135,10 @@ class _CallCache:
         return hit
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def normal_path(path: str) -> str:
     """A data file location as index records keep it (qualified: `/x` and `file:///x` are `file:/x`, `s3a://`
-    is `s3://`)."""
+    is `s3://`). Kept per path (a pure function of the text), since every split filter asks for each split's."""
     try:
         return qualified_path(path)
     except MetastoreError:
@@ -221,6 +231,7 @@ def filter_splits(
     warnings = _Warnings()
     wanted = {leaf.column for leaf in leaves(bound)}
     usable: list[IndexRecord] = []
+    ctypes: list[ColumnType] = []  # the recorded type of each usable index, parsed once a call
     for record in indexes:
         if record.column not in wanted:
             continue
@@ -231,7 +242,8 @@ def filter_splits(
             continue
         current = columns.get(record.column)
         try:
-            recorded = column_type(record.column_type, record.column).hive
+            ctype = column_type(record.column_type, record.column)
+            recorded = ctype.hive
         except Exception as exc:  # noqa: BLE001 - an unreadable record keeps the splits, never fails the call
             warnings.add(f"index {record.name} records the type {record.column_type!r} of {record.column}, which "
                          f"cannot be used ({exc}); it is not used")
@@ -243,6 +255,7 @@ def filter_splits(
             )
             continue
         usable.append(record)
+        ctypes.append(ctype)
     counts = {i: [0, 0] for i in range(len(usable))}
     if isinstance(bound, Truth):
         kept = tuple(range(len(splits))) if bound.value else ()
@@ -259,7 +272,8 @@ def filter_splits(
     for path, positions in by_file.items():
         try:
             kept_here, judged, stripes = _judge_file(
-                path, positions, splits, bound, usable, file_maps, identity, opened, warnings, part_answers, options
+                path, positions, splits, bound, usable, ctypes, file_maps, identity, opened, warnings, part_answers,
+                options,
             )
         except Exception as exc:  # noqa: BLE001 - whatever goes wrong with one file keeps its splits
             warnings.add(f"{path}: the indexes could not judge it ({type(exc).__name__}: {exc}); its splits are kept")
@@ -276,8 +290,8 @@ def filter_splits(
 
 def _judge_file(
     path: str, positions: list[int], splits: Sequence[Split], bound: Bound, usable: Sequence[IndexRecord],
-    file_maps: Sequence[dict[str, tuple[IndexPart, DataFile]]], identity: Callable[[str], DataFile | None],
-    cache: _CallCache, warnings: _Warnings, part_answers: dict[tuple[int, str, Bound], np.ndarray | None],
+    ctypes: Sequence[ColumnType], file_maps: Sequence[dict[str, tuple[IndexPart, DataFile]]],
+    identity: Callable[[str], DataFile | None], cache: _CallCache, warnings: _Warnings, part_answers: dict[tuple[int, str, Bound], np.ndarray | None],
     options: StorageOptions | None,
 ) -> tuple[list[int], dict[int, tuple[int, int]], tuple[tuple[StripeSpan, ...], np.ndarray] | None]:
     """Judge the splits of one data file: the positions to keep, per index (considered, kept) and the file's
@@ -287,7 +301,7 @@ def _judge_file(
         now: DataFile | None = DataFile(path, first.file_size, first.file_mtime_ns)
     else:
         now = identity(path)
-    known = _known_indexes(path, now, usable, file_maps, cache, warnings, options)
+    known = _known_indexes(path, now, usable, ctypes, file_maps, cache, warnings, options)
     if not known:
         return list(positions), {}, None
     spans = tuple(known[0].part.coverage.stripes[s] for s in known[0].stripe_ids)
@@ -318,7 +332,7 @@ def _judge_file(
     may = _evaluate(bound, answers, n)
     overlaps = [np.fromiter((s.overlaps(splits[p].start, splits[p].length) for s in spans), dtype=bool, count=n)
                 for p in positions]
-    kept = [p for p, overlap in zip(positions, overlaps, strict=True) if np.any(overlap & may)]
+    kept = [p for p, overlap in zip(positions, overlaps, strict=True) if (overlap & may).any()]
     judged: dict[int, tuple[int, int]] = {}
     for k in known:
 
@@ -326,12 +340,12 @@ def _judge_file(
             return answers(leaf, only=only)
 
         alone = _evaluate(bound, alone_answers, n)
-        judged[k.position] = (len(positions), sum(1 for overlap in overlaps if np.any(overlap & alone)))
+        judged[k.position] = (len(positions), sum(1 for overlap in overlaps if (overlap & alone).any()))
     return kept, judged, (spans, may)
 
 
 def _known_indexes(
-    path: str, now: DataFile | None, usable: Sequence[IndexRecord],
+    path: str, now: DataFile | None, usable: Sequence[IndexRecord], ctypes: Sequence[ColumnType],
     file_maps: Sequence[dict[str, tuple[IndexPart, DataFile]]], cache: _CallCache, warnings: _Warnings,
     options: StorageOptions | None = None,
 ) -> list[_Known]:
@@ -353,7 +367,7 @@ def _known_indexes(
             continue
         try:
             reader = cache.open(part.location, part.size, kind=record.kind.value, column=record.column,
-                                ctype=column_type(record.column_type, record.column), options=options)
+                                ctype=ctypes[position], options=options)
         except IndexFileCorrupt as exc:
             warnings.add(f"index {record.name}: {exc}; its splits are kept")
             continue

@@ -492,3 +492,18 @@ def test_blocks_compressed_through_a_reused_context_read_back(
         size = writer.finish({})
     reader = container.IndexFileReader(str(tmp_path / "f.idx"), size)
     assert [reader.block(r) for r in refs] == blocks
+
+
+def test_coverage_finds_each_file_by_path_and_the_first_of_a_repeated_one() -> None:
+    """Coverage.find (asked for every data file of a split filter call) answers from a map made once: every
+    covered path gives its own position, a repeated path its first, anything else None; stripes_of agrees."""
+    from metastore.index.coverage import Coverage, StripeSpan
+
+    paths = [f"file:/t/part-{i:05d}.orc" for i in range(300)] + ["file:/t/part-00007.orc"]
+    files = tuple(DataFile(p, 1000 + i, 5) for i, p in enumerate(paths))
+    spans = tuple(StripeSpan(i, 3, 10, 1) for i in range(len(files)))
+    coverage = Coverage(files, tuple(range(len(files))), spans)
+    assert [coverage.find(p) for p in paths[:300]] == list(range(300))
+    assert coverage.find("file:/t/part-00007.orc") == 7
+    assert coverage.find("file:/t/elsewhere.orc") is None and coverage.find("/t/part-00001.orc") is None
+    assert coverage.stripes_of(coverage.find(paths[42]) or 0) == range(42, 43)
