@@ -7,6 +7,7 @@ converted to and from them at the edges, one function each.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -147,8 +148,10 @@ _KIND_BY_TYPE = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
 def kind_for_type(hive_type: str) -> StatsKind | None:
-    """The statistics kind of a Hive column type (e.g. 'varchar(10)' → STRING); None for complex types."""
+    """The statistics kind of a Hive column type (e.g. 'varchar(10)' → STRING); None for complex types. Kept
+    per type text (a re-run checks every cached partial's kind against its column's)."""
     m = _TYPE_HEAD.match(hive_type)
     if not m:
         return None

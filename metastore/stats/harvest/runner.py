@@ -476,18 +476,12 @@ def cached_partials(
                 check_sketch(partial.sketch)  # (sketches parsed are kept for the run's merges, in a parsed_sketches scope)
         except ValueError:
             continue
-        if partial.kind is not _kind_of(spec.hive_type) or partial.rows != rows or not 0 <= partial.num_nulls <= rows:
+        if partial.kind is not hive_kind(spec.hive_type) or partial.rows != rows or not 0 <= partial.num_nulls <= rows:
             continue
         if partial.missing & required:
             continue
         found[spec.name] = _trim(partial, options)
     return info, found
-
-
-@functools.lru_cache(maxsize=256)
-def _kind_of(hive_type: str) -> StatsKind:
-    """hive_kind, once per type (a re-run checks each cached partial's kind against its column's)."""
-    return hive_kind(hive_type)
 
 
 @functools.lru_cache(maxsize=64)
