@@ -260,7 +260,8 @@ class _TargetMerge:
             assert ready is not None
             for name in self.names:
                 self.accumulators[name].add(ready.columns[name])
-            self.files.append(replace(ready, columns={}))
+            # without its partials and per-phase times (nothing reads a Spark file's phases): ~0.2 KB a file
+            self.files.append(replace(ready, columns={}, phases={}))
             self.next += 1
             merged += 1
         if merged and self.finished:
@@ -468,8 +469,13 @@ def harvest_targets(
         _log.info("%d unit(s) of %d file(s) in %d task(s), %d job(s), for %d core(s); %d file(s) split into pieces",
                   len(units), len({(u.target, u.file) for u in units}), len(tasks), len(jobs), cores,
                   len({(u.target, u.file) for u in units if u.pieces > 1}))
-        for job in jobs:
-            for row in _run_job(session, job):
+        # the plans live on as the jobs' pickles only (the units and plans, ~0.3 KB a file, are let go), and each
+        # job's pickles until it has run
+        units.clear()
+        del tasks
+        jobs.reverse()
+        while jobs:
+            for row in _run_job(session, jobs.pop()):
                 merge.add(*row)
         merge.flush()
     _log.info("at most %d result(s) held on the driver at once; %d repeated result(s) dropped", merge.peak_held,
@@ -604,18 +610,49 @@ _RESULT_FIELDS = ("target", "file", "piece", "pieces", "task", "result", "error"
 def _run_job(spark: Any, job: list[tuple[int, bytes]]) -> Iterator[tuple[Any, ...]]:
     """Run a job's tasks on executors, exactly one Spark task each, and yield their result rows as they reach
     the driver (in completion order, not after the whole job)."""
-    results = run_plans(spark, [payload for _, payload in job], harvest_task, RESULT_SCHEMA)
+    results = run_plans(_results_session(spark), [payload for _, payload in job], harvest_task, RESULT_SCHEMA)
     if getattr(results, "_jdf", None) is None:
         # Spark Connect: the client iterates Arrow batches as the server streams them
         for row in results.toLocalIterator():
             yield tuple(row[name] for name in _RESULT_FIELDS)
         return
     for batch in _classic_arrow_batches(results):
-        # row by row: a task's batch holds up to _MAX_UNITS_PER_TASK results, and only the one being merged
-        # becomes Python objects (its pickled piece), not all of them at once
+        # row by row: only the row being merged becomes Python objects (its pickled piece); the batch is let go
+        # before the next one is read, so that two are never held at once
         columns = [batch.column(name) for name in _RESULT_FIELDS]
-        for row in range(batch.num_rows):
+        rows = batch.num_rows
+        del batch
+        for row in range(rows):
             yield tuple(column[row].as_py() for column in columns)
+        del columns
+
+
+#: Rows in one Arrow batch of results the driver receives (spark.sql.execution.arrow.maxRecordsPerBatch of the
+#: results' session): Spark re-batches what tasks yield, and a batch is read whole (its body is one buffer read
+#: into the driver's heap), so a batch of a task's 32 results (32 pickled FilePieces, ~80 KB each for a file of
+#: a few thousand rows, MBs for a large one) would set the driver's peak. One row a batch costs a few hundred
+#: bytes of framing per file.
+_RESULT_ROWS_PER_BATCH = 1
+
+
+def _results_session(spark: Any) -> Any:
+    """The session a job's results are collected through: on a classic session a clone of ``spark`` (its SQL
+    configuration, temporary views and functions as they are now; same SparkContext) whose Arrow batches hold
+    _RESULT_ROWS_PER_BATCH rows. The setting is the clone's alone: setting it on ``spark`` for the job would reach
+    every query other threads run on that session meanwhile (a toPandas of one row a batch), and where the
+    collect reads it (in the JVM's serving thread, once Python connects) is not under our control. Spark
+    Connect (no JVM session here; its server sends batches of at most 4 MiB) and a clone that cannot be made
+    (the clone is a Spark-internal method) use ``spark`` itself, with its batches."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return spark
+    try:
+        clone = type(spark)(spark.sparkContext, jsession.cloneSession())
+        clone.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(_RESULT_ROWS_PER_BATCH))
+    except Exception as exc:  # noqa: BLE001 - a private API of Spark's: results arrive in larger batches
+        _log.debug("no session of one-row result batches (%s): results arrive in Spark's batches", exc)
+        return spark
+    return clone
 
 
 def _classic_arrow_batches(df: Any) -> Iterator[Any]:

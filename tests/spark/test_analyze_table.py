@@ -383,6 +383,40 @@ def test_driver_memory_is_flat_in_the_number_of_files(spark, tmp_path: Path,
     assert peaks[4 * few] - peaks[few] < extra / 4, (peaks, extra)
 
 
+def test_results_reach_the_driver_one_row_a_batch(spark) -> None:
+    """Spark re-batches what tasks yield (up to spark.sql.execution.arrow.maxRecordsPerBatch rows), and the driver
+    reads a batch whole: a task's 32 results of ~80 KB each were one 2.6 MB batch in the driver's heap. Results
+    are collected through a clone of the session whose batches hold one row; the user's session keeps its own
+    setting, and its other runtime settings reach the clone."""
+    from metastore.spark.analyze import _classic_arrow_batches, _results_session
+    from metastore.spark.tasks import run_plans
+
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+    def five(payload: bytes):
+        import pyarrow as pa
+
+        for n in range(5):
+            yield pa.RecordBatch.from_pylist([{"plan": payload.decode(), "n": n}],
+                                             schema=pa.schema([("plan", pa.string()), ("n", pa.int32())]))
+
+    shuffle = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "7")
+    try:
+        own = _results_session(spark)
+        assert own is not spark and own.sparkContext is spark.sparkContext
+        assert own.conf.get(key) == "1" and spark.conf.get(key) == "10000"
+        assert own.conf.get("spark.sql.shuffle.partitions") == "7"
+        batches = [b.to_pylist() for b in _classic_arrow_batches(run_plans(own, [b"a", b"b"], five, "plan string, n int"))]
+        assert [len(b) for b in batches] == [1] * 10
+        assert sorted((r["plan"], r["n"]) for b in batches for r in b) == [(p, n) for p in "ab" for n in range(5)]
+        # the user's session, as results were collected before: one batch a task
+        theirs = _classic_arrow_batches(run_plans(spark, [b"a", b"b"], five, "plan string, n int"))
+        assert sorted(b.num_rows for b in theirs) == [5, 5]
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", shuffle)
+
+
 def test_a_small_rerun_is_read_on_the_driver_and_equals_the_shell(spark, data: Path, tmp_path: Path,
                                                                   caplog: pytest.LogCaptureFixture) -> None:
     """A re-ANALYZE that reuses most files from the cache and has little left to read reads it in the driver's
