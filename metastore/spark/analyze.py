@@ -219,12 +219,12 @@ def _open_cache(option: str | None, client: Any, table: Table) -> Any:
 @dataclass
 class _FileSlot:
     """A file of a target not merged yet: pieces received so far, the columns the cache had, the finished result
-    while an earlier file of the target is still out."""
+    while an earlier file of the target is still out (packed: see _pack)."""
 
     pieces: dict[int, FilePiece] = field(default_factory=dict)
     tasks: set[int] = field(default_factory=set)  # tasks its pieces came from (for the log)
     have: dict[str, ColumnPartial] = field(default_factory=dict)
-    done: FileAnalysis | None = None
+    done: FileAnalysis | bytes | None = None
 
 
 class _TargetMerge:
@@ -253,10 +253,11 @@ class _TargetMerge:
         """Record a file's result and merge every file now next in order; returns how many were merged."""
         slot = self.slot(index)
         assert slot is not None, "a merged file completed again"  # callers drop results of merged files
-        slot.done = analysis
+        slot.done = analysis if index == self.next else _pack(analysis)
         merged = 0
         while self.next in self.slots and self.slots[self.next].done is not None:
-            ready = self.slots.pop(self.next).done
+            done = self.slots.pop(self.next).done
+            ready = _unpack(done) if isinstance(done, bytes) else done
             assert ready is not None
             for name in self.names:
                 self.accumulators[name].add(ready.columns[name])
@@ -280,6 +281,22 @@ class _TargetMerge:
     @property
     def finished(self) -> bool:
         return self.next == len(self.target.files)
+
+
+def _pack(analysis: FileAnalysis) -> bytes:
+    """A finished file's result while it waits for an earlier file of its target, compressed: its sketches (Hive's
+    sparse bytes, whose negative deltas take ten bytes each) shrink to ~60 % (82 KB to 50 KB for a file of 2,000
+    rows), for ~0.75 ms; files of a partition that straddles two tasks wait for the earlier task (up to a task's
+    32 files). Unpacked (~0.65 ms) when its turn comes: the same FileAnalysis."""
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=1).compress(pickle.dumps(analysis, pickle.HIGHEST_PROTOCOL))
+
+
+def _unpack(packed: bytes) -> FileAnalysis:
+    import zstandard
+
+    return cast(FileAnalysis, pickle.loads(zstandard.ZstdDecompressor().decompress(packed)))
 
 
 class _ResultMerge:
@@ -430,6 +447,7 @@ def harvest_targets(
     every: dict[str, FilePartials] | None = None
     if lookup_many is not None and len(targets) > 1:
         every = lookup_many({t.name: t.files for t in targets if t.files})
+    every_column = tuple(range(len(specs)))
     for ti, target in enumerate(targets):
         if every is not None:
             stored = every
@@ -448,7 +466,8 @@ def harvest_targets(
                 merge.partly_cached(ti, fi, have)
             if ref.version:
                 merge.versions[ref.url] = ref.version
-            todo = tuple(i for i, s in enumerate(specs) if s.name not in have)
+            # one tuple shared by every file the cache has nothing of (~0.1 KB a file otherwise)
+            todo = every_column if not have else tuple(i for i, s in enumerate(specs) if s.name not in have)
             # only a scan is worth splitting: basic statistics read each footer once
             pieces = math.ceil(ref.size / split_bytes) if specs and ref.size > split_bytes else 1
             units.extend(Unit(ti, fi, ref.url, ref.size, ref.mtime_ns, k, pieces, todo, ref.version)
