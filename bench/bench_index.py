@@ -13,6 +13,8 @@ string, 20 values in no order. It is generated once into ``--data`` and reused. 
    file read) against ``CREATE INDEX ... USING btree | bloom | minmax`` on the same column, each a whole
    ``metastore sql`` command, in ``--runs`` rounds whose order alternates; the ratio is of the statements' own
    times (as each command reports it), with the whole commands' wall and CPU (command and its workers) beside.
+   ``--kinds`` narrows the index kinds; ``--compare DIR`` runs every build a second time with another checkout's
+   code (first on PYTHONPATH), interleaved, for before/after numbers in one run.
 2. size: every index against the column's compressed size (its PRESENT/DATA/LENGTH/DICTIONARY streams in every
    stripe; row index and ORC bloom filter streams not counted).
 3. split-filter latency: ``metastore.index.filter_splits`` with one index at a time, for ``=``, ``IN`` (10
@@ -150,13 +152,17 @@ def metastore_cmd() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "metastore.cli"]
 
 
-def sql(work: Path, statements: str, *extra: str) -> tuple[float, float, str]:
-    """A whole `metastore sql` command: (wall s, CPU s of the command and its children, output)."""
+def sql(work: Path, statements: str, *extra: str, code: Path | None = None) -> tuple[float, float, str]:
+    """A whole `metastore sql` command: (wall s, CPU s of the command and its children, output); ``code``: a
+    checkout whose metastore package the command runs (first on PYTHONPATH) instead of the installed one."""
+    env = None
+    if code is not None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(code), os.environ.get("PYTHONPATH")) if p)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run(
         [*metastore_cmd(), "sql", "--db", f"sqlite:///{work / 'ms.db'}", "--warehouse", str(work / "warehouse"),
-         *extra, "-e", statements], capture_output=True, text=True, cwd=work, timeout=3600)
+         *extra, "-e", statements], capture_output=True, text=True, cwd=work, timeout=3600, env=env)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
@@ -176,7 +182,10 @@ def statement_seconds(output: str) -> float:
 # ------------------------------------------------------------------------------------------------ 1. build
 
 
-def build_rounds(work: Path, columns: list[str], runs: int) -> dict[str, Any]:
+def build_rounds(work: Path, columns: list[str], runs: int, kinds: tuple[str, ...] = KINDS,
+                 compare: Path | None = None) -> dict[str, Any]:
+    """``compare``: every build also run with that checkout's code (``other:`` results), right after or before
+    this code's (alternating by round), ANALYZE with this code only."""
     results: dict[str, list[dict[str, float]]] = {}
 
     def analyze(col: str) -> None:
@@ -185,14 +194,23 @@ def build_rounds(work: Path, columns: list[str], runs: int) -> dict[str, Any]:
         log(f"  ANALYZE {col}: {statement_seconds(out):.2f} s (command {wall:.1f} s wall, {cpu:.1f} s CPU) "
             f"load {load()}")
 
-    def build(col: str, kind: str, keep: bool) -> None:
+    def build_with(col: str, kind: str, keep: bool, code: Path | None) -> None:
         name = f"ix_{col}_{kind}"
-        wall, cpu, out = sql(work, f"CREATE INDEX {name} USING {kind} ON bench.t ({col});")
-        results.setdefault(f"{col}:{kind}", []).append({"s": statement_seconds(out), "wall": wall, "cpu": cpu})
-        log(f"  {kind.upper()} {col}: {statement_seconds(out):.2f} s (command {wall:.1f} s wall, {cpu:.1f} s CPU) "
-            f"load {load()}")
+        label = "" if code is None else "other:"
+        wall, cpu, out = sql(work, f"CREATE INDEX {name} USING {kind} ON bench.t ({col});", code=code)
+        results.setdefault(f"{label}{col}:{kind}", []).append({"s": statement_seconds(out), "wall": wall, "cpu": cpu})
+        log(f"  {kind.upper()} {col}{' (' + str(code) + ')' if code else ''}: {statement_seconds(out):.2f} s "
+            f"(command {wall:.1f} s wall, {cpu:.1f} s CPU) load {load()}")
         if not keep:
             sql(work, f"DROP INDEX {name};")
+
+    def build(col: str, kind: str, keep: bool, r: int) -> None:
+        if compare is None:
+            build_with(col, kind, keep, None)
+            return
+        order = [None, compare] if r % 2 == 0 else [compare, None]
+        for j, code in enumerate(order):
+            build_with(col, kind, keep and j == 1, code)
 
     for r in range(runs):
         last = r == runs - 1
@@ -200,11 +218,11 @@ def build_rounds(work: Path, columns: list[str], runs: int) -> dict[str, Any]:
         for col in columns:
             if r % 2 == 0:
                 analyze(col)
-                for kind in KINDS:
-                    build(col, kind, last)
+                for kind in kinds:
+                    build(col, kind, last, r)
             else:
-                for kind in reversed(KINDS):
-                    build(col, kind, last)
+                for kind in reversed(kinds):
+                    build(col, kind, last, r)
                 analyze(col)
     return results
 
@@ -497,6 +515,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lookups", type=int, default=30, help="warm split-filter calls per query (default 30)")
     parser.add_argument("--cold-runs", type=int, default=3, help="fresh-process calls per query (default 3)")
     parser.add_argument("--columns", default="id,ts,country", help="columns to build indexes on (default all)")
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help="index kinds section 1 builds (default btree,bloom,minmax); the later sections use "
+                             "the indexes it keeps")
+    parser.add_argument("--compare", type=Path,
+                        help="section 1: also run every build with this checkout's code (put first on PYTHONPATH), "
+                             "interleaved with this code's (order alternating by round), as other:col:kind")
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "bench-index-data",
                         help="where the generated table is kept between runs")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
@@ -515,6 +539,9 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    if not set(kinds) <= set(KINDS):
+        parser.error(f"--kinds: choose from {', '.join(KINDS)}")
     log(f"bench_index: {args.rows:,} rows, {args.files} files, stripe size {args.stripe_size}; load {load()}")
     args.data.mkdir(parents=True, exist_ok=True)
     table = generate(args.data, args.rows, args.files, args.stripe_size)
@@ -544,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"country string) STORED AS ORC LOCATION '{table}';")
         if not reuse and 1 in sections:
             log("1. build time: ANALYZE of the column against CREATE INDEX")
-            results["build"] = build_rounds(work, columns, args.runs)
+            results["build"] = build_rounds(work, columns, args.runs, kinds, args.compare)
         elif not reuse:
             for col in columns:
                 for kind in KINDS:

@@ -15,7 +15,10 @@ generated once into ``DIR``. Measured side by side:
    and in a fresh process whose whole tree (driver, JVM, Python workers) is pinned to one CPU with ``taskset``, so
    that "one core" is one CPU against the two of step 2;
 5. driver memory: the Python heap's peak (tracemalloc, driver only; executors are other processes) of
-   ``analyze_table`` over a table of ``--rows / 10`` rows in 40 files and the same rows in 40 × 25 files.
+   ``analyze_table`` over a table of ``--rows / 10`` rows in 40 files, and the same rows in 40 × 5 and 40 × 25
+   files. Flat means the peak stops growing with the files: the driver holds each partition's merged result
+   (O(partitions)) and one task's batch of results (at most _MAX_UNITS_PER_TASK files), so 1,000 files peak
+   where 200 do.
 
 Steps 1–3 run in ``--runs`` interleaved rounds and keep their best time. ``--write-md`` replaces the "ANALYZE on
 Spark" section of BENCHMARKS.md.
@@ -174,16 +177,17 @@ def driver_peak(spark, url: str) -> tuple[float, float, int]:
 
 
 def small_table(spark, data: Path, rows: int, partitions: int, files_per_partition: int) -> Path:
-    """bench_analyze's table at ``rows`` rows written as ``files_per_partition`` files per partition."""
+    """bench_analyze's table at ``rows`` rows written as ``files_per_partition`` files per partition (``ds`` is
+    ``id % partitions``, so the files of a partition are cut by ``id div partitions``, which takes every value)."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    table = data / f"orders_{rows}_{partitions}_x{files_per_partition}"
+    table = data / f"orders_{rows}_{partitions}_files{files_per_partition}"
     marker = table / "_GENERATED"
     if marker.exists():
         return table
     shutil.rmtree(table, ignore_errors=True)
     df = spark.sql(_GENERATE_SQL.format(rows=rows, partitions=partitions))
-    (df.repartition(partitions * files_per_partition, "ds", F.expr(f"id % {files_per_partition}"))
+    (df.repartition(partitions * files_per_partition, "ds", F.expr(f"(id div {partitions}) % {files_per_partition}"))
      .write.partitionBy("ds").option("compression", "zstd").orc(str(table)))
     marker.write_text(f"rows={rows} partitions={partitions} files={files_per_partition}\n")
     return table
@@ -245,11 +249,14 @@ def main(argv: list[str] | None = None) -> int:
         spark.sql("DROP TABLE IF EXISTS bench_orders")
         small_rows = max(args.rows // 10, 100_000)
         few = small_table(spark, args.data, small_rows, 40, 1)
-        many = small_table(spark, args.data, small_rows, 40, 25)
+        many = small_table(spark, args.data, small_rows, 40, 5)
+        most = small_table(spark, args.data, small_rows, 40, 25)
         few_url, many_url = make_metastore(work, "few", few), make_metastore(work, "many", many)
+        most_url = make_metastore(work, "most", most)
         driver_peak(spark, few_url)  # the first run allocates what later ones reuse
         few_peak, few_jvm, few_files = driver_peak(spark, few_url)
         many_peak, many_jvm, many_files = driver_peak(spark, many_url)
+        most_peak, most_jvm, most_files = driver_peak(spark, most_url)
     finally:
         spark.stop()
 
@@ -292,9 +299,12 @@ def main(argv: list[str] | None = None) -> int:
         f"≥ 1.7×: {scaling:.2f}× ({verdict(scaling >= 1.7)}) with local[1] in this process{pinned}; re-ANALYZE ≤ 5 % of full: {incremental:.1%} "
         f"of the best (warm) full run ({verdict(incremental <= 0.05)}), {incremental_cold:.1%} of the process's first "
         f"(cold) full run, {full_first:.2f} s ({verdict(incremental_cold <= 0.05)}); driver memory flat in the number of files: Python heap peak "
-        f"{few_peak:.1f} MiB for {few_files} files, {many_peak:.1f} MiB for {many_files} files of the same "
-        f"{small_rows:,} rows; JVM heap peak {few_jvm:.0f} MiB and {many_jvm:.0f} MiB (local mode: the executors "
-        f"run in that JVM) ({verdict(many_peak <= 1.25 * few_peak + 1)})."
+        f"{few_peak:.1f} MiB for {few_files} files, {many_peak:.1f} MiB for {many_files}, {most_peak:.1f} MiB for "
+        f"{most_files} files of the same {small_rows:,} rows ({verdict(most_peak <= 1.25 * many_peak + 1)}: "
+        f"{most_files / many_files:.0f}× the files, {most_peak / many_peak:.2f}× the peak; "
+        f"{many_files / few_files:.0f}× from {few_files} files: {many_peak / few_peak:.2f}×, where each task's "
+        f"batch of results grows to its cap of files); JVM heap peak {few_jvm:.0f}, {many_jvm:.0f} and "
+        f"{most_jvm:.0f} MiB (local mode: the executors run in that JVM)."
     )
     print()
     print("\n".join(lines))

@@ -93,7 +93,7 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     keep = np.empty(len(ordered), dtype=bool)
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
+    return ordered if keep.all() else ordered[keep]  # a unique column's stripe: no compacting copy
 
 
 def scan_column(

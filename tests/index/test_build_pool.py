@@ -293,17 +293,23 @@ def test_packed_values_unpack_to_the_same_stripes() -> None:
         "wrap": file_of(arr(big.max - 1, big.max), arr(big.min, big.min + 3)),
         "descending": file_of(arr(10, 11), arr(3, 4)),  # differences wrap to ~2**64: sent as they are
         "wide": file_of(arr(0, 1 << 40)),
+        # one difference above 32 bits among small ones (the span alone does not tell): sent as they are
+        "one wide": file_of(arr(0, 1), arr(2, 3 + (1 << 32))),
+        # every difference the largest four bytes hold: the span at its bound, still packed
+        "edge": file_of(arr(-(1 << 33), -(1 << 33) + 0xFFFFFFFF), arr(-(1 << 33) + 2 * 0xFFFFFFFF)),
         "one": file_of(arr(7)),
         "empty": file_of(arr(), arr()),
     }
     for name, values in cases.items():
         packed = values.packed()
-        if name in ("descending", "wide", "one", "empty"):
+        if name in ("descending", "wide", "one wide", "one", "empty"):
             assert packed is values, name
             continue
         assert packed.gaps is not None and all(len(s.distinct) == 0 for s in packed.stripes), name
-        if name != "wrap":
+        if name not in ("wrap", "edge"):
             assert packed.gaps[1].dtype == name, name
+        if name == "edge":
+            assert packed.gaps[1].dtype == np.uint32, name
         unpacked = packed.unpacked()
         assert unpacked.merged is None and unpacked.gaps is None
         assert unpacked.distinct_counts() == values.distinct_counts() == packed.distinct_counts()
