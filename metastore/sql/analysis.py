@@ -355,7 +355,7 @@ def persist_outcomes(
     from metastore.sql.fingerprints import (
         FINGERPRINT_KEY,
         fingerprint,
-        inputs_digest,
+        inputs_digests,
         stats_digest,
         table_inputs_digest,
     )
@@ -369,7 +369,7 @@ def persist_outcomes(
                         for c in columns if c.name in o.columns]
         for o in write
     }
-    inputs = {o.target.name: inputs_digest(o.target.files, columns, histograms) for o in done} if columns else {}
+    inputs = inputs_digests({o.target.name: o.target.files for o in done}, columns, histograms) if columns else {}
 
     def stamp(params: dict[str, str], o: TargetOutcome) -> dict[str, str]:
         if columns:

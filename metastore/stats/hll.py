@@ -277,6 +277,14 @@ class HyperLogLog:
             room = threshold - len(sparse)
             if first.size > room:
                 cut = int(np.sort(first)[room]) + 1
+                if not (ranks[:cut] == 65).any():
+                    # The map overflows within this slice, so the sketch ends dense: every register is then the
+                    # largest rank of its hashes, whichever way they came (a sparse entry's value is the rank of its
+                    # hashes, its key's low p bits the register), so the whole slice goes to the registers at once
+                    # instead of through the map first. Not when a hash before the overflow ranks 65: the map
+                    # stores that rank as 1 (above), as Hive does, and the registers would not.
+                    self._switch_to_dense()
+                    return h
         self._sparse_update(keys[:cut], values[:cut])
         if cut < h.size or len(sparse) > threshold:
             self._switch_to_dense()

@@ -212,3 +212,22 @@ def test_unpartitioned_table(client: RecordingClient, tmp_path: Path) -> None:
     third = session.one("ANALYZE TABLE db.flat COMPUTE STATISTICS FOR ALL COLUMNS")
     assert "unchanged" not in (third.message or "") and third.rows[0][1] == 1500
     assert client.take() == ["parameters flat", "statistics flat"]
+
+
+def test_inputs_digests_are_each_targets_inputs_digest_as_recorded_before() -> None:
+    # A run's digests (the columns' part made once for every target) are those inputs_digest gives each target,
+    # and the values fingerprints already stored hold (computed by the code before inputs_digests existed).
+    from metastore.catalog import FieldSchema
+    from metastore.sql.fingerprints import inputs_digest, inputs_digests
+    from metastore.storage import FileRef
+
+    columns = [FieldSchema(name="id", type="bigint"), FieldSchema(name="Price", type="decimal(14, 6)")]
+    files = {
+        "ds=b": [FileRef("file:/w/t/ds=b/f2.orc", 20, 7, "v1"), FileRef("file:/w/t/ds=b/f1.orc", 10, 5, "")],
+        "ds=c": [],
+    }
+    for histograms in (False, True):
+        digests = inputs_digests(files, columns, histograms)
+        assert digests == {name: inputs_digest(refs, columns, histograms) for name, refs in files.items()}
+    assert inputs_digests(files, columns, True)["ds=b"] == "319e4b4bbfea37bf8510c464dd16f501"
+    assert inputs_digests(files, columns, False)["ds=c"] == "7ccae2fd64a9948e5a2c50f8c8773b6c"

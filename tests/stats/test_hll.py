@@ -343,3 +343,56 @@ def test_few_distinct_values_dropped_before_the_sort_give_the_same_bytes(distinc
     assert fast.encoding == reference.encoding == "sparse"
     assert np.array_equal(fast.registers(), reference.registers())
     assert fast.estimate() == reference.estimate()
+
+
+def _hive_registers(hashes: list[int], p: int) -> np.ndarray:
+    """Hive's HyperLogLog.add(hash) one hash at a time, registers only: a sparse map of 25-bit keys (a rank of 65
+    stored as 1) until it holds more than the switch threshold of a bit-packed sketch, then the registers."""
+    m = 1 << p
+    threshold = (m * 6 // 8) // 5
+    sparse: dict[int, int] | None = {}
+    registers = [0] * m
+
+    def rank(h: int) -> int:
+        rest = h >> p
+        return 65 if rest == 0 else (rest & -rest).bit_length()
+
+    for h in hashes:
+        if sparse is not None:
+            key, value = h & ((1 << 25) - 1), rank(h)
+            value = 1 if value == 65 else value
+            sparse[key] = max(sparse.get(key, 0), value)
+            if len(sparse) > threshold:
+                for k, v in sparse.items():
+                    registers[k & (m - 1)] = max(registers[k & (m - 1)], v)
+                sparse = None
+            continue
+        registers[h & (m - 1)] = max(registers[h & (m - 1)], rank(h))
+    assert sparse is None, "the hashes must turn the sketch dense"
+    return np.array(registers, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("rank_65", [None, 0, 2_000, 2_457, 2_458, 2_600])
+@pytest.mark.parametrize("distinct", [2_458, 2_500, 9_000])
+def test_a_slice_that_overflows_the_sparse_map_gives_hives_registers(distinct: int, rank_65: int | None) -> None:
+    # A slice in which the sparse map overflows goes to the registers whole (not through the map first) unless a
+    # hash before the overflow ranks 65 (its bits above p all zero), which the map stores as 1: either way the
+    # registers are those of Hive's adds one by one (an independent model here), and the bytes those of dense.
+    p = 14
+    rng = np.random.default_rng(distinct)
+    hashes = [int(h) for h in rng.integers(1 << p, 1 << 63, distinct, dtype=np.int64)]
+    if rank_65 is not None:
+        hashes.insert(rank_65, 1 << 13 | 5)  # register 8197, rank 65 (stored as 1 while sparse)
+    expected = _hive_registers(hashes, p)
+    whole = HyperLogLog(p)
+    whole.add_hashes(np.array(hashes, dtype=np.uint64))
+    assert whole.encoding == "dense"
+    assert np.array_equal(whole.registers(), expected)
+    late = HyperLogLog(p)  # the map already holds entries when the overflowing slice arrives
+    late.add_hashes(np.array(hashes[:1_000], dtype=np.uint64))
+    late.add_hashes(np.array(hashes[1_000:], dtype=np.uint64))
+    assert np.array_equal(late.registers(), expected)
+    dense = HyperLogLog(p, dense=True)
+    dense._dense = expected.copy()
+    dense._max_register = int(expected.max())
+    assert late.to_bytes() == dense.to_bytes()
