@@ -319,7 +319,7 @@ def _range_task(index: int, token: str) -> RangeLeaves:
     blocks[:, 2] = table[:, 2]
     every = btree.COMPRESS_PROBE_EVERY
     first_probe = -(-first_leaf // every) * every
-    view = memoryview(out)
+    view = memoryview(out)  # type: ignore[arg-type]  # numpy arrays export the buffer protocol
     pieces: list[bytes | memoryview] = []
     raw_from = 0  # the first byte of out not yet in pieces
     decision: bool | None = None
