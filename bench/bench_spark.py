@@ -1,6 +1,7 @@
 """ANALYZE on Spark: Spark's own ANALYZE TABLE against metastore.spark.analyze_table on the same Spark session.
 
     python bench/bench_spark.py [--rows 20000000] [--partitions 40] [--runs 2] [--data DIR] [--write-md]
+                                [--reanalyze-only]
 
 The table is bench_analyze.py's (ten columns of mixed types, ORC zstd, written by Spark, partitioned by ``ds``),
 generated once into ``DIR``. Measured side by side:
@@ -20,8 +21,8 @@ generated once into ``DIR``. Measured side by side:
    (O(partitions)) and one task's batch of results (at most _MAX_UNITS_PER_TASK files), so 1,000 files peak
    where 200 do.
 
-Steps 1–3 run in ``--runs`` interleaved rounds and keep their best time. ``--write-md`` replaces the "ANALYZE on
-Spark" section of BENCHMARKS.md.
+Steps 1–3 run in ``--runs`` interleaved rounds and keep their best time; ``--reanalyze-only`` runs steps 2–3 alone
+(no Spark ANALYZE) and prints their ratio. ``--write-md`` replaces the "ANALYZE on Spark" section of BENCHMARKS.md.
 """
 
 from __future__ import annotations
