@@ -1,6 +1,7 @@
 """ANALYZE on Spark: Spark's own ANALYZE TABLE against metastore.spark.analyze_table on the same Spark session.
 
     python bench/bench_spark.py [--rows 20000000] [--partitions 40] [--runs 2] [--data DIR] [--write-md]
+                                [--reanalyze-only]
 
 The table is bench_analyze.py's (ten columns of mixed types, ORC zstd, written by Spark, partitioned by ``ds``),
 generated once into ``DIR``. Measured side by side:
@@ -20,8 +21,8 @@ generated once into ``DIR``. Measured side by side:
    (O(partitions)) and one task's batch of results (at most _MAX_UNITS_PER_TASK files), so 1,000 files peak
    where 200 do.
 
-Steps 1–3 run in ``--runs`` interleaved rounds and keep their best time. ``--write-md`` replaces the "ANALYZE on
-Spark" section of BENCHMARKS.md.
+Steps 1–3 run in ``--runs`` interleaved rounds and keep their best time; ``--reanalyze-only`` runs steps 2–3 alone
+(no Spark ANALYZE) and prints their ratio. ``--write-md`` replaces the "ANALYZE on Spark" section of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -212,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path,
                         default=Path(platformdirs.user_cache_dir("metastore", appauthor=False)) / "bench-analyze")
     parser.add_argument("--write-md", action="store_true", help=f"write the '{SECTION}' section of BENCHMARKS.md")
+    parser.add_argument("--reanalyze-only", action="store_true",
+                        help="steps 2-3 only (full run and re-ANALYZE after one partition changed; no Spark ANALYZE, "
+                        "no one-core or memory runs): their ratio, quickly")
     parser.add_argument("--one-core", metavar="URL", help=argparse.SUPPRESS)  # the pinned run's child process
     args = parser.parse_args(argv)
     if args.one_core:
@@ -234,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         spark_best = full_best = inc_best = full_first = float("inf")
         for round_ in range(args.runs):
             print(f"round {round_ + 1}: load average {load_average()}", flush=True)
-            spark_best = min(spark_best, spark_analyze(spark))
+            if not args.reanalyze_only:
+                spark_best = min(spark_best, spark_analyze(spark))
             seconds, full = ours(spark, url, None, "ours on Spark, 2 cores")
             full_best = min(full_best, seconds)
             if round_ == 0:
@@ -247,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
             assert len(read) == 1 and read[0][5] == 1, inc.rows
             inc_best = min(inc_best, seconds)
         spark.sql("DROP TABLE IF EXISTS bench_orders")
+        if args.reanalyze_only:
+            print(f"best full {full_best:.3f} s (first {full_first:.3f} s), best re-ANALYZE {inc_best:.3f} s = "
+                  f"{inc_best / full_best:.1%} of the best full run; load average {load_average()}", flush=True)
+            shutil.rmtree(work, ignore_errors=True)
+            return 0
         small_rows = max(args.rows // 10, 100_000)
         few = small_table(spark, args.data, small_rows, 40, 1)
         many = small_table(spark, args.data, small_rows, 40, 5)
