@@ -142,6 +142,24 @@ def _write_all(fd: int, buffers: Sequence[bytes | memoryview]) -> None:
                 written = 0
 
 
+def pwrite_all(fd: int, buffers: Sequence[bytes | memoryview], offset: int) -> None:
+    """Write the buffers one after the other into the file ``fd`` from ``offset`` on (os.pwritev, resumed after
+    partial writes; the descriptor's own position is not used)."""
+    pending = [memoryview(b) for b in buffers if len(b)]
+    while pending:
+        written = os.pwritev(fd, pending[:_IOV_MAX], offset)
+        if written <= 0:
+            raise OSError(f"no bytes written at offset {offset}")
+        offset += written
+        while written and pending:
+            if written >= len(pending[0]):
+                written -= len(pending[0])
+                pending.pop(0)
+            else:
+                pending[0] = pending[0][written:]
+                written = 0
+
+
 @dataclass(frozen=True)
 class StagedFile:
     """An index file of ``size`` bytes written in full under the name ``temporary`` beside ``path``
@@ -247,6 +265,24 @@ class IndexFileWriter:
         self._offset += length
         self._wrote(length)
         return start
+
+    def hand_over(self) -> tuple[str, int]:
+        """Where other processes may write the next blocks themselves (os.pwrite into the file under this
+        temporary name, which is published only by finish): the name and the offset of the next block. adopt()
+        then takes what they wrote; truncate() drops it."""
+        self._file.flush()
+        return str(self._tmp), self._offset
+
+    def adopt(self, end: int) -> None:
+        """Take the bytes up to ``end`` as written (by other processes, after hand_over): the next block goes
+        there."""
+        if end < self._offset:
+            raise ValueError(f"cannot adopt the bytes of {self.path} up to {end}: {self._offset} written already")
+        self._file.flush()
+        self._file.seek(end)
+        size = end - self._offset
+        self._offset = end
+        self._wrote(size)
 
     def truncate(self, offset: int) -> None:
         """Drop every byte written from ``offset`` on (a writer that started blocks it will write otherwise)."""

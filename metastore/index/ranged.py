@@ -1,32 +1,37 @@
-"""A large int64 part's B+tree leaves made in forked worker processes, one key range each: the bytes write_tree
-writes, without the table-wide merge and the leaf encoding in this process.
+"""A large int64 part's B+tree leaves made in forked worker processes, one key range each, and written by them
+straight into the index file: the bytes write_tree writes, without the table-wide merge, the leaf encoding or a
+copy of the leaves in this process.
 
 write_tree over a part's postings merges every file's sorted run (100 runs, 50 M keys: 1-3 s of this
 process's CPU even in two threads), then encodes, checksums and writes every leaf here (400 MB of fresh
 memory). Here the keys are cut into RANGE_PAIRS-sized key ranges at splitters sampled from the runs (each run
 split where a splitter would go, so equal keys always share a range); workers forked after the runs are in
-memory (they see them without copying) merge one range each, encode and pack its leaves, and leave them in a
-file in shared memory (/dev/shm); this process copies each range's leaves into the index file with sendfile,
-in key order, while the workers make the next ranges, then writes the inner nodes above them
-(linked.link_leaves).
+memory (they see them without copying) sort one range each and encode and checksum its leaves in one pass (the
+kernels' encode_range), then, in key order, each writes its range's leaves into the index file being written
+(its temporary name: nothing is published before the parent's finish) at the offset where the ranges before it
+ended. The order is kept by a turn in shared memory (_Turn): the worker of range r waits until range r - 1 is
+written, takes the end offset, the compression decision in force and the keys left over (fewer than a leaf),
+makes the leaf straddling the two ranges from them, writes, and hands the turn on. This process then writes
+the inner nodes above the leaves (linked.link_leaves).
 
 The bytes are write_tree's: when every key has one stripe (a unique column: the case that needs this), leaves
 hold btree.single_step() keys counted from the part's first key, so a range's worker knows its leaves from its
-first key's position in the part (the keys of the runs below its splitter). The leaves that straddle two ranges
-are sent back as keys and made here; so are the compression decisions that cross ranges (a probe leaf decides
-the COMPRESS_PROBE_EVERY - 1 leaves after it: a worker leaves the leaves whose probe is not its own uncompressed,
-and this process compresses them when their probe says so). When a range holds a key with several stripes,
-leaves are cut by bytes from the part's first leaf on (btree._leaf_bounds), which no range can know alone:
-the build then drops what it wrote this way and write_tree writes the part (write_ranged returns None), as it
-does when the kernels are not built, for parts below RANGE_MIN_PAIRS pairs, on one CPU, without a usable
-SHARED_DIR, and where processes cannot be forked.
+first key's position in the part (the keys of the runs below its splitter). Compression decisions cross ranges
+(a probe leaf decides the COMPRESS_PROBE_EVERY - 1 leaves after it): a range's leaves before its first probe are
+made raw and compressed at its turn when the decision handed on says so. When a range holds a key with several
+stripes, leaves are cut by bytes from the part's first leaf on (btree._leaf_bounds), which no range can know
+alone: the build then drops what was written this way and write_tree writes the part (write_ranged returns
+None), as it does when the kernels are not built, for parts below RANGE_MIN_PAIRS pairs, on one CPU, and where
+processes cannot be forked.
 """
 
 from __future__ import annotations
 
+import mmap
+import multiprocessing
 import os
-import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
@@ -36,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from metastore.index import btree, kernels
-from metastore.index.container import FORMAT_VERSION, IndexFileWriter, _write_all, pack_block
+from metastore.index.container import FORMAT_VERSION, IndexFileWriter, PackedBlock, pack_block, pwrite_all
 from metastore.index.coverage import FileValues
 
 #: parts of fewer (key, stripe) pairs are written by write_tree in this process
@@ -46,18 +51,65 @@ RANGE_PAIRS = 1 << 22
 MAX_RANGES = 256
 #: processes making ranges (None: one per CPU); one CPU: write_tree in this process
 WORKERS: int | None = None
-#: where workers leave a range's packed leaves (a tmpfs); the same names as build.py's shared runs, so a build
-#: killed meanwhile has its files swept by the next one
-SHARED_DIR: str | None = "/dev/shm"
 #: sample keys taken from each run to place the splitters
 SAMPLE_PER_RUN = 256
+#: how long a worker sleeps between looks at the turn (seconds)
+TURN_POLL = 0.0005
+
+
+class _Turn:
+    """What the workers of one build share (an anonymous shared mapping made before the fork, and a lock): whose
+    turn it is to write (a range number), where the leaves written so far end in the index file, whether the
+    build gave up (a range holds a repeated key, or this process stopped it), the compression decision in force
+    (of the last probe written), the next leaf's number and the keys and ids left over after the last leaf
+    written (fewer than a leaf). Only the worker whose turn it is writes them, the turn last."""
+
+    _FIELDS = 8  # turn, end, gave_up, decision, next_leaf, carried, unused, unused
+
+    def __init__(self, start: int, step: int) -> None:
+        self.step = step
+        self.map = mmap.mmap(-1, 8 * self._FIELDS + 12 * step + 8)
+        self.state = np.frombuffer(self.map, dtype=np.int64, count=self._FIELDS)
+        self.keys = np.frombuffer(self.map, dtype=np.int64, count=step, offset=8 * self._FIELDS)
+        self.ids = np.frombuffer(self.map, dtype=np.uint32, count=step, offset=8 * self._FIELDS + 8 * step)
+        self.lock = multiprocessing.get_context("fork").Lock()
+        self.state[:] = (0, start, 0, 1, 0, 0, 0, 0)
+
+    @property
+    def gave_up(self) -> bool:
+        return bool(self.state[2])
+
+    def give_up(self) -> None:
+        self.state[2] = 1  # read without the lock: a flag that only ever goes from 0 to 1
+
+    def wait(self, index: int, parent: int) -> bool:
+        """Wait until it is range ``index``'s turn; False when the build gave up (or its process is gone)."""
+        while True:
+            if self.gave_up or os.getppid() != parent:
+                return False
+            if self.lock.acquire(timeout=0.1):
+                try:
+                    if int(self.state[0]) == index:
+                        return True
+                finally:
+                    self.lock.release()
+            time.sleep(TURN_POLL)
+
+    def hand_on(self, index: int, end: int, decision: bool, next_leaf: int, keys: np.ndarray,
+                ids: np.ndarray) -> None:
+        with self.lock:
+            n = len(keys)
+            self.keys[:n] = keys
+            self.ids[:n] = ids
+            self.state[1], self.state[3], self.state[4], self.state[5] = end, int(decision), next_leaf, n
+            self.state[0] = index + 1
 
 
 @dataclass(frozen=True)
 class _Job:
     """What the forked workers read (module global _JOB, inherited at the fork): the runs as
     btree.int_runs gives them, the splitters, the part's key count and leaf size, whether every stripe id fits
-    16 bits, and where to leave the leaves."""
+    16 bits, the index file's temporary name, the turn, and the build's process."""
 
     runs: list[np.ndarray]
     ids: list[np.ndarray | None]
@@ -67,8 +119,9 @@ class _Job:
     step: int
     all16: bool
     id_bits: int
-    directory: str
-    prefix: str
+    target: str
+    turn: _Turn
+    parent: int
     token: str
 
 
@@ -78,34 +131,18 @@ _JOB_LOCK = threading.Lock()
 
 @dataclass
 class RangeLeaves:
-    """One range's work: its first pair's position in the part (``start``) and its pairs (``size``); when
-    ``repeated`` a key holds several stripes (nothing else is set). Else the leaves wholly inside the range,
-    from leaf number ``first_leaf``, packed one after the other in the file ``path`` (per leaf: stored length,
-    raw length, CRC-32, codec in ``blocks``; first key; key count), the first ``undecided`` of them stored raw
-    because their probe leaf is not in the range; ``decision``: whether the leaves after the range's last probe
-    are compressed (None: no probe in the range); ``head``/``tail``: the range's keys and ids before its first
-    leaf and after its last (all of them when no leaf is inside)."""
+    """What a range's worker wrote: the leaves from number ``first_leaf`` (the one straddling the range before,
+    if any, then the range's own), per leaf its reference in the index file (offset, stored length, raw length,
+    CRC-32, codec: ``table``), first key and key count; ``end``: where the leaves written so far end. When
+    ``repeated`` a key holds several stripes, or the build gave up before this range's turn: nothing written."""
 
     index: int
-    start: int
-    size: int
     repeated: bool = False
     first_leaf: int = 0
-    path: str | None = None
-    blocks: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int64))
+    end: int = 0
+    table: np.ndarray = field(default_factory=lambda: np.zeros((0, 5), dtype=np.int64))
     firsts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    undecided: int = 0
-    decision: bool | None = None
-    head: tuple[np.ndarray, np.ndarray] | None = None
-    tail: tuple[np.ndarray, np.ndarray] | None = None
-
-    def discard(self) -> None:
-        if self.path is not None:
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
 
 
 def splitters_of(runs: Sequence[np.ndarray], ranges: int) -> np.ndarray:
@@ -121,17 +158,10 @@ def splitters_of(runs: Sequence[np.ndarray], ranges: int) -> np.ndarray:
     return splitters[splitters > sample[0]].astype(np.int64)
 
 
-def _usable_directory() -> str | None:
-    directory = SHARED_DIR
-    if directory is None or not os.path.isdir(directory) or not os.access(directory, os.W_OK):
-        return None
-    return directory
-
-
 def write_ranged(writer: IndexFileWriter, files: Sequence[FileValues]) -> dict[str, Any] | None:
-    """write_tree(writer, postings_of(files)) for int64 files, the same bytes, its leaves made in worker
-    processes by key range; None (nothing written) when it does not apply (see the module's doc), and then the
-    caller writes the tree itself."""
+    """write_tree(writer, postings_of(files)) for int64 files, the same bytes, its leaves made and written in
+    worker processes by key range; None (nothing written) when it does not apply (see the module's doc), and
+    then the caller writes the tree itself."""
     compiled = kernels.native()
     if compiled is None or writer.version != FORMAT_VERSION:
         return None
@@ -140,8 +170,7 @@ def write_ranged(writer: IndexFileWriter, files: Sequence[FileValues]) -> dict[s
     from metastore.stats.harvest.runner import worker_count, worker_pool
 
     workers = worker_count(WORKERS)
-    directory = _usable_directory()
-    if total < RANGE_MIN_PAIRS or workers < 2 or directory is None or not _can_fork():
+    if total < RANGE_MIN_PAIRS or workers < 2 or not _can_fork():
         return None
     ranges = min(MAX_RANGES, max(2 * workers, -(-total // RANGE_PAIRS)))
     splitters = splitters_of(runs, ranges)
@@ -149,15 +178,14 @@ def write_ranged(writer: IndexFileWriter, files: Sequence[FileValues]) -> dict[s
         return None
     stripes = sum(len(f.stripes) for f in files)
     global _JOB
-    # this build's own names (build.py's sweep still finds the pid): what a killed worker left is removed below
     token = os.urandom(6).hex()
-    prefix = f"metastore-index-{os.getpid()}-ranged{token}-"
-    job = _Job(runs, run_ids, bases, splitters, total, btree.single_step(), stripes <= 0x10000,
-               max(1, (stripes - 1).bit_length()), directory, prefix, token)
-    mark = writer.offset
+    target, mark = writer.hand_over()
+    step = btree.single_step()
+    turn = _Turn(mark, step)
+    job = _Job(runs, run_ids, bases, splitters, total, step, stripes <= 0x10000,
+               max(1, (stripes - 1).bit_length()), target, turn, os.getpid(), token)
     pool = worker_pool(workers)
     futures: list[Future[RangeLeaves]] = []
-    taken: set[int] = set()
     try:
         # builds in other threads (a server's) set _JOB too: the pool's processes fork at the first submission,
         # so the job stays this build's until they have; each task checks it got this build's (token)
@@ -165,49 +193,29 @@ def write_ranged(writer: IndexFileWriter, files: Sequence[FileValues]) -> dict[s
             _JOB = job
             futures = [pool.submit(_range_task, r, token) for r in range(len(splitters) + 1)]
             _JOB = None
-        assembler = _Assembler(writer, compiled, job)
-        for r, future in enumerate(futures):
+        collector = _Collector(writer, job)
+        for future in futures:
             result = future.result()
-            taken.add(r)
-            try:
-                if result.repeated:
-                    writer.truncate(mark)
-                    return None
-                assembler.add(result)
-            finally:
-                result.discard()
-        return assembler.finish()
+            if result.repeated:
+                break
+            collector.add(result)
+        else:
+            pool.shutdown(wait=True)
+            return collector.finish()
     except (BrokenProcessPool, OSError):
-        # a worker died or shared memory ran out: this process writes the tree (what it wrote dropped)
-        writer.truncate(mark)
-        return None
+        pass  # a worker died or the file could not be written: this process writes the tree
     finally:
+        turn.give_up()  # workers still waiting for their turn (a repeated key, or this build failed) stop
         pool.shutdown(wait=True, cancel_futures=True)
-        for r, future in enumerate(futures):
-            if r not in taken and future.done() and not future.cancelled() and future.exception() is None:
-                future.result().discard()
-        _remove_prefixed(directory, prefix)
+    # every worker gone (none writes any more): what they wrote is dropped
+    writer.truncate(mark)
+    return None
 
 
 def _can_fork() -> bool:
     """Whether worker_pool forks its processes (they see the runs, _JOB, without copies); elsewhere (spawned
     processes) this process writes the tree."""
-    import multiprocessing
-
     return "fork" in multiprocessing.get_all_start_methods()
-
-
-def _remove_prefixed(directory: str, prefix: str) -> None:
-    """Remove the files of one build's ranges left in ``directory`` (by workers killed while writing them)."""
-    try:
-        names = [n for n in os.listdir(directory) if n.startswith(prefix)]
-    except OSError:
-        return
-    for name in names:
-        try:
-            os.unlink(os.path.join(directory, name))
-        except OSError:
-            pass
 
 
 #: keys a bucket of sort_pairs holds, about (a bucket's sort stays in the processor's cache)
@@ -265,10 +273,11 @@ def sort_pairs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarr
 
 
 def _range_task(index: int, token: str) -> RangeLeaves:
-    """In a forked worker: range ``index`` of _JOB (the build ``token`` names) sorted and cut into leaves
-    (RangeLeaves). The kernels' encode_range takes the sorted buckets (or merge_runs's output where they do not
-    fit) straight to the range's raw leaves with their CRCs, in one buffer; the leaves compressed (the probes, and
-    those their probe says) are packed here and take their place when the leaves are written out."""
+    """In a forked worker: range ``index`` of _JOB (the build ``token`` names) sorted and cut into leaves, which
+    are written into the index file at its turn (_write_in_turn). The kernels' encode_range takes the sorted
+    buckets (or merge_runs's output where they do not fit) straight to the range's raw leaves with their CRCs,
+    in one buffer; the leaves compressed (the probes, and those their probe says) are packed here and take
+    their place when the leaves are written."""
     job = _JOB
     compiled = kernels.native()
     if job is None or job.token != token or compiled is None:
@@ -285,8 +294,6 @@ def _range_task(index: int, token: str) -> RangeLeaves:
         slices.append(run[a:b])
         id_slices.append(None if ids is None else ids[a:b])
     size = sum(len(s) for s in slices)
-    if size == 0:
-        return RangeLeaves(index, start, 0, head=(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32)))
     step, end = job.step, start + size
     first_leaf = -(-start // step)
     last = first_leaf  # leaves first_leaf..last-1 lie wholly inside the range
@@ -300,32 +307,31 @@ def _range_task(index: int, token: str) -> RangeLeaves:
     tail = (np.empty(size - lead - inside, dtype=np.int64), np.empty(size - lead - inside, dtype=np.uint32))
     out = _buffer("out", leaves * 14 + inside * 12, np.uint8)
     table = _buffer("table", leaves * 5, np.int64).reshape(leaves, 5)
-    fixed = (lead, leaves, step, last_size, job.all16, out, table, head[0], head[1], tail[0], tail[1])
-    got = _sorted_buckets(compiled, slices, id_slices, job.bases, job.id_bits, size, True)
-    if got is None:
-        keys = _buffer("keys", size, np.int64)
-        ids32 = _buffer("ids", size, np.uint32)
-        compiled.merge_runs(slices, id_slices, list(job.bases), keys, ids32)
-        repeats = compiled.encode_range(None, None, 0, 0, 0, keys, ids32, *fixed)
-    else:
-        packed, starts, low_key, shift = got
-        repeats = compiled.encode_range(packed, starts, low_key, shift, job.id_bits, None, None, *fixed)
-    if repeats:
-        return RangeLeaves(index, start, size, repeated=True)
-    if leaves == 0:
-        return RangeLeaves(index, start, size, head=head)
+    if size:
+        fixed = (lead, leaves, step, last_size, job.all16, out, table, head[0], head[1], tail[0], tail[1])
+        got = _sorted_buckets(compiled, slices, id_slices, job.bases, job.id_bits, size, True)
+        if got is None:
+            keys = _buffer("keys", size, np.int64)
+            ids32 = _buffer("ids", size, np.uint32)
+            compiled.merge_runs(slices, id_slices, list(job.bases), keys, ids32)
+            repeats = compiled.encode_range(None, None, 0, 0, 0, keys, ids32, *fixed)
+        else:
+            packed, starts, low_key, shift = got
+            repeats = compiled.encode_range(packed, starts, low_key, shift, job.id_bits, None, None, *fixed)
+        if repeats:
+            job.turn.give_up()
+            return RangeLeaves(index, repeated=True)
+    # stored length, raw length, CRC, codec of each own leaf: raw unless packed below
     blocks = np.zeros((leaves, 4), dtype=np.int64)
     blocks[:, 0] = blocks[:, 1] = table[:, 1]
     blocks[:, 2] = table[:, 2]
     every = btree.COMPRESS_PROBE_EVERY
     first_probe = -(-first_leaf // every) * every
     view = memoryview(out)  # type: ignore[arg-type]  # numpy arrays export the buffer protocol
-    pieces: list[bytes | memoryview] = []
-    raw_from = 0  # the first byte of out not yet in pieces
+    packed_leaves: dict[int, PackedBlock] = {}  # own leaf number (from 0) -> its block when compressed
     decision: bool | None = None
     for probe in range(first_probe, last, every):
-        run_end = min(probe + every, last)
-        for leaf in range(probe, run_end):
+        for leaf in range(probe, min(probe + every, last)):
             if leaf > probe and not decision:
                 break
             i = leaf - first_leaf
@@ -334,121 +340,115 @@ def _range_task(index: int, token: str) -> RangeLeaves:
             if leaf == probe:
                 decision = btree.compress_after_probe(block)
             if block[3]:
-                pieces.append(view[raw_from:at])
-                pieces.append(block[0])
-                raw_from = at + length
-                blocks[i] = (len(block[0]), block[1], block[2], block[3])
-    pieces.append(view[raw_from : int(table[-1, 0] + table[-1, 1])])
-    fd, path = tempfile.mkstemp(dir=job.directory, prefix=job.prefix)
+                packed_leaves[i] = block
+    return _write_in_turn(job, compiled, index, first_leaf, head, tail, view, table, blocks, packed_leaves,
+                          max(0, min(first_probe, last) - first_leaf), decision)
+
+
+def _write_in_turn(job: _Job, compiled: Any, index: int, first_leaf: int, head: tuple[np.ndarray, np.ndarray],
+                   tail: tuple[np.ndarray, np.ndarray], view: memoryview, table: np.ndarray, blocks: np.ndarray,
+                   packed_leaves: dict[int, PackedBlock], undecided: int, decision: bool | None) -> RangeLeaves:
+    """At range ``index``'s turn: the leaf straddling the range before it (from the keys it left and this range's
+    ``head``), the range's own leaves (``view``, ``table``, ``blocks``; those in ``packed_leaves`` compressed,
+    the first ``undecided`` compressed now when the decision in force says so) written into the index file
+    where the leaves before end; the turn handed on with this range's ``tail`` left over."""
+    turn = job.turn
+    if not turn.wait(index, job.parent):
+        return RangeLeaves(index, repeated=True)
+    end, in_force, next_leaf, carried = (int(v) for v in (turn.state[1], turn.state[3], turn.state[4],
+                                                          turn.state[5]))
+    compress = bool(in_force)
+    keys = np.concatenate([turn.keys[:carried], head[0]])
+    ids = np.concatenate([turn.ids[:carried], head[1]])
+    pieces: list[bytes | memoryview] = []
+    made: list[tuple[int, int, int, int, int]] = []  # straddling leaves: offset, stored, raw, crc, codec
+    made_firsts: list[int] = []
+    made_counts: list[int] = []
+    at = end
+    written_from = next_leaf
+    while len(keys) and len(keys) >= min((next_leaf + 1) * job.step, job.total) - next_leaf * job.step:
+        n = min((next_leaf + 1) * job.step, job.total) - next_leaf * job.step
+        small = job.all16 or int(ids[:n].max()) <= 0xFFFF
+        data = compiled.encode_int_leaf(keys, ids, None, 0, n, 0, n, small)
+        if next_leaf % btree.COMPRESS_PROBE_EVERY == 0:
+            block = pack_block(data, compress=True)
+            compress = btree.compress_after_probe(block)
+        else:
+            block = pack_block(data, compress=compress)
+        pieces.append(block[0])
+        made.append((at, len(block[0]), block[1], block[2], block[3]))
+        made_firsts.append(int(keys[0]))
+        made_counts.append(n)
+        at += len(block[0])
+        next_leaf += 1
+        keys, ids = keys[n:], ids[n:]
+    own = len(table)
+    if own:
+        if len(keys) or next_leaf != first_leaf:
+            raise AssertionError(f"range {index}'s leaves do not follow the leaves written before")
+        if undecided and compress:
+            # raw leaves whose probe (in a range before) says compress
+            for i in range(undecided):
+                a, length = int(table[i, 0]), int(table[i, 1])
+                block = pack_block(view[a : a + length], compress=True)
+                if block[3]:
+                    packed_leaves[i] = block
+        raw_from = 0
+        for i in sorted(packed_leaves):
+            stored, raw_length, crc, codec = packed_leaves[i]
+            a = int(table[i, 0])
+            pieces.append(view[raw_from:a])
+            pieces.append(stored)
+            raw_from = a + raw_length
+            blocks[i] = (len(stored), raw_length, crc, codec)
+        pieces.append(view[raw_from : int(table[-1, 0] + table[-1, 1])])
+        if decision is not None:
+            compress = decision
+        next_leaf += own
+        keys, ids = tail
+    offsets = at + np.cumsum(blocks[:, 0]) - blocks[:, 0]
+    total = sum(len(p) for p in pieces)
+    fd = os.open(job.target, os.O_WRONLY)
     try:
-        try:
-            _write_all(fd, pieces)
-        finally:
-            os.close(fd)
-    except BaseException:
-        os.unlink(path)
-        raise
+        pwrite_all(fd, pieces, end)
+    finally:
+        os.close(fd)
+    turn.hand_on(index, end + total, compress, next_leaf, keys, ids)
+    made_table = np.asarray(made, dtype=np.int64).reshape(-1, 5)
     return RangeLeaves(
-        index, start, size, first_leaf=first_leaf, path=path, blocks=blocks,
-        firsts=table[:, 3].copy(), counts=table[:, 4].copy(),
-        undecided=max(0, min(first_probe, last) - first_leaf), decision=decision, head=head, tail=tail,
+        index, first_leaf=written_from, end=end + total,
+        table=np.concatenate([made_table, np.column_stack([offsets, blocks])]) if own else made_table,
+        firsts=np.concatenate([np.asarray(made_firsts, dtype=np.int64), table[:, 3]]),
+        counts=np.concatenate([np.asarray(made_counts, dtype=np.int64), table[:, 4]]),
     )
 
 
-class _Assembler:
-    """Writes the ranges' leaves in key order as they come (RangeLeaves of range 0, 1, ...): each range's own
-    leaves copied from its file, the leaves straddling ranges made from their keys, the compression decisions
-    carried from probe to probe as _pack_leaves carries them."""
+class _Collector:
+    """Takes the ranges' results in key order (RangeLeaves of range 0, 1, ...): the leaves' references for the
+    inner nodes, the writer told where the leaves written into its file end."""
 
-    def __init__(self, writer: IndexFileWriter, compiled: Any, job: _Job) -> None:
+    def __init__(self, writer: IndexFileWriter, job: _Job) -> None:
         self.writer = writer
-        self.compiled = compiled
         self.job = job
-        self.next_leaf = 0  # the next leaf to write
-        self.decision = True  # of the current probe run (leaf 0 is a probe, so never read before it is set)
-        self.keys: list[np.ndarray] = []  # keys and ids not yet written (from the next leaf's first key on)
-        self.ids: list[np.ndarray] = []
-        self.pending = 0
+        self.next_leaf = 0
         self.tables: list[np.ndarray] = []
         self.firsts: list[np.ndarray] = []
         self.counts: list[np.ndarray] = []
 
-    def _leaf_size(self, leaf: int) -> int:
-        step = self.job.step
-        return min((leaf + 1) * step, self.job.total) - leaf * step
-
-    def _take(self, part: tuple[np.ndarray, np.ndarray] | None) -> None:
-        """Add a range's keys outside its leaves, and write every leaf they complete."""
-        if part is not None and len(part[0]):
-            self.keys.append(part[0])
-            self.ids.append(part[1])
-            self.pending += len(part[0])
-        while self.pending and self.pending >= self._leaf_size(self.next_leaf):
-            keys = np.concatenate(self.keys) if len(self.keys) > 1 else self.keys[0]
-            ids = np.concatenate(self.ids) if len(self.ids) > 1 else self.ids[0]
-            n = self._leaf_size(self.next_leaf)
-            self._write_made(keys[:n], ids[:n])
-            self.keys, self.ids = ([keys[n:]], [ids[n:]]) if len(keys) > n else ([], [])
-            self.pending -= n
-
-    def _write_made(self, keys: np.ndarray, ids: np.ndarray) -> None:
-        n = len(keys)
-        small = self.job.all16 or int(ids.max()) <= 0xFFFF
-        data = self.compiled.encode_int_leaf(keys, ids, None, 0, n, 0, n, small)
-        if self.next_leaf % btree.COMPRESS_PROBE_EVERY == 0:
-            block = pack_block(data, compress=True)
-            self.decision = btree.compress_after_probe(block)
-        else:
-            block = pack_block(data, compress=self.decision)
-        ref = self.writer.add_packed(block)
-        self.tables.append(np.asarray([[ref.offset, ref.length, ref.raw_length, ref.crc, ref.codec]], dtype=np.int64))
-        self.firsts.append(np.asarray([keys[0]], dtype=np.int64))
-        self.counts.append(np.asarray([n], dtype=np.int64))
-        self.next_leaf += 1
-
     def add(self, result: RangeLeaves) -> None:
-        self._take(result.head)
-        count = len(result.blocks)
-        if count:
-            if self.pending or self.next_leaf != result.first_leaf or result.path is None:
-                raise AssertionError(f"range {result.index}'s leaves do not follow the leaves written before")
-            blocks = result.blocks
-            lengths = blocks[:, 0]
-            skip = 0
-            fd = os.open(result.path, os.O_RDONLY)
-            try:
-                if result.undecided and self.decision:
-                    # raw leaves whose probe (written before) says compress: packed again here
-                    u = result.undecided
-                    raw = os.pread(fd, int(lengths[:u].sum()), 0)
-                    repacked = []
-                    at = 0
-                    for length in lengths[:u].tolist():
-                        repacked.append(pack_block(raw[at : at + length], compress=True))
-                        at += length
-                    refs = self.writer.add_packed_run(repacked)
-                    self.tables.append(np.asarray([[r.offset, r.length, r.raw_length, r.crc, r.codec] for r in refs],
-                                                  dtype=np.int64).reshape(-1, 5))
-                    skip = u
-                rest = int(lengths[skip:].sum())
-                if skip < count:
-                    start = self.writer.add_file_range(fd, int(lengths[:skip].sum()), rest)
-                    offsets = start + np.cumsum(lengths[skip:]) - lengths[skip:]
-                    # blocks' columns: stored length, raw length, CRC, codec (as linked.link_leaves takes them)
-                    self.tables.append(np.column_stack([offsets, blocks[skip:]]))
-            finally:
-                os.close(fd)
-            self.firsts.append(result.firsts)
-            self.counts.append(result.counts)
-            self.next_leaf += count
-            if result.decision is not None:
-                self.decision = result.decision
-        self._take(result.tail)
+        count = len(result.table)
+        if count and result.first_leaf != self.next_leaf:
+            raise AssertionError(f"range {result.index}'s leaves do not follow the leaves written before")
+        self.tables.append(result.table)
+        self.firsts.append(result.firsts)
+        self.counts.append(result.counts)
+        self.next_leaf += count
+        self.writer.adopt(result.end)
 
     def finish(self) -> dict[str, Any]:
         from metastore.index.linked import link_leaves
 
-        if self.pending:
+        if int(self.job.turn.state[5]):
             raise AssertionError("keys left after the last leaf")
         table = np.concatenate(self.tables) if self.tables else np.zeros((0, 5), dtype=np.int64)
         first = np.concatenate(self.firsts) if self.firsts else np.zeros(0, dtype=np.int64)

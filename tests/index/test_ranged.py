@@ -191,9 +191,6 @@ def test_below_the_minimum_or_on_one_cpu_write_tree_writes(tmp_path: Path, range
     _check(tmp_path, files, applies=False)
     monkeypatch.setattr(ranged, "WORKERS", 1)
     _check(tmp_path, _files(np.unique(rng.integers(0, 1 << 50, 5000)), rng), applies=False)
-    monkeypatch.setattr(ranged, "WORKERS", 2)
-    monkeypatch.setattr(ranged, "SHARED_DIR", str(tmp_path / "missing"))
-    _check(tmp_path, _files(np.unique(rng.integers(0, 1 << 50, 5000)), rng), applies=False)
     monkeypatch.undo()
     monkeypatch.setattr(ranged, "RANGE_MIN_PAIRS", 2000)
     # a platform whose processes are spawned, not forked (not this one): they would not see the runs
@@ -207,17 +204,17 @@ def test_killed_workers_leave_the_tree_to_this_process(tmp_path: Path, ranges: N
     same bytes, and the ranges' files in shared memory are gone."""
     rng = np.random.default_rng(37)
     files = _files(np.unique(rng.integers(0, 1 << 50, 9000)), rng)
-    add = ranged._Assembler.add
+    add = ranged._Collector.add
     killed = []
 
-    def add_then_kill(self: ranged._Assembler, result: ranged.RangeLeaves) -> None:
+    def add_then_kill(self: ranged._Collector, result: ranged.RangeLeaves) -> None:
         add(self, result)
         if not killed:
             for child in multiprocessing.active_children():
                 os.kill(child.pid, signal.SIGKILL)
                 killed.append(child.pid)
 
-    monkeypatch.setattr(ranged._Assembler, "add", add_then_kill)
+    monkeypatch.setattr(ranged._Collector, "add", add_then_kill)
     _check(tmp_path, files, applies=False)
     assert killed
 
@@ -226,14 +223,14 @@ def test_a_failed_build_leaves_no_files(tmp_path: Path, ranges: None, monkeypatc
     """An error while the ranges are written: no index file, no temporary file, no range left in /dev/shm."""
     rng = np.random.default_rng(41)
     files = _files(np.unique(rng.integers(0, 1 << 50, 9000)), rng)
-    add = ranged._Assembler.add
+    add = ranged._Collector.add
 
-    def add_then_fail(self: ranged._Assembler, result: ranged.RangeLeaves) -> None:
+    def add_then_fail(self: ranged._Collector, result: ranged.RangeLeaves) -> None:
         add(self, result)
         if result.index == 1:
             raise RuntimeError("disk gone")
 
-    monkeypatch.setattr(ranged._Assembler, "add", add_then_fail)
+    monkeypatch.setattr(ranged._Collector, "add", add_then_fail)
     target = tmp_path / "out"
     with pytest.raises(RuntimeError, match="disk gone"):
         write_part(target / "part.idx", kind="btree", column="c", ctype=INT_TYPE, files=files, fpp=0.01)
@@ -285,3 +282,29 @@ def test_ranges_whose_pairs_do_not_pack_are_merged(tmp_path: Path, ranges: None,
     keys = np.unique(np.concatenate([np.arange(3000, 6000), rng.integers(-(1 << 62), 1 << 62, 4000)]))
     _check(tmp_path, _files(keys, rng), applies=True)
     assert list(marks.iterdir())
+
+
+def test_workers_write_the_leaves_into_the_index_file(tmp_path: Path, ranges: None,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """No leaf passes through this process: the workers write them into the file being written (its temporary
+    name), this process only the inner nodes above them (add_packed, one block each)."""
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("leaves written by the build's own process")
+
+    inner = []
+    add_packed = IndexFileWriter.add_packed
+
+    def counted(self: IndexFileWriter, packed: tuple) -> object:
+        inner.append(packed[1])
+        return add_packed(self, packed)
+
+    rng = np.random.default_rng(47)
+    files = _files(np.unique(rng.integers(-(1 << 62), 1 << 62, 7000)), rng)
+    with monkeypatch.context() as patched:
+        for name in ("add_file_range", "add_stored", "add_packed_run"):
+            patched.setattr(IndexFileWriter, name, refused)
+        patched.setattr(IndexFileWriter, "add_packed", counted)
+        assert _ranged_entries(tmp_path / "ranged.idx", files) is not None
+    leaves = -(-7000 // btree.single_step())
+    assert 0 < len(inner) <= -(-leaves // btree.FANOUT) + 3  # the inner nodes only
+    _check(tmp_path, files, applies=True)
