@@ -308,3 +308,13 @@ def test_workers_write_the_leaves_into_the_index_file(tmp_path: Path, ranges: No
     leaves = -(-7000 // btree.single_step())
     assert 0 < len(inner) <= -(-leaves // btree.FANOUT) + 3  # the inner nodes only
     _check(tmp_path, files, applies=True)
+
+
+def test_without_a_tmpfs_workers_write_from_their_own_memory(tmp_path: Path, ranges: None,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """No usable SHARED_DIR: each worker encodes its leaves into its own memory and writes them with pwrite
+    instead of sendfile from a tmpfs file; the same bytes (probes compressed between raw spans included)."""
+    monkeypatch.setattr(ranged, "SHARED_DIR", str(tmp_path / "missing"))
+    rng = np.random.default_rng(59)
+    keys = np.concatenate([np.arange(10_000, 15_000), rng.choice(1 << 60, 2000, replace=False) + (1 << 61)])
+    _check(tmp_path, _files(np.unique(keys), rng), applies=True)
