@@ -20,7 +20,8 @@ from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, Invalid
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.stats.accurate import params_with_columns_removed
 from metastore.store import schema
-from metastore.store.chunking import chunks, id_conditions
+from metastore.store.child_rows import ChildKind, parameters_of
+from metastore.store.chunking import chunks
 from metastore.store.column_stats import forget_partition_columns
 from metastore.store.identifiers import normalize, validate_columns
 from metastore.store.ids import allocate_ids
@@ -49,7 +50,7 @@ from metastore.store.storage import (
     insert_column_descriptor,
     insert_storage,
     load_columns,
-    load_storage,
+    load_storage_with,
     replace_storage,
     same_columns,
     storage_refs,
@@ -291,16 +292,19 @@ class PartitionRepository:
         if not rows:
             return []
         part_ids = [r.PART_ID for r in rows]
+        # the descriptors, then their child rows with the partitions' values and parameters: one statement
+        params_table = PARTITION_PARAMETERS.table
+        sds, (value_rows, param_rows) = load_storage_with(
+            self._conn, [r.SD_ID for r in rows if r.SD_ID is not None], [
+                ChildKind(PARTITION_KEY_VALS.c.PART_ID, part_ids, (PARTITION_KEY_VALS.c.PART_KEY_VAL,),
+                          position=PARTITION_KEY_VALS.c.INTEGER_IDX),
+                ChildKind(PARTITION_PARAMETERS.owner_column, part_ids,
+                          (params_table.c.PARAM_KEY, params_table.c.PARAM_VALUE)),
+            ])
         values: dict[int, list[str]] = {pid: [] for pid in part_ids}
-        for condition in id_conditions(self._conn, PARTITION_KEY_VALS.c.PART_ID, part_ids):
-            for pid, val in self._conn.execute(
-                sa.select(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.PART_KEY_VAL)
-                .where(condition)
-                .order_by(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.INTEGER_IDX)
-            ):
-                values[pid].append(val)
-        params = PARTITION_PARAMETERS.load(self._conn, part_ids)
-        sds = load_storage(self._conn, [r.SD_ID for r in rows if r.SD_ID is not None])
+        for pid, value, *_ in value_rows:
+            values[pid].append(value)
+        params = parameters_of(param_rows, part_ids)
         return [
             Partition(
                 db_name=ref.db_name,
