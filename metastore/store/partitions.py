@@ -40,7 +40,12 @@ from metastore.store.partition_listing import (
     ps_request,
 )
 from metastore.store.prepared import execute_prepared
-from metastore.store.refs import TableRef, partition_keys, table_ref, table_ref_and_names_version
+from metastore.store.refs import (
+    TableRef,
+    table_ref,
+    table_ref_and_keys,
+    table_ref_and_names_version,
+)
 from metastore.store.schema import PARTITION_KEY_VALS, PARTITIONS, SDS
 from metastore.store.storage import (
     StorageRef,
@@ -153,8 +158,7 @@ class PartitionRepository:
     def _table(
         self, db_name: str, table_name: str, catalog: str, *, for_update: bool = False
     ) -> tuple[TableRef, list[FieldSchema]]:
-        ref = table_ref(self._conn, catalog, db_name, table_name, for_update=for_update)
-        return ref, partition_keys(self._conn, ref.tbl_id)
+        return table_ref_and_keys(self._conn, catalog, db_name, table_name, for_update=for_update)
 
     def _filtered_table(self, db_name: str, table_name: str, catalog: str) -> tuple[TableRef, list[FieldSchema]]:
         try:
@@ -488,14 +492,14 @@ class PartitionRepository:
         self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
     ) -> list[Partition]:
         """The table's partitions ordered by name, at most max_parts (-1: all)."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)
         return self._load(ref, self._rows(ref, max_parts=max_parts))
 
     def list_names(
         self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
     ) -> builtins.list[str]:
         """The table's partition names in order, at most max_parts (-1: all)."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)
         return [r.PART_NAME for r in self._rows(ref, max_parts=max_parts, columns=[PARTITIONS.c.PART_NAME])]
 
     def stream_names(
@@ -706,7 +710,7 @@ class PartitionRepository:
     ) -> RowPage:
         """get_by_names as one RowPage (ordered by name)."""
         if self._conn.dialect.name != "postgresql":
-            ref, _ = self._table(db_name, table_name, catalog)
+            ref = table_ref(self._conn, catalog, db_name, table_name)
             return object_page(ref.db_name, ref.table_name, ref.catalog, self.get_by_names(
                 db_name, table_name, names, catalog=catalog
             ))
@@ -726,7 +730,7 @@ class PartitionRepository:
 
     def count(self, db_name: str, table_name: str, *, catalog: str = DEFAULT_CATALOG) -> int:
         """How many partitions the table has."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)
         return self._conn.execute(
             sa.select(sa.func.count()).select_from(PARTITIONS).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
         ).scalar_one()
@@ -1002,7 +1006,7 @@ class PartitionRepository:
     ) -> int:
         """Rewrite the start of every partition location that begins with old_prefix (after the table's
         directory moved, e.g. on rename); returns how many locations changed."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)
         part_sds = sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
         result = self._conn.execute(
             sa.update(SDS)
@@ -1023,7 +1027,7 @@ class PartitionRepository:
     ) -> None:
         """Set (value) or remove (None) some parameters of many partitions (by name) in a few statements.
         NoSuchObject naming the partitions that do not exist; nothing is changed then."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)
         rows = self._rows_by_names(ref, list(changes_by_partition), lock=True)
         missing = [n for n in changes_by_partition if n not in rows]
         if missing:
