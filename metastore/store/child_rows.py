@@ -11,14 +11,12 @@ typed NULLs where a kind has fewer values (PostgreSQL resolves a UNION's column 
 
 from __future__ import annotations
 
-import math
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-
-from metastore.store.chunking import IN_LIST_LIMIT
 
 #: Text values a row carries at most (a column: name, type, comment).
 _TEXTS = 3
@@ -42,22 +40,18 @@ ChildRow = tuple[Any, ...]
 
 def read_child_rows(conn: sa.Connection, kinds: Sequence[ChildKind]) -> list[list[ChildRow]]:
     """Each kind's rows, ordered by owner id and position, as ``(owner, text1, text2, text3, number)``; one
-    statement for all kinds (on SQLite one per chunking.IN_LIST_LIMIT ids of the kind with the most)."""
+    statement for all kinds, however many ids."""
     out: list[list[ChildRow]] = [[] for _ in kinds]
     ids = [list(dict.fromkeys(kind.ids)) for kind in kinds]
     if not any(ids):
         return out
     postgresql = conn.dialect.name == "postgresql"
     statement = _statement(tuple((k.owner, k.texts, k.number, k.position) for k in kinds), postgresql)
-    if postgresql:
-        groups = [{f"ids{k}": owners for k, owners in enumerate(ids)}]
-    else:
-        count = max(math.ceil(len(owners) / IN_LIST_LIMIT) for owners in ids)
-        groups = [{f"ids{k}": owners[g * IN_LIST_LIMIT : (g + 1) * IN_LIST_LIMIT] for k, owners in enumerate(ids)}
-                  for g in range(count)]
-    for params in groups:
-        for row in conn.execute(statement, params):
-            out[row[0]].append(tuple(row[1:6]))
+    # the ids bound as one parameter a kind: an array on PostgreSQL, a JSON array on SQLite (json_each): the same
+    # SQL text however many ids, nothing expanded (and no IN-list limit)
+    params = {f"ids{k}": ids_parameter(owners, postgresql) for k, owners in enumerate(ids)}
+    for row in conn.execute(statement, params).all():
+        out[row[0]].append(tuple(row[1:6]))
     return out
 
 
@@ -79,14 +73,25 @@ def _statement(shapes: tuple[Any, ...], postgresql: bool) -> Any:
     return statement
 
 
-def _branch(k: int, kind: ChildKind, postgresql: bool) -> sa.Select[Any]:
+def ids_condition(column: sa.Column[Any], name: str, postgresql: bool) -> Any:
+    """``column`` is one of the ids bound as parameter ``name`` (ids_parameter): ``= ANY(array)`` on
+    PostgreSQL, ``IN (SELECT value FROM json_each(...))`` on SQLite; the same SQL text however many ids."""
     if postgresql:
         # imported here: only PostgreSQL needs it (~18 ms of start-up)
         from sqlalchemy.dialects.postgresql import ARRAY
 
-        condition = kind.owner == sa.any_(sa.bindparam(f"ids{k}", type_=ARRAY(kind.owner.type)))
-    else:
-        condition = kind.owner.in_(sa.bindparam(f"ids{k}", expanding=True))
+        return column == sa.any_(sa.bindparam(name, type_=ARRAY(column.type)))
+    owner = f'"{column.table.name}"."{column.name}"'
+    return sa.text(f"{owner} IN (SELECT value FROM json_each(:{name}))").bindparams(sa.bindparam(name, type_=sa.String))
+
+
+def ids_parameter(ids: Sequence[Any], postgresql: bool) -> Any:
+    """The value of an ids_condition's parameter."""
+    return list(ids) if postgresql else json.dumps(list(ids))
+
+
+def _branch(k: int, kind: ChildKind, postgresql: bool) -> sa.Select[Any]:
+    condition = ids_condition(kind.owner, f"ids{k}", postgresql)
     texts = [c.label(f"t{i}") for i, c in enumerate(kind.texts)]
     texts += [sa.cast(sa.null(), sa.Text).label(f"t{i}") for i in range(len(kind.texts), _TEXTS)]
     number = (kind.number if kind.number is not None else sa.cast(sa.null(), sa.Integer)).label("n")

@@ -16,7 +16,14 @@ import sqlalchemy as sa
 
 from metastore.catalog import FieldSchema, Order, SerDeInfo, SkewedInfo, StorageDescriptor
 from metastore.listing_rows import skewed_text
-from metastore.store.child_rows import ChildKind, ChildRow, parameters_of, read_child_rows
+from metastore.store.child_rows import (
+    ChildKind,
+    ChildRow,
+    ids_condition,
+    ids_parameter,
+    parameters_of,
+    read_child_rows,
+)
 from metastore.store.chunking import chunks, id_conditions
 from metastore.store.ids import allocate_ids
 from metastore.store.parameters import SD_PARAMETERS, SERDE_PARAMETERS
@@ -244,6 +251,21 @@ def storage_refs(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, Storag
     return out
 
 
+#: load_storage_with's statement of the descriptors' rows (with their SerDe's), built once per dialect.
+_DESCRIPTORS: dict[bool, Any] = {}
+
+
+def _descriptors_statement(postgresql: bool) -> Any:
+    statement = _DESCRIPTORS.get(postgresql)
+    if statement is None:
+        statement = _DESCRIPTORS[postgresql] = (
+            sa.select(SDS, SERDES.c.NAME.label("SERDE_NAME"), SERDES.c.SLIB)
+            .outerjoin(SERDES, SERDES.c.SERDE_ID == SDS.c.SERDE_ID)
+            .where(ids_condition(SDS.c.SD_ID, "ids", postgresql))
+        )
+    return statement
+
+
 def load_storage(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, StorageDescriptor]:
     """{SD_ID: descriptor}, two queries per thousand descriptors."""
     return load_storage_with(conn, sd_ids, ())[0]
@@ -257,12 +279,9 @@ def load_storage_with(
     sort columns, and ``extra``) in one statement (child_rows; a few per thousand ids on SQLite)."""
     ids = [s for s in dict.fromkeys(sd_ids) if s is not None]
     base: dict[int, sa.Row[Any]] = {}
-    for condition in id_conditions(conn, SDS.c.SD_ID, ids):
-        rows = conn.execute(
-            sa.select(SDS, SERDES.c.NAME.label("SERDE_NAME"), SERDES.c.SLIB)
-            .outerjoin(SERDES, SERDES.c.SERDE_ID == SDS.c.SERDE_ID)
-            .where(condition)
-        )
+    if ids:
+        postgresql = conn.dialect.name == "postgresql"
+        rows = conn.execute(_descriptors_statement(postgresql), {"ids": ids_parameter(ids, postgresql)}).all()
         base.update({r.SD_ID: r for r in rows})
     cd_ids = list({r.CD_ID: None for r in base.values() if r.CD_ID is not None})
     serde_ids = [r.SERDE_ID for r in base.values() if r.SERDE_ID is not None]
