@@ -45,12 +45,20 @@
  *     (1: one id per key, hi - lo == n; 2: u16 ids), u8 width, i64 first key, n - 1 gaps in `width` bytes (the
  *     bytes of the largest gap), then unless every key has one id the n + 1 offsets[start..end] - lo as u32,
  *     then ids[lo:hi] (uint32 in) as u16 (ids16) or u32; all little-endian.
+ *
+ * encode_range(packed, starts, low, shift, id_bits, keys, ids, lead, leaves, step, last_size, all16, out, table,
+ *              head_keys, head_ids, tail_keys, tail_ids) -> int
+ *     unpack_runs, then encode_int_leaf and zlib's crc32 over each leaf of a key range, in one pass without the
+ *     GIL (ranged.py): the pairs before the range's first leaf and after its last come back as arrays, the leaves
+ *     (every key with one id) one after the other in one buffer with a table of their offsets, lengths, CRCs,
+ *     first keys and key counts. Links zlib (its crc32, the CRC the index files store).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h> /* crc32: the CRC-32 of zlib.crc32, which the index files store */
 
 #include "../orcio/_murmur3.h" /* hash64_long */
 
@@ -907,6 +915,215 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------ encode_range */
+
+/* One format-2 leaf of n sorted distinct keys k (as uint64 bits), one id each (single), written at out; its size.
+ * encode_int_leaf's bytes for a leaf whose every key has one id. The 8-byte stores of the gaps need room for
+ * 8 bytes past the last gap's start, which the ids after the gaps give (n >= 3), else put_le. */
+static Py_ssize_t put_single_leaf(unsigned char *out, const uint64_t *k, const uint32_t *id, Py_ssize_t n,
+                                  int ids16) {
+    uint64_t largest = 0;
+    for (Py_ssize_t j = 1; j < n; j++) {
+        uint64_t gap = k[j] - k[j - 1];
+        largest = gap > largest ? gap : largest;
+    }
+    int width = 0;
+    while (width < 8 && (largest >> (8 * width)) != 0) width++;
+    unsigned char *at = out;
+    put_le(at, (uint64_t)n, 4);
+    at[4] = (unsigned char)(1 | (ids16 ? 2 : 0));
+    at[5] = (unsigned char)width;
+    at += 6;
+    if (n > 0) {
+        put_le(at, k[0], 8);
+        at += 8;
+        Py_ssize_t j = 1;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (width > 0)
+            for (; j < n - 1; j++, at += width) {
+                uint64_t gap = k[j] - k[j - 1];
+                memcpy(at, &gap, 8);
+            }
+#endif
+        for (; j < n; j++, at += width) put_le(at, k[j] - k[j - 1], width);
+    }
+    if (ids16)
+        for (Py_ssize_t j = 0; j < n; j++, at += 2) put_le(at, id[j], 2);
+    else
+        for (Py_ssize_t j = 0; j < n; j++, at += 4) put_le(at, id[j], 4);
+    return at - out;
+}
+
+/* encode_range(packed, starts, low, shift, id_bits, keys, ids, lead, leaves, step, last_size, all16, out, table,
+ *              head_keys, head_ids, tail_keys, tail_ids) -> repeats
+ * A key range's pairs straight to its leaves (ranged.py), in one pass: the pairs come from pack_runs's buckets,
+ * each bucket's numbers sorted (packed, starts, low, shift, id_bits as unpack_runs takes them), or, when packed
+ * is None, from keys (int64) and ids (uint32) already in order. The first ``lead`` pairs go to head_keys and
+ * head_ids; then ``leaves`` leaves of ``step`` pairs each (the last of them ``last_size``), every key with one
+ * id, each encoded as encode_int_leaf encodes it (u16 ids when all16 or the leaf's ids all fit 16 bits) one
+ * after the other into ``out`` (uint8), per leaf in ``table`` (int64, leaves x 5): its offset in out, its
+ * length, the CRC-32 of its bytes (zlib's), its first key and its key count; the pairs after the leaves go to
+ * tail_keys and tail_ids (which hold exactly them). Returns how many keys equal the key before them (any: the
+ * leaves are not what write_tree writes, and the caller drops them). ValueError when out is too small. */
+static PyObject *encode_range(PyObject *self, PyObject *args) {
+    PyObject *packed_obj, *starts_obj, *keys_obj, *ids_obj, *out_obj, *table_obj, *hk_obj, *hi_obj, *tk_obj, *ti_obj;
+    unsigned long long lo, shift_arg;
+    int id_bits, all16;
+    Py_ssize_t lead, leaves, step, last_size;
+    if (!PyArg_ParseTuple(args, "OOKKiOOnnnnpOOOOOO:encode_range", &packed_obj, &starts_obj, &lo, &shift_arg,
+                          &id_bits, &keys_obj, &ids_obj, &lead, &leaves, &step, &last_size, &all16, &out_obj,
+                          &table_obj, &hk_obj, &hi_obj, &tk_obj, &ti_obj))
+        return NULL;
+    if (shift_arg > 64 || id_bits < 0 || id_bits > 32 || shift_arg + (unsigned long long)id_bits > 64 || lead < 0 ||
+        leaves < 0 || step < 1 || last_size < 1 || last_size > step) {
+        PyErr_SetString(PyExc_ValueError, "encode_range: bad shift, id_bits, lead, leaves or leaf sizes");
+        return NULL;
+    }
+    int shift = (int)shift_arg, from_packed = packed_obj != Py_None;
+    Py_buffer views[10];
+    int held = 0;
+    PyObject *result = NULL;
+    uint64_t *kbuf = NULL;
+    uint32_t *ibuf = NULL;
+    PyObject *objs[10] = {packed_obj, starts_obj, keys_obj, ids_obj, out_obj, table_obj, hk_obj, hi_obj, tk_obj,
+                          ti_obj};
+    static const Py_ssize_t sizes[10] = {8, 8, 8, 4, 1, 8, 8, 4, 8, 4};
+    static const int writable[10] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1};
+    static const char *names[10] = {"encode_range packed", "encode_range starts", "encode_range keys",
+                                    "encode_range ids", "encode_range out", "encode_range table",
+                                    "encode_range head_keys", "encode_range head_ids", "encode_range tail_keys",
+                                    "encode_range tail_ids"};
+    for (int v = 0; v < 10; v++) {
+        if ((v < 2 && !from_packed) || (v >= 2 && v < 4 && from_packed)) {
+            memset(&views[v], 0, sizeof(Py_buffer));
+            held++;
+            continue;
+        }
+        if (get_array(objs[v], &views[v], sizes[v], writable[v], names[v]) < 0) goto done;
+        held++;
+    }
+    Py_ssize_t n, buckets = 0;
+    const int64_t *st = NULL;
+    if (from_packed) {
+        n = views[0].len / 8;
+        buckets = views[1].len / 8 - 1;
+        st = (const int64_t *)views[1].buf;
+        if (buckets < 1 || st[0] != 0 || st[buckets] != n) {
+            PyErr_SetString(PyExc_ValueError, "encode_range: starts must span packed");
+            goto done;
+        }
+        for (Py_ssize_t b = 0; b < buckets; b++)
+            if (st[b + 1] < st[b]) {
+                PyErr_SetString(PyExc_ValueError, "encode_range: starts must not decrease");
+                goto done;
+            }
+    } else {
+        n = views[2].len / 8;
+        if (views[3].len / 4 != n) {
+            PyErr_SetString(PyExc_ValueError, "encode_range: keys and ids differ in length");
+            goto done;
+        }
+    }
+    Py_ssize_t in_leaves = leaves ? (leaves - 1) * step + last_size : 0;
+    Py_ssize_t tail = n - lead - in_leaves;
+    if (tail < 0 || views[6].len / 8 != lead || views[7].len / 4 != lead || views[8].len / 8 != tail ||
+        views[9].len / 4 != tail || views[5].len / 8 != 5 * leaves) {
+        PyErr_SetString(PyExc_ValueError, "encode_range: the head, leaves and tail do not hold the pairs exactly");
+        goto done;
+    }
+    kbuf = malloc((size_t)step * 8 + 8);
+    ibuf = malloc((size_t)step * 4 + 4);
+    if (!kbuf || !ibuf) { PyErr_NoMemory(); goto done; }
+    unsigned char *out = (unsigned char *)views[4].buf;
+    Py_ssize_t capacity = views[4].len;
+    int64_t *table = (int64_t *)views[5].buf;
+    int64_t *hk = (int64_t *)views[6].buf, *tk = (int64_t *)views[8].buf;
+    uint32_t *hid = (uint32_t *)views[7].buf, *tid = (uint32_t *)views[9].buf;
+    const uint64_t *p = from_packed ? (const uint64_t *)views[0].buf : NULL;
+    const int64_t *in_keys = from_packed ? NULL : (const int64_t *)views[2].buf;
+    const uint32_t *in_ids = from_packed ? NULL : (const uint32_t *)views[3].buf;
+    Py_ssize_t repeats = 0, used = 0;
+    int short_out = 0;
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t id_mask = id_bits >= 32 ? 0xFFFFFFFFULL : (((uint64_t)1 << id_bits) - 1);
+    Py_ssize_t b = 0, j = 0;
+    uint64_t previous = 0;
+    /* the next pair in order: its key (order_key bits, so unsigned order is the keys' order) and id */
+#define NEXT_PAIR(KEY, ID)                                                                         \
+    do {                                                                                           \
+        if (from_packed) {                                                                         \
+            while (j >= st[b + 1]) b++;                                                            \
+            uint64_t x = p[j];                                                                     \
+            KEY = lo + (shift >= 64 ? 0 : ((uint64_t)b << shift)) + (id_bits >= 64 ? 0 : (x >> id_bits)); \
+            ID = (uint32_t)(x & id_mask);                                                          \
+        } else {                                                                                   \
+            KEY = order_key(in_keys[j]);                                                           \
+            ID = in_ids[j];                                                                        \
+        }                                                                                          \
+        repeats += j > 0 && KEY == previous;                                                       \
+        previous = KEY;                                                                            \
+        j++;                                                                                       \
+    } while (0)
+    for (Py_ssize_t h = 0; h < lead; h++) {
+        uint64_t key;
+        uint32_t id;
+        NEXT_PAIR(key, id);
+        hk[h] = (int64_t)(key ^ 0x8000000000000000ULL);
+        hid[h] = id;
+    }
+    for (Py_ssize_t leaf = 0; leaf < leaves && !short_out; leaf++) {
+        Py_ssize_t count = leaf == leaves - 1 ? last_size : step;
+        uint32_t top = 0;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            uint64_t key;
+            uint32_t id;
+            NEXT_PAIR(key, id);
+            kbuf[i] = key ^ 0x8000000000000000ULL; /* the int64's own bits: gaps modulo 2**64 as the leaf takes them */
+            ibuf[i] = id;
+            top = id > top ? id : top;
+        }
+        int small = all16 || top <= 0xFFFF;
+        Py_ssize_t bound = 6 + 8 + 8 * count + (small ? 2 : 4) * count;
+        if (capacity - used < bound) { short_out = 1; break; }
+        Py_ssize_t size = put_single_leaf(out + used, kbuf, ibuf, count, small);
+        Py_ssize_t done_at = 0;
+        uLong crc = crc32(0L, Z_NULL, 0);
+        while (done_at < size) { /* zlib's crc32 takes at most 4 GiB a call */
+            Py_ssize_t chunk = size - done_at > 0x40000000 ? 0x40000000 : size - done_at;
+            crc = crc32(crc, out + used + done_at, (uInt)chunk);
+            done_at += chunk;
+        }
+        int64_t *row = table + 5 * leaf;
+        row[0] = used;
+        row[1] = size;
+        row[2] = (int64_t)crc;
+        row[3] = (int64_t)kbuf[0];
+        row[4] = count;
+        used += size;
+    }
+    if (!short_out)
+        for (Py_ssize_t t = 0; t < tail; t++) {
+            uint64_t key;
+            uint32_t id;
+            NEXT_PAIR(key, id);
+            tk[t] = (int64_t)(key ^ 0x8000000000000000ULL);
+            tid[t] = id;
+        }
+#undef NEXT_PAIR
+    Py_END_ALLOW_THREADS
+    if (short_out) {
+        PyErr_SetString(PyExc_ValueError, "encode_range: out is too small for the leaves");
+        goto done;
+    }
+    result = PyLong_FromSsize_t(repeats);
+done:
+    for (int v = 0; v < held; v++)
+        if (views[v].obj != NULL) PyBuffer_Release(&views[v]);
+    free(kbuf);
+    free(ibuf);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"bloom_add", bloom_add, METH_VARARGS,
      "bloom_add(words, keys, k, hashed, double_hashing) -> bits set: sets the k probe bits of every key."},
@@ -922,6 +1139,9 @@ static PyMethodDef methods[] = {
      "unpack_runs(packed, starts, low, shift, id_bits, out_keys, out_ids) -> repeats: sorted buckets unpacked."},
     {"encode_int_leaf", encode_int_leaf, METH_VARARGS,
      "encode_int_leaf(keys, ids, offsets, start, end, lo, hi, ids16) -> bytes: one format-2 BTREE leaf."},
+    {"encode_range", encode_range, METH_VARARGS,
+     "encode_range(packed, starts, low, shift, id_bits, keys, ids, lead, leaves, step, last_size, all16, out, "
+     "table, head_keys, head_ids, tail_keys, tail_ids) -> repeats: a key range's pairs to its leaves."},
     {NULL, NULL, 0, NULL},
 };
 

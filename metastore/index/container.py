@@ -128,7 +128,7 @@ _datasync: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
 _IOV_MAX = 1024
 
 
-def _write_all(fd: int, buffers: list[bytes]) -> None:
+def _write_all(fd: int, buffers: Sequence[bytes | memoryview]) -> None:
     """Write the buffers one after the other at the file's position (os.writev, resumed after partial writes)."""
     pending = [memoryview(b) for b in buffers if len(b)]
     while pending:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from metastore.index import btree, kernels
-from metastore.index.container import FORMAT_VERSION, IndexFileWriter, pack_block
+from metastore.index.container import FORMAT_VERSION, IndexFileWriter, _write_all, pack_block
 from metastore.index.coverage import FileValues
 
 #: parts of fewer (key, stripe) pairs are written by write_tree in this process
@@ -225,16 +225,11 @@ def _buffer(name: str, size: int, dtype: type) -> np.ndarray:
     return kept[:size]
 
 
-def sort_pairs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarray | None], bases: Sequence[int],
-               id_bits: int, out_keys: np.ndarray, out_ids: np.ndarray, *, reuse: bool = False) -> int:
-    """The kernels' merge_runs (btree.int_runs's runs, whose ids ascend with the runs and along a run's equal
-    keys: so by key, then id) into ``out_keys`` and uint32 ``out_ids``, by sorting instead of merging: the pairs
-    cut into buckets of about BUCKET_PAIRS by their keys' top bits, each packed into one uint64 (key bits below
-    the bucket's, then the id's ``id_bits`` bits), each bucket sorted by numpy (a vectorised sort), unpacked: 0.09 s
-    for 4.2 M keys from 100 runs against merge_runs's 0.23 s. merge_runs itself when the keys' bits left and the
-    id's do not fit 64 bits. Returns how many keys equal the key before them. ``reuse``: the scratch arrays are
-    this process's kept ones (_buffer: a worker's, one range at a time)."""
-    total = len(out_keys)
+def _sorted_buckets(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarray | None],
+                    bases: Sequence[int], id_bits: int, total: int, reuse: bool,
+                    ) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+    """The runs' pairs cut into buckets by pack_runs and each bucket sorted (sort_pairs's first steps): the packed
+    numbers, the buckets' starts, the smallest key (low) and the shift; None when they do not fit 64 bits."""
     bits = min(20, max(0, (total // BUCKET_PAIRS).bit_length()))
     if reuse:
         packed = _buffer("packed", total, np.uint64)
@@ -244,18 +239,36 @@ def sort_pairs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarr
         starts = np.empty((1 << bits) + 1, dtype=np.int64)
     got = compiled.pack_runs(list(runs), list(ids), list(bases), packed, starts, bits, id_bits)
     if got is None:
-        return int(compiled.merge_runs(list(runs), list(ids), list(bases), out_keys, out_ids))
+        return None
     low, shift = got
     edges = starts.tolist()
     for a, b in zip(edges[:-1], edges[1:], strict=True):
         if b - a > 1:
             packed[a:b].sort()
+    return packed, starts, int(low), int(shift)
+
+
+def sort_pairs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarray | None], bases: Sequence[int],
+               id_bits: int, out_keys: np.ndarray, out_ids: np.ndarray, *, reuse: bool = False) -> int:
+    """The kernels' merge_runs (btree.int_runs's runs, whose ids ascend with the runs and along a run's equal
+    keys: so by key, then id) into ``out_keys`` and uint32 ``out_ids``, by sorting instead of merging: the pairs
+    cut into buckets of about BUCKET_PAIRS by their keys' top bits, each packed into one uint64 (key bits below
+    the bucket's, then the id's ``id_bits`` bits), each bucket sorted by numpy (a vectorised sort), unpacked: 0.09 s
+    for 4.2 M keys from 100 runs against merge_runs's 0.23 s. merge_runs itself when the keys' bits left and the
+    id's do not fit 64 bits. Returns how many keys equal the key before them. ``reuse``: the scratch arrays are
+    this process's kept ones (_buffer: a worker's, one range at a time)."""
+    got = _sorted_buckets(compiled, runs, ids, bases, id_bits, len(out_keys), reuse)
+    if got is None:
+        return int(compiled.merge_runs(list(runs), list(ids), list(bases), out_keys, out_ids))
+    packed, starts, low, shift = got
     return int(compiled.unpack_runs(packed, starts, low, shift, id_bits, out_keys, out_ids))
 
 
 def _range_task(index: int, token: str) -> RangeLeaves:
     """In a forked worker: range ``index`` of _JOB (the build ``token`` names) sorted and cut into leaves
-    (RangeLeaves)."""
+    (RangeLeaves). The kernels' encode_range takes the sorted buckets (or merge_runs's output where they do not
+    fit) straight to the range's raw leaves with their CRCs, in one buffer; the leaves compressed (the probes, and
+    those their probe says) are packed here and take their place when the leaves are written out."""
     job = _JOB
     compiled = kernels.native()
     if job is None or job.token != token or compiled is None:
@@ -272,55 +285,73 @@ def _range_task(index: int, token: str) -> RangeLeaves:
         slices.append(run[a:b])
         id_slices.append(None if ids is None else ids[a:b])
     size = sum(len(s) for s in slices)
-    keys = _buffer("keys", size, np.int64)
-    ids32 = _buffer("ids", size, np.uint32)
-    if size and sort_pairs(compiled, slices, id_slices, job.bases, job.id_bits, keys, ids32, reuse=True):
-        return RangeLeaves(index, start, size, repeated=True)
+    if size == 0:
+        return RangeLeaves(index, start, 0, head=(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32)))
     step, end = job.step, start + size
     first_leaf = -(-start // step)
     last = first_leaf  # leaves first_leaf..last-1 lie wholly inside the range
     while last * step < end and min((last + 1) * step, job.total) <= end:
         last += 1
-    if last == first_leaf:
-        return RangeLeaves(index, start, size, head=(keys.copy(), ids32.copy()))
+    leaves = last - first_leaf
+    lead = first_leaf * step - start if leaves else size
+    last_size = min(last * step, job.total) - (last - 1) * step if leaves else step
+    inside = (leaves - 1) * step + last_size if leaves else 0
+    head = (np.empty(lead, dtype=np.int64), np.empty(lead, dtype=np.uint32))
+    tail = (np.empty(size - lead - inside, dtype=np.int64), np.empty(size - lead - inside, dtype=np.uint32))
+    out = _buffer("out", leaves * 14 + inside * 12, np.uint8)
+    table = _buffer("table", leaves * 5, np.int64).reshape(leaves, 5)
+    fixed = (lead, leaves, step, last_size, job.all16, out, table, head[0], head[1], tail[0], tail[1])
+    got = _sorted_buckets(compiled, slices, id_slices, job.bases, job.id_bits, size, True)
+    if got is None:
+        keys = _buffer("keys", size, np.int64)
+        ids32 = _buffer("ids", size, np.uint32)
+        compiled.merge_runs(slices, id_slices, list(job.bases), keys, ids32)
+        repeats = compiled.encode_range(None, None, 0, 0, 0, keys, ids32, *fixed)
+    else:
+        packed, starts, low_key, shift = got
+        repeats = compiled.encode_range(packed, starts, low_key, shift, job.id_bits, None, None, *fixed)
+    if repeats:
+        return RangeLeaves(index, start, size, repeated=True)
+    if leaves == 0:
+        return RangeLeaves(index, start, size, head=head)
+    blocks = np.zeros((leaves, 4), dtype=np.int64)
+    blocks[:, 0] = blocks[:, 1] = table[:, 1]
+    blocks[:, 2] = table[:, 2]
     every = btree.COMPRESS_PROBE_EVERY
     first_probe = -(-first_leaf // every) * every
-    packed = []
-    firsts = []
-    counts = []
+    view = memoryview(out)  # type: ignore[arg-type]  # numpy arrays export the buffer protocol
+    pieces: list[bytes | memoryview] = []
+    raw_from = 0  # the first byte of out not yet in pieces
     decision: bool | None = None
-    for leaf in range(first_leaf, last):
-        a = leaf * step - start
-        b = min((leaf + 1) * step, job.total) - start
-        small = job.all16 or int(ids32[a:b].max()) <= 0xFFFF
-        data = compiled.encode_int_leaf(keys, ids32, None, a, b, a, b, small)
-        if leaf < first_probe:
-            block = pack_block(data, compress=False)  # its probe is another range's: decided by the parent
-        elif leaf % every == 0:
-            block = pack_block(data, compress=True)
-            decision = btree.compress_after_probe(block)
-        else:
-            block = pack_block(data, compress=bool(decision))
-        packed.append(block)
-        firsts.append(int(keys[a]))
-        counts.append(b - a)
+    for probe in range(first_probe, last, every):
+        run_end = min(probe + every, last)
+        for leaf in range(probe, run_end):
+            if leaf > probe and not decision:
+                break
+            i = leaf - first_leaf
+            at, length = int(table[i, 0]), int(table[i, 1])
+            block = pack_block(view[at : at + length], compress=True)
+            if leaf == probe:
+                decision = btree.compress_after_probe(block)
+            if block[3]:
+                pieces.append(view[raw_from:at])
+                pieces.append(block[0])
+                raw_from = at + length
+                blocks[i] = (len(block[0]), block[1], block[2], block[3])
+    pieces.append(view[raw_from : int(table[-1, 0] + table[-1, 1])])
     fd, path = tempfile.mkstemp(dir=job.directory, prefix=job.prefix)
     try:
-        with os.fdopen(fd, "wb") as out:
-            for block in packed:
-                out.write(block[0])
+        try:
+            _write_all(fd, pieces)
+        finally:
+            os.close(fd)
     except BaseException:
         os.unlink(path)
         raise
-    head_end = first_leaf * step - start
-    tail_start = min(last * step, job.total) - start
     return RangeLeaves(
-        index, start, size, first_leaf=first_leaf, path=path,
-        blocks=np.asarray([(len(p[0]), p[1], p[2], p[3]) for p in packed], dtype=np.int64).reshape(-1, 4),
-        firsts=np.asarray(firsts, dtype=np.int64), counts=np.asarray(counts, dtype=np.int64),
-        undecided=max(0, min(first_probe, last) - first_leaf), decision=decision,
-        head=(keys[:head_end].copy(), ids32[:head_end].copy()),
-        tail=(keys[tail_start:].copy(), ids32[tail_start:].copy()),
+        index, start, size, first_leaf=first_leaf, path=path, blocks=blocks,
+        firsts=table[:, 3].copy(), counts=table[:, 4].copy(),
+        undecided=max(0, min(first_probe, last) - first_leaf), decision=decision, head=head, tail=tail,
     )
 
 

@@ -247,6 +247,51 @@ def _check_sort_pairs(runs: list[np.ndarray], ids: list[np.ndarray | None], base
         finally:
             ranged.BUCKET_PAIRS = saved
         assert np.array_equal(out_keys, keys) and np.array_equal(out_ids, expected), (trial, buckets)
+        _check_encode_range(runs, ids, bases, id_bits, keys, expected, repeats, (trial, buckets))
+
+
+def _check_encode_range(runs: list[np.ndarray], ids: list[np.ndarray | None], bases: list[int], id_bits: int,
+                        keys: np.ndarray, expected: np.ndarray, repeats: int, trial: object) -> None:
+    """encode_range over pack_runs's buckets (each sorted) gives the pairs in order: as head and tail, and, where
+    the keys are distinct, as leaves of encode_int_leaf's bytes with zlib's CRC-32 (a short last leaf, wide ids);
+    the same from merged keys and ids (no buckets)."""
+    import zlib
+
+    assert _compiled is not None
+    n = len(keys)
+    bits = min(20, max(0, (n // ranged.BUCKET_PAIRS).bit_length()))
+    packed = np.empty(n, dtype=np.uint64)
+    starts = np.empty((1 << bits) + 1, dtype=np.int64)
+    got = _compiled.pack_runs(runs, ids, bases, packed, starts, bits, id_bits)
+    if got is None:
+        return
+    edges = starts.tolist()
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        packed[a:b].sort()
+    step = 97
+    lead = min(n, 5)
+    leaves = (n - lead) // step if repeats == 0 else 0
+    last_size = step - 13 if leaves and n - lead - leaves * step < 13 else step
+    inside = (leaves - 1) * step + last_size if leaves else 0
+    sources = [(packed, starts, got[0], got[1], id_bits, None, None), (None, None, 0, 0, 0, keys, expected)]
+    for source in sources:
+        out = np.zeros(leaves * 14 + inside * 12, dtype=np.uint8)
+        table = np.zeros((leaves, 5), dtype=np.int64)
+        head = (np.zeros(lead, dtype=np.int64), np.zeros(lead, dtype=np.uint32))
+        tail = (np.zeros(n - lead - inside, dtype=np.int64), np.zeros(n - lead - inside, dtype=np.uint32))
+        found = _compiled.encode_range(*source, lead, leaves, step, last_size, False, out, table, *head, *tail)
+        assert found == repeats, trial
+        assert np.array_equal(head[0], keys[:lead]) and np.array_equal(head[1], expected[:lead]), trial
+        assert np.array_equal(tail[0], keys[lead + inside :]), trial
+        assert np.array_equal(tail[1], expected[lead + inside :]), trial
+        for leaf in range(leaves):
+            a = lead + leaf * step
+            b = a + (last_size if leaf == leaves - 1 else step)
+            small = int(expected[a:b].max()) <= 0xFFFF
+            data = _compiled.encode_int_leaf(keys, expected, None, a, b, a, b, small)
+            at, length, crc, first, count = table[leaf].tolist()
+            assert out[at : at + length].tobytes() == data, (trial, leaf)
+            assert (crc, first, count) == (zlib.crc32(data), int(keys[a]), b - a), (trial, leaf)
 
 
 @needs_kernels

@@ -267,3 +267,21 @@ def test_builds_in_threads_keep_their_own_ranges(tmp_path: Path, ranges: None) -
         _whole(whole, files)
         assert (tmp_path / f"part{i}.idx").read_bytes() == whole.read_bytes(), i
     assert not _shared_left()
+
+
+def test_ranges_whose_pairs_do_not_pack_are_merged(tmp_path: Path, ranges: None,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a range's keys and ids do not fit one 64-bit number (no sorted buckets), its pairs are merged and
+    encode_range takes the merged keys and ids: the same bytes."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def unpackable(*args: object) -> None:
+        (marks / str(os.getpid())).touch()  # in a forked worker: seen here through the file system
+        return None
+
+    monkeypatch.setattr(ranged, "_sorted_buckets", unpackable)
+    rng = np.random.default_rng(43)
+    keys = np.unique(np.concatenate([np.arange(3000, 6000), rng.integers(-(1 << 62), 1 << 62, 4000)]))
+    _check(tmp_path, _files(keys, rng), applies=True)
+    assert list(marks.iterdir())
