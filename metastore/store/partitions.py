@@ -20,7 +20,8 @@ from metastore.errors import AlreadyExists, InvalidInput, InvalidObject, Invalid
 from metastore.partnames import make_part_name, values_from_part_name
 from metastore.stats.accurate import params_with_columns_removed
 from metastore.store import schema
-from metastore.store.chunking import chunks, id_conditions
+from metastore.store.child_rows import ChildKind, parameters_of
+from metastore.store.chunking import chunks
 from metastore.store.column_stats import forget_partition_columns
 from metastore.store.identifiers import normalize, validate_columns
 from metastore.store.ids import allocate_ids
@@ -39,7 +40,12 @@ from metastore.store.partition_listing import (
     ps_request,
 )
 from metastore.store.prepared import execute_prepared
-from metastore.store.refs import TableRef, partition_keys, table_ref, table_ref_and_names_version
+from metastore.store.refs import (
+    TableRef,
+    table_ref,
+    table_ref_and_keys,
+    table_ref_and_names_version,
+)
 from metastore.store.schema import PARTITION_KEY_VALS, PARTITIONS, SDS
 from metastore.store.storage import (
     StorageRef,
@@ -49,7 +55,7 @@ from metastore.store.storage import (
     insert_column_descriptor,
     insert_storage,
     load_columns,
-    load_storage,
+    load_storage_with,
     replace_storage,
     same_columns,
     storage_refs,
@@ -152,8 +158,7 @@ class PartitionRepository:
     def _table(
         self, db_name: str, table_name: str, catalog: str, *, for_update: bool = False
     ) -> tuple[TableRef, list[FieldSchema]]:
-        ref = table_ref(self._conn, catalog, db_name, table_name, for_update=for_update)
-        return ref, partition_keys(self._conn, ref.tbl_id)
+        return table_ref_and_keys(self._conn, catalog, db_name, table_name, for_update=for_update)
 
     def _filtered_table(self, db_name: str, table_name: str, catalog: str) -> tuple[TableRef, list[FieldSchema]]:
         try:
@@ -291,16 +296,19 @@ class PartitionRepository:
         if not rows:
             return []
         part_ids = [r.PART_ID for r in rows]
+        # the descriptors, then their child rows with the partitions' values and parameters: one statement
+        params_table = PARTITION_PARAMETERS.table
+        sds, (value_rows, param_rows) = load_storage_with(
+            self._conn, [r.SD_ID for r in rows if r.SD_ID is not None], [
+                ChildKind(PARTITION_KEY_VALS.c.PART_ID, part_ids, (PARTITION_KEY_VALS.c.PART_KEY_VAL,),
+                          position=PARTITION_KEY_VALS.c.INTEGER_IDX),
+                ChildKind(PARTITION_PARAMETERS.owner_column, part_ids,
+                          (params_table.c.PARAM_KEY, params_table.c.PARAM_VALUE)),
+            ])
         values: dict[int, list[str]] = {pid: [] for pid in part_ids}
-        for condition in id_conditions(self._conn, PARTITION_KEY_VALS.c.PART_ID, part_ids):
-            for pid, val in self._conn.execute(
-                sa.select(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.PART_KEY_VAL)
-                .where(condition)
-                .order_by(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.INTEGER_IDX)
-            ):
-                values[pid].append(val)
-        params = PARTITION_PARAMETERS.load(self._conn, part_ids)
-        sds = load_storage(self._conn, [r.SD_ID for r in rows if r.SD_ID is not None])
+        for pid, value, *_ in value_rows:
+            values[pid].append(value)
+        params = parameters_of(param_rows, part_ids)
         return [
             Partition(
                 db_name=ref.db_name,
@@ -484,14 +492,14 @@ class PartitionRepository:
         self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
     ) -> list[Partition]:
         """The table's partitions ordered by name, at most max_parts (-1: all)."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)
         return self._load(ref, self._rows(ref, max_parts=max_parts))
 
     def list_names(
         self, db_name: str, table_name: str, *, max_parts: int = -1, catalog: str = DEFAULT_CATALOG
     ) -> builtins.list[str]:
         """The table's partition names in order, at most max_parts (-1: all)."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)
         return [r.PART_NAME for r in self._rows(ref, max_parts=max_parts, columns=[PARTITIONS.c.PART_NAME])]
 
     def stream_names(
@@ -702,7 +710,7 @@ class PartitionRepository:
     ) -> RowPage:
         """get_by_names as one RowPage (ordered by name)."""
         if self._conn.dialect.name != "postgresql":
-            ref, _ = self._table(db_name, table_name, catalog)
+            ref = table_ref(self._conn, catalog, db_name, table_name)
             return object_page(ref.db_name, ref.table_name, ref.catalog, self.get_by_names(
                 db_name, table_name, names, catalog=catalog
             ))
@@ -722,7 +730,7 @@ class PartitionRepository:
 
     def count(self, db_name: str, table_name: str, *, catalog: str = DEFAULT_CATALOG) -> int:
         """How many partitions the table has."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)
         return self._conn.execute(
             sa.select(sa.func.count()).select_from(PARTITIONS).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
         ).scalar_one()
@@ -998,7 +1006,7 @@ class PartitionRepository:
     ) -> int:
         """Rewrite the start of every partition location that begins with old_prefix (after the table's
         directory moved, e.g. on rename); returns how many locations changed."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)
         part_sds = sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == ref.tbl_id)
         result = self._conn.execute(
             sa.update(SDS)
@@ -1019,7 +1027,7 @@ class PartitionRepository:
     ) -> None:
         """Set (value) or remove (None) some parameters of many partitions (by name) in a few statements.
         NoSuchObject naming the partitions that do not exist; nothing is changed then."""
-        ref, _ = self._table(db_name, table_name, catalog)
+        ref = table_ref(self._conn, catalog, db_name, table_name)
         rows = self._rows_by_names(ref, list(changes_by_partition), lock=True)
         missing = [n for n in changes_by_partition if n not in rows]
         if missing:

@@ -137,6 +137,36 @@ def _table_ref(
     ), version
 
 
+def table_ref_and_keys(
+    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, for_update: bool = False
+) -> tuple[TableRef, list[FieldSchema]]:
+    """table_ref and partition_keys in one statement (a row per key, one row for an unpartitioned table)."""
+    db, tbl = normalize(db_name), normalize(table_name)
+    source = (
+        TBLS.join(DBS, DBS.c.DB_ID == TBLS.c.DB_ID)
+        .outerjoin(SDS, SDS.c.SD_ID == TBLS.c.SD_ID)
+        .outerjoin(PARTITION_KEYS, PARTITION_KEYS.c.TBL_ID == TBLS.c.TBL_ID)
+    )
+    query = (
+        sa.select(TBLS.c.TBL_ID, TBLS.c.DB_ID, TBLS.c.SD_ID, SDS.c.CD_ID, PARTITION_KEYS.c.PKEY_NAME,
+                  PARTITION_KEYS.c.PKEY_TYPE, PARTITION_KEYS.c.PKEY_COMMENT)
+        .select_from(source)
+        .where(DBS.c.NAME == db, DBS.c.CTLG_NAME == normalize(catalog), TBLS.c.TBL_NAME == tbl)
+        .order_by(PARTITION_KEYS.c.INTEGER_IDX)
+    )
+    if for_update:
+        query = query.with_for_update(of=TBLS)
+    rows = conn.execute(query).all()
+    if not rows:
+        raise NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
+    row = rows[0]
+    ref = TableRef(tbl_id=row.TBL_ID, db_id=row.DB_ID, sd_id=row.SD_ID, cd_id=row.CD_ID, db_name=db, table_name=tbl,
+                   catalog=normalize(catalog))
+    keys = [FieldSchema(name=r.PKEY_NAME, type=r.PKEY_TYPE, comment=r.PKEY_COMMENT) for r in rows
+            if r.PKEY_NAME is not None]
+    return ref, keys
+
+
 def table_exists(conn: sa.Connection, catalog: str, db_name: str, table_name: str) -> bool:
     """Whether the table exists (no error either way)."""
     return conn.execute(sa.select(table_id_query(catalog, db_name, table_name))).scalar() is not None

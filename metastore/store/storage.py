@@ -16,6 +16,14 @@ import sqlalchemy as sa
 
 from metastore.catalog import FieldSchema, Order, SerDeInfo, SkewedInfo, StorageDescriptor
 from metastore.listing_rows import skewed_text
+from metastore.store.child_rows import (
+    ChildKind,
+    ChildRow,
+    ids_condition,
+    ids_parameter,
+    parameters_of,
+    read_child_rows,
+)
 from metastore.store.chunking import chunks, id_conditions
 from metastore.store.ids import allocate_ids
 from metastore.store.parameters import SD_PARAMETERS, SERDE_PARAMETERS
@@ -243,36 +251,65 @@ def storage_refs(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, Storag
     return out
 
 
-def load_storage(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, StorageDescriptor]:
-    """{SD_ID: descriptor}, six queries per thousand descriptors."""
-    ids = [s for s in dict.fromkeys(sd_ids) if s is not None]
-    base: dict[int, sa.Row[Any]] = {}
-    for condition in id_conditions(conn, SDS.c.SD_ID, ids):
-        rows = conn.execute(
+#: load_storage_with's statement of the descriptors' rows (with their SerDe's), built once per dialect.
+_DESCRIPTORS: dict[bool, Any] = {}
+
+
+def _descriptors_statement(postgresql: bool) -> Any:
+    statement = _DESCRIPTORS.get(postgresql)
+    if statement is None:
+        statement = _DESCRIPTORS[postgresql] = (
             sa.select(SDS, SERDES.c.NAME.label("SERDE_NAME"), SERDES.c.SLIB)
             .outerjoin(SERDES, SERDES.c.SERDE_ID == SDS.c.SERDE_ID)
-            .where(condition)
+            .where(ids_condition(SDS.c.SD_ID, "ids", postgresql))
         )
+    return statement
+
+
+def load_storage(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, StorageDescriptor]:
+    """{SD_ID: descriptor}, two queries per thousand descriptors."""
+    return load_storage_with(conn, sd_ids, ())[0]
+
+
+def load_storage_with(
+    conn: sa.Connection, sd_ids: Sequence[int], extra: Sequence[ChildKind]
+) -> tuple[dict[int, StorageDescriptor], list[list[ChildRow]]]:
+    """{SD_ID: descriptor} and the rows of ``extra`` kinds (the owners' own parameters, keys...), read together:
+    the descriptors' rows, then every kind of child row (columns, SerDe and descriptor parameters, bucketing and
+    sort columns, and ``extra``) in one statement (child_rows; a few per thousand ids on SQLite)."""
+    ids = [s for s in dict.fromkeys(sd_ids) if s is not None]
+    base: dict[int, sa.Row[Any]] = {}
+    if ids:
+        postgresql = conn.dialect.name == "postgresql"
+        rows = conn.execute(_descriptors_statement(postgresql), {"ids": ids_parameter(ids, postgresql)}).all()
         base.update({r.SD_ID: r for r in rows})
-    columns = load_columns(conn, list({r.CD_ID for r in base.values() if r.CD_ID is not None}))
-    serde_params = SERDE_PARAMETERS.load(conn, [r.SERDE_ID for r in base.values() if r.SERDE_ID is not None])
-    sd_params = SD_PARAMETERS.load(conn, list(base))
+    cd_ids = list({r.CD_ID: None for r in base.values() if r.CD_ID is not None})
+    serde_ids = [r.SERDE_ID for r in base.values() if r.SERDE_ID is not None]
+    sd_list = list(base)
+    serde_table, sd_table = SERDE_PARAMETERS.table, SD_PARAMETERS.table
+    found = read_child_rows(conn, [
+        ChildKind(COLUMNS_V2.c.CD_ID, cd_ids, (COLUMNS_V2.c.COLUMN_NAME, COLUMNS_V2.c.TYPE_NAME, COLUMNS_V2.c.COMMENT),
+                  position=COLUMNS_V2.c.INTEGER_IDX),
+        ChildKind(SERDE_PARAMETERS.owner_column, serde_ids, (serde_table.c.PARAM_KEY, serde_table.c.PARAM_VALUE)),
+        ChildKind(SD_PARAMETERS.owner_column, sd_list, (sd_table.c.PARAM_KEY, sd_table.c.PARAM_VALUE)),
+        ChildKind(BUCKETING_COLS.c.SD_ID, sd_list, (BUCKETING_COLS.c.BUCKET_COL_NAME,),
+                  position=BUCKETING_COLS.c.INTEGER_IDX),
+        ChildKind(SORT_COLS.c.SD_ID, sd_list, (SORT_COLS.c.COLUMN_NAME,), number=SORT_COLS.c.ORDER,
+                  position=SORT_COLS.c.INTEGER_IDX),
+        *extra,
+    ])
+    column_rows, serde_rows, sd_rows, bucket_rows, sort_rows = found[:5]
+    columns: dict[int, list[FieldSchema]] = {cd: [] for cd in cd_ids}
+    for cd, name, type_name, comment, _ in column_rows:
+        columns[cd].append(FieldSchema(name=name, type=type_name, comment=comment))
+    serde_params = parameters_of(serde_rows, serde_ids)
+    sd_params = parameters_of(sd_rows, sd_list)
     buckets: dict[int, list[str]] = {sd: [] for sd in base}
+    for sd, name, *_ in bucket_rows:
+        buckets[sd].append(name)
     sorts: dict[int, list[Order]] = {sd: [] for sd in base}
-    for condition in id_conditions(conn, BUCKETING_COLS.c.SD_ID, list(base)):
-        for b in conn.execute(
-            sa.select(BUCKETING_COLS.c.SD_ID, BUCKETING_COLS.c.BUCKET_COL_NAME)
-            .where(condition)
-            .order_by(BUCKETING_COLS.c.SD_ID, BUCKETING_COLS.c.INTEGER_IDX)
-        ):
-            buckets[b.SD_ID].append(b.BUCKET_COL_NAME)
-    for condition in id_conditions(conn, SORT_COLS.c.SD_ID, list(base)):
-        for s in conn.execute(
-            sa.select(SORT_COLS.c.SD_ID, SORT_COLS.c.COLUMN_NAME, SORT_COLS.c.ORDER)
-            .where(condition)
-            .order_by(SORT_COLS.c.SD_ID, SORT_COLS.c.INTEGER_IDX)
-        ):
-            sorts[s.SD_ID].append(Order(col=s.COLUMN_NAME, order=s.ORDER))
+    for sd, name, _, _, order in sort_rows:
+        sorts[sd].append(Order(col=name, order=order))
     out: dict[int, StorageDescriptor] = {}
     for sd_id, r in base.items():
         out[sd_id] = StorageDescriptor(
@@ -295,7 +332,7 @@ def load_storage(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, Storag
             skewed_info=_skewed_from_text(r.SKEWED_INFO),
             stored_as_sub_directories=bool(r.IS_STOREDASSUBDIRECTORIES),
         )
-    return out
+    return out, found[5:]
 
 
 def delete_storage(conn: sa.Connection, sd_ids: Sequence[int]) -> None:

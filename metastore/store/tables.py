@@ -12,6 +12,7 @@ from metastore.catalog import DEFAULT_CATALOG, FieldSchema, Table
 from metastore.errors import AlreadyExists, InvalidOperation, NoSuchObject
 from metastore.stats.accurate import params_with_columns_removed
 from metastore.store import column_stats
+from metastore.store.child_rows import ChildKind, parameters_of
 from metastore.store.chunking import chunks
 from metastore.store.identifiers import (
     normalize,
@@ -32,7 +33,7 @@ from metastore.store.storage import (
     insert_column_descriptor,
     insert_storage,
     load_columns,
-    load_storage,
+    load_storage_with,
     partition_storage_ids,
     replace_storage,
     same_columns,
@@ -188,16 +189,18 @@ class TableRepository:
         if not rows:
             return []
         tbl_ids = [r.TBL_ID for r in rows]
-        sds = load_storage(self._conn, [r.SD_ID for r in rows if r.SD_ID is not None])
-        params = TABLE_PARAMETERS.load(self._conn, tbl_ids)
+        # the descriptors, then their child rows with the tables' parameters and partition keys: one statement
+        table_params = TABLE_PARAMETERS.table
+        sds, (param_rows, key_rows) = load_storage_with(self._conn, [r.SD_ID for r in rows if r.SD_ID is not None], [
+            ChildKind(TABLE_PARAMETERS.owner_column, tbl_ids, (table_params.c.PARAM_KEY, table_params.c.PARAM_VALUE)),
+            ChildKind(PARTITION_KEYS.c.TBL_ID, tbl_ids,
+                      (PARTITION_KEYS.c.PKEY_NAME, PARTITION_KEYS.c.PKEY_TYPE, PARTITION_KEYS.c.PKEY_COMMENT),
+                      position=PARTITION_KEYS.c.INTEGER_IDX),
+        ])
+        params = parameters_of(param_rows, tbl_ids)
         keys: dict[int, list[FieldSchema]] = {t: [] for t in tbl_ids}
-        for batch in chunks(tbl_ids):
-            for k in self._conn.execute(
-                sa.select(PARTITION_KEYS)
-                .where(PARTITION_KEYS.c.TBL_ID.in_(batch))
-                .order_by(PARTITION_KEYS.c.TBL_ID, PARTITION_KEYS.c.INTEGER_IDX)
-            ):
-                keys[k.TBL_ID].append(FieldSchema(name=k.PKEY_NAME, type=k.PKEY_TYPE, comment=k.PKEY_COMMENT))
+        for tbl_id, name, type_name, comment, _ in key_rows:
+            keys[tbl_id].append(FieldSchema(name=name, type=type_name, comment=comment))
         out = []
         for r in rows:
             kwargs: dict[str, Any] = {}
