@@ -128,29 +128,17 @@ _datasync: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
 _IOV_MAX = 1024
 
 
-def _write_all(fd: int, buffers: Sequence[bytes | memoryview]) -> None:
-    """Write the buffers one after the other at the file's position (os.writev, resumed after partial writes)."""
+def write_all(fd: int, buffers: Sequence[bytes | memoryview], offset: int | None = None) -> None:
+    """Write the buffers one after the other, resumed after partial writes: at the file's position (os.writev),
+    or from ``offset`` on (os.pwritev; the descriptor's own position is neither used nor moved)."""
     pending = [memoryview(b) for b in buffers if len(b)]
     while pending:
-        written = os.writev(fd, pending[:_IOV_MAX])
-        while written and pending:
-            if written >= len(pending[0]):
-                written -= len(pending[0])
-                pending.pop(0)
-            else:
-                pending[0] = pending[0][written:]
-                written = 0
-
-
-def pwrite_all(fd: int, buffers: Sequence[bytes | memoryview], offset: int) -> None:
-    """Write the buffers one after the other into the file ``fd`` from ``offset`` on (os.pwritev, resumed after
-    partial writes; the descriptor's own position is not used)."""
-    pending = [memoryview(b) for b in buffers if len(b)]
-    while pending:
-        written = os.pwritev(fd, pending[:_IOV_MAX], offset)
+        batch = pending[:_IOV_MAX]
+        written = os.writev(fd, batch) if offset is None else os.pwritev(fd, batch, offset)
         if written <= 0:
-            raise OSError(f"no bytes written at offset {offset}")
-        offset += written
+            raise OSError(f"no bytes written to file descriptor {fd}")
+        if offset is not None:
+            offset += written
         while written and pending:
             if written >= len(pending[0]):
                 written -= len(pending[0])
@@ -229,7 +217,7 @@ class IndexFileWriter:
             refs.append(BlockRef(self._offset, len(stored), crc, raw_length, codec))
             self._offset += len(stored)
         self._file.flush()
-        _write_all(self._file.fileno(), [p[0] for p in packed])
+        write_all(self._file.fileno(), [p[0] for p in packed])
         self._wrote(sum(len(p[0]) for p in packed))
         return refs
 
@@ -239,7 +227,7 @@ class IndexFileWriter:
         their references)."""
         offset = self._offset
         self._file.flush()
-        _write_all(self._file.fileno(), [data])
+        write_all(self._file.fileno(), [data])
         self._offset += len(data)
         self._wrote(len(data))
         return offset

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from metastore.index import btree, kernels
-from metastore.index.container import FORMAT_VERSION, IndexFileWriter, PackedBlock, pack_block, pwrite_all
+from metastore.index.container import FORMAT_VERSION, IndexFileWriter, PackedBlock, pack_block, write_all
 from metastore.index.coverage import FileValues
 
 #: parts of fewer (key, stripe) pairs are written by write_tree in this process
@@ -392,12 +392,12 @@ def _write_pieces(fd: int, at: int, pieces: Sequence[bytes | tuple[int, int]], v
     of CPU, sendfile from tmpfs 0.18-0.21 s), or written from the view when there is none."""
     for piece in pieces:
         if not isinstance(piece, tuple):
-            pwrite_all(fd, [piece], at)
+            write_all(fd, [piece], at)
             at += len(piece)
             continue
         offset, length = piece
         if source is None:
-            pwrite_all(fd, [view[offset : offset + length]], at)
+            write_all(fd, [view[offset : offset + length]], at)
         else:
             os.lseek(fd, at, os.SEEK_SET)
             done = 0
