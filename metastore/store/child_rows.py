@@ -11,12 +11,13 @@ typed NULLs where a kind has fewer values (PostgreSQL resolves a UNION's column 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+
+from metastore.store.chunking import bind_list, in_list
 
 #: Text values a row carries at most (a column: name, type, comment).
 _TEXTS = 3
@@ -49,7 +50,7 @@ def read_child_rows(conn: sa.Connection, kinds: Sequence[ChildKind]) -> list[lis
     statement = _statement(tuple((k.owner, k.texts, k.number, k.position) for k in kinds), postgresql)
     # the ids bound as one parameter a kind: an array on PostgreSQL, a JSON array on SQLite (json_each): the same
     # SQL text however many ids, nothing expanded (and no IN-list limit)
-    params = {f"ids{k}": ids_parameter(owners, postgresql) for k, owners in enumerate(ids)}
+    params = {f"ids{k}": bind_list(owners, conn.dialect.name) for k, owners in enumerate(ids)}
     for row in conn.execute(statement, params).all():
         out[row[0]].append(tuple(row[1:6]))
     return out
@@ -74,7 +75,7 @@ def _statement(shapes: tuple[Any, ...], postgresql: bool) -> Any:
 
 
 def ids_condition(column: sa.Column[Any], name: str, postgresql: bool) -> Any:
-    """``column`` is one of the ids bound as parameter ``name`` (ids_parameter): ``= ANY(array)`` on
+    """``column`` is one of the ids bound as parameter ``name`` (chunking.bind_list): ``= ANY(array)`` on
     PostgreSQL, ``IN (SELECT value FROM json_each(...))`` on SQLite; the same SQL text however many ids."""
     if postgresql:
         # imported here: only PostgreSQL needs it (~18 ms of start-up)
@@ -82,12 +83,7 @@ def ids_condition(column: sa.Column[Any], name: str, postgresql: bool) -> Any:
 
         return column == sa.any_(sa.bindparam(name, type_=ARRAY(column.type)))
     owner = f'"{column.table.name}"."{column.name}"'
-    return sa.text(f"{owner} IN (SELECT value FROM json_each(:{name}))").bindparams(sa.bindparam(name, type_=sa.String))
-
-
-def ids_parameter(ids: Sequence[Any], postgresql: bool) -> Any:
-    """The value of an ids_condition's parameter."""
-    return list(ids) if postgresql else json.dumps(list(ids))
+    return sa.text(in_list(owner, name, "sqlite")).bindparams(sa.bindparam(name, type_=sa.String))
 
 
 def _branch(k: int, kind: ChildKind, postgresql: bool) -> sa.Select[Any]:

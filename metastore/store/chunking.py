@@ -1,7 +1,9 @@
-"""Splitting long IN lists: databases and drivers degrade (or refuse) past about a thousand bound values."""
+"""Long IN lists: split (databases and drivers degrade, or refuse, past about a thousand bound values), or bound
+as one list parameter (an array on PostgreSQL, a JSON array read by json_each on SQLite)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -37,3 +39,15 @@ def id_conditions(conn: Any, column: Any, ids: Sequence[Any]) -> Iterator[Any]:
         return
     for batch in chunks(ids):
         yield column.in_(batch)
+
+
+def in_list(column: str, param: str, dialect: str) -> str:
+    """`column IN (the list bound as :param)`: see bind_list."""
+    if dialect == "postgresql":
+        return f"{column} = ANY(:{param})"
+    return f"{column} IN (SELECT value FROM json_each(:{param}))"
+
+
+def bind_list(values: Sequence[Any], dialect: str) -> Any:
+    """A list parameter for in_list."""
+    return list(values) if dialect == "postgresql" else json.dumps(list(values))

@@ -20,11 +20,10 @@ from metastore.store.child_rows import (
     ChildKind,
     ChildRow,
     ids_condition,
-    ids_parameter,
     parameters_of,
     read_child_rows,
 )
-from metastore.store.chunking import chunks, id_conditions
+from metastore.store.chunking import bind_list, chunks, id_conditions
 from metastore.store.ids import allocate_ids
 from metastore.store.parameters import SD_PARAMETERS, SERDE_PARAMETERS
 from metastore.store.schema import (
@@ -281,7 +280,7 @@ def load_storage_with(
     base: dict[int, sa.Row[Any]] = {}
     if ids:
         postgresql = conn.dialect.name == "postgresql"
-        rows = conn.execute(_descriptors_statement(postgresql), {"ids": ids_parameter(ids, postgresql)}).all()
+        rows = conn.execute(_descriptors_statement(postgresql), {"ids": bind_list(ids, conn.dialect.name)}).all()
         base.update({r.SD_ID: r for r in rows})
     cd_ids = list({r.CD_ID: None for r in base.values() if r.CD_ID is not None})
     serde_ids = [r.SERDE_ID for r in base.values() if r.SERDE_ID is not None]

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
+from metastore.store.chunking import in_list
 from metastore.store.column_stats.reads import table_stats_rows
 from metastore.store.column_stats.statements import (
     TABLE_STATS_ROWS,
-    in_list,
     lower_unique,
     named_partition_stats,
     partition_params,

@@ -13,7 +13,8 @@ import sqlalchemy as sa
 
 from metastore.catalog import FieldSchema
 from metastore.stats.accurate import COLUMN_STATS_ACCURATE
-from metastore.store.column_stats.statements import TABLE_BY_NAME, bind_list, in_list, statements, table_names
+from metastore.store.chunking import bind_list, in_list
+from metastore.store.column_stats.statements import TABLE_BY_NAME, statements, table_names
 from metastore.store.prepared import execute_prepared
 
 

@@ -10,12 +10,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from metastore.stats.model import ColumnStatsEntry
+from metastore.store.chunking import bind_list, in_list
 from metastore.store.column_stats.lookup import TABLE_NAME_PARAMS
 from metastore.store.column_stats.rows import row_reader
 from metastore.store.column_stats.statements import (
     TABLE_STATS_ROWS,
-    bind_list,
-    in_list,
     lower_unique,
     named_partition_stats,
     partition_params,

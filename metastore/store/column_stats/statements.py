@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from metastore.store.chunking import bind_list, in_list
 from metastore.store.schema import STATS_VALUE_COLUMNS
 
 # The key of a statistics row besides its owner (TBL_ID or PART_ID).
@@ -65,18 +66,6 @@ def named_partition_stats(dialect: str) -> str:
         + "AND " + in_list('pt."PART_NAME"', "parts", dialect)
         + " AND " + in_list('s."COLUMN_NAME"', "columns", dialect) + " "
     )
-
-
-def in_list(column: str, param: str, dialect: str) -> str:
-    """`column IN (the list bound as :param)`: see bind_list."""
-    if dialect == "postgresql":
-        return f"{column} = ANY(:{param})"
-    return f"{column} IN (SELECT value FROM json_each(:{param}))"
-
-
-def bind_list(values: Sequence[str], dialect: str) -> Any:
-    """A list parameter for in_list."""
-    return list(values) if dialect == "postgresql" else json.dumps(list(values))
 
 
 def lower_unique(names: Sequence[str]) -> list[str]:
