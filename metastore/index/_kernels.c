@@ -820,6 +820,65 @@ static inline void put_le(unsigned char *out, uint64_t v, int bytes) {
     for (int b = 0; b < bytes; b++) out[b] = (unsigned char)(v >> (8 * b));
 }
 
+/* The bytes of a leaf's largest gap between its n sorted distinct keys (as uint64 bits; gaps modulo 2**64). */
+static int gap_width(const uint64_t *k, Py_ssize_t n) {
+    uint64_t largest = 0;
+    for (Py_ssize_t j = 1; j < n; j++) {
+        uint64_t gap = k[j] - k[j - 1]; /* modulo 2**64: the true gap between sorted distinct keys */
+        largest = gap > largest ? gap : largest;
+    }
+    int width = 0;
+    while (width < 8 && (largest >> (8 * width)) != 0) width++;
+    return width;
+}
+
+/* A format-2 leaf's head (u32 n, u8 flags, u8 width), first key and n - 1 gaps of `width` bytes at out; returns
+ * where the offsets or ids go. A gap's low `width` bytes are put by one 8-byte store, the next gap overwriting the
+ * rest; only up to the third-last key, so a store ends within the last gaps or the offsets and ids the caller
+ * writes after them (for n >= 3 at least 2n bytes follow the gaps, and a store passes the gaps' end by at most
+ * 8 - 2 * width). */
+static unsigned char *put_keys(unsigned char *out, const uint64_t *k, Py_ssize_t n, int flags, int width) {
+    put_le(out, (uint64_t)n, 4);
+    out[4] = (unsigned char)flags;
+    out[5] = (unsigned char)width;
+    out += 6;
+    if (n > 0) {
+        put_le(out, k[0], 8);
+        out += 8;
+        Py_ssize_t j = 1;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (width > 0)
+            for (; j < n - 1; j++, out += width) {
+                uint64_t gap = k[j] - k[j - 1];
+                memcpy(out, &gap, 8);
+            }
+#endif
+        for (; j < n; j++, out += width) put_le(out, k[j] - k[j - 1], width);
+    }
+    return out;
+}
+
+/* count ids as u16 (ids16) or u32 little-endian at out; returns the end. */
+static unsigned char *put_ids(unsigned char *out, const uint32_t *id, Py_ssize_t count, int ids16) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (ids16) {
+        for (Py_ssize_t j = 0; j < count; j++) {
+            uint16_t v = (uint16_t)id[j];
+            memcpy(out + 2 * j, &v, 2);
+        }
+    } else {
+        memcpy(out, id, 4 * (size_t)count);
+    }
+    return out + (ids16 ? 2 : 4) * count;
+#else
+    if (ids16)
+        for (Py_ssize_t j = 0; j < count; j++, out += 2) put_le(out, id[j], 2);
+    else
+        for (Py_ssize_t j = 0; j < count; j++, out += 4) put_le(out, id[j], 4);
+    return out;
+#endif
+}
+
 static PyObject *encode_int_leaf(PyObject *self, PyObject *args) {
     PyObject *keys_obj, *ids_obj, *offsets_obj;
     Py_ssize_t start, end, lo, hi;
@@ -854,13 +913,7 @@ static PyObject *encode_int_leaf(PyObject *self, PyObject *args) {
         }
     }
     const uint64_t *k = (const uint64_t *)keys.buf + start;
-    uint64_t largest = 0;
-    for (Py_ssize_t j = 1; j < n; j++) {
-        uint64_t gap = k[j] - k[j - 1]; /* modulo 2**64: the true gap between sorted distinct keys */
-        largest = gap > largest ? gap : largest;
-    }
-    int width = 0;
-    while (width < 8 && (largest >> (8 * width)) != 0) width++;
+    int width = gap_width(k, n);
     int id_size = ids16 ? 2 : 4;
     Py_ssize_t size = 5 + 1 + (n > 0 ? 8 + (Py_ssize_t)width * (n - 1) : 0) + (single ? 0 : 4 * (n + 1)) +
                       (Py_ssize_t)id_size * count;
@@ -870,43 +923,10 @@ static PyObject *encode_int_leaf(PyObject *self, PyObject *args) {
     const int64_t *off = have_offsets ? (const int64_t *)offsets.buf : NULL;
     const uint32_t *id = (const uint32_t *)ids.buf + lo;
     Py_BEGIN_ALLOW_THREADS
-    put_le(out, (uint64_t)n, 4);
-    out[4] = (unsigned char)((single ? 1 : 0) | (ids16 ? 2 : 0));
-    out[5] = (unsigned char)width;
-    out += 6;
-    if (n > 0) {
-        put_le(out, k[0], 8);
-        out += 8;
-        Py_ssize_t j = 1;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        /* a gap's low `width` bytes by one 8-byte store, the next gap overwriting the rest; only up to the
-         * third-last key, so a store ends within the last gaps or the offsets and ids written after them (for
-         * n >= 3 at least 2n bytes follow the gaps, and a store passes the gaps' end by at most 8 - 2 * width) */
-        if (width > 0)
-            for (; j < n - 1; j++, out += width) {
-                uint64_t gap = k[j] - k[j - 1];
-                memcpy(out, &gap, 8);
-            }
-#endif
-        for (; j < n; j++, out += width) put_le(out, k[j] - k[j - 1], width);
-    }
+    out = put_keys(out, k, n, (single ? 1 : 0) | (ids16 ? 2 : 0), width);
     if (!single)
         for (Py_ssize_t j = start; j <= end; j++, out += 4) put_le(out, (uint64_t)(off[j] - lo), 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (ids16) {
-        for (Py_ssize_t j = 0; j < count; j++) {
-            uint16_t v = (uint16_t)id[j];
-            memcpy(out + 2 * j, &v, 2);
-        }
-    } else {
-        memcpy(out, id, 4 * (size_t)count);
-    }
-#else
-    if (ids16)
-        for (Py_ssize_t j = 0; j < count; j++, out += 2) put_le(out, id[j], 2);
-    else
-        for (Py_ssize_t j = 0; j < count; j++, out += 4) put_le(out, id[j], 4);
-#endif
+    put_ids(out, id, count, ids16);
     Py_END_ALLOW_THREADS
 done:
     PyBuffer_Release(&keys);
@@ -918,40 +938,11 @@ done:
 /* ------------------------------------------------------------------------------------------ encode_range */
 
 /* One format-2 leaf of n sorted distinct keys k (as uint64 bits), one id each (single), written at out; its size.
- * encode_int_leaf's bytes for a leaf whose every key has one id. The 8-byte stores of the gaps need room for
- * 8 bytes past the last gap's start, which the ids after the gaps give (n >= 3), else put_le. */
+ * encode_int_leaf's bytes for a leaf whose every key has one id. */
 static Py_ssize_t put_single_leaf(unsigned char *out, const uint64_t *k, const uint32_t *id, Py_ssize_t n,
                                   int ids16) {
-    uint64_t largest = 0;
-    for (Py_ssize_t j = 1; j < n; j++) {
-        uint64_t gap = k[j] - k[j - 1];
-        largest = gap > largest ? gap : largest;
-    }
-    int width = 0;
-    while (width < 8 && (largest >> (8 * width)) != 0) width++;
-    unsigned char *at = out;
-    put_le(at, (uint64_t)n, 4);
-    at[4] = (unsigned char)(1 | (ids16 ? 2 : 0));
-    at[5] = (unsigned char)width;
-    at += 6;
-    if (n > 0) {
-        put_le(at, k[0], 8);
-        at += 8;
-        Py_ssize_t j = 1;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        if (width > 0)
-            for (; j < n - 1; j++, at += width) {
-                uint64_t gap = k[j] - k[j - 1];
-                memcpy(at, &gap, 8);
-            }
-#endif
-        for (; j < n; j++, at += width) put_le(at, k[j] - k[j - 1], width);
-    }
-    if (ids16)
-        for (Py_ssize_t j = 0; j < n; j++, at += 2) put_le(at, id[j], 2);
-    else
-        for (Py_ssize_t j = 0; j < n; j++, at += 4) put_le(at, id[j], 4);
-    return at - out;
+    unsigned char *at = put_keys(out, k, n, 1 | (ids16 ? 2 : 0), gap_width(k, n));
+    return put_ids(at, id, n, ids16) - out;
 }
 
 /* encode_range(packed, starts, low, shift, id_bits, keys, ids, lead, leaves, step, last_size, all16, out, table,
