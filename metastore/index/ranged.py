@@ -47,6 +47,7 @@ import numpy as np
 from metastore.index import btree, kernels
 from metastore.index.container import FORMAT_VERSION, IndexFileWriter, PackedBlock, pack_block, write_all
 from metastore.index.coverage import FileValues
+from metastore.index.linked import link_leaves
 
 #: parts of fewer (key, stripe) pairs are written by write_tree in this process
 RANGE_MIN_PAIRS = 1 << 22
@@ -71,7 +72,7 @@ class _Turn:
     (of the last probe written), the next leaf's number and the keys and ids left over after the last leaf
     written (fewer than a leaf). Only the worker whose turn it is writes them, the turn last."""
 
-    _FIELDS = 8  # turn, end, gave_up, decision, next_leaf, carried, unused, unused
+    _FIELDS = 8  # turn, end, gave_up, decision, next_leaf, carried, and two spare
 
     def __init__(self, start: int, step: int) -> None:
         self.step = step
@@ -511,8 +512,6 @@ class _Collector:
         self.writer.adopt(result.end)
 
     def finish(self) -> dict[str, Any]:
-        from metastore.index.linked import link_leaves
-
         if int(self.job.turn.state[5]):
             raise AssertionError("keys left after the last leaf")
         table = np.concatenate(self.tables) if self.tables else np.zeros((0, 5), dtype=np.int64)

@@ -105,36 +105,45 @@ _NAMES_VERSION_LOOKUP = (
 _NAMES_VERSION_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"))
 
 
-def _table_ref(
-    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, for_update: bool = False,
-    names_version: bool = False,
-) -> tuple[TableRef, int | None]:
-    db, tbl = normalize(db_name), normalize(table_name)
+def _table_query(
+    catalog: str, db: str, tbl: str, *, for_update: bool, names_version: bool = False, keys: bool = False
+) -> sa.Select[Any]:
+    """The table's TBL_ID, DB_ID, SD_ID and CD_ID, with its names version (names_version) or one row per
+    partition key in order with the key's name, type and comment (keys; one row with NULLs when unpartitioned)."""
     source: sa.FromClause = TBLS.join(DBS, DBS.c.DB_ID == TBLS.c.DB_ID).outerjoin(SDS, SDS.c.SD_ID == TBLS.c.SD_ID)
     columns: list[sa.ColumnElement[Any]] = [TBLS.c.TBL_ID, TBLS.c.DB_ID, TBLS.c.SD_ID, SDS.c.CD_ID]
     if names_version:
         source = source.outerjoin(PART_NAMES_VERSIONS, PART_NAMES_VERSIONS.c.TBL_ID == TBLS.c.TBL_ID)
         columns.append(PART_NAMES_VERSIONS.c.VERSION)
+    if keys:
+        source = source.outerjoin(PARTITION_KEYS, PARTITION_KEYS.c.TBL_ID == TBLS.c.TBL_ID)
+        columns += [PARTITION_KEYS.c.PKEY_NAME, PARTITION_KEYS.c.PKEY_TYPE, PARTITION_KEYS.c.PKEY_COMMENT]
     query = (
         sa.select(*columns)
         .select_from(source)
         .where(DBS.c.NAME == db, DBS.c.CTLG_NAME == normalize(catalog), TBLS.c.TBL_NAME == tbl)
     )
+    if keys:
+        query = query.order_by(PARTITION_KEYS.c.INTEGER_IDX)
     if for_update:
         query = query.with_for_update(of=TBLS)
-    row = conn.execute(query).first()
+    return query
+
+
+def _ref_of(row: Any, catalog: str, db: str, tbl: str) -> TableRef:
+    return TableRef(tbl_id=row.TBL_ID, db_id=row.DB_ID, sd_id=row.SD_ID, cd_id=row.CD_ID, db_name=db, table_name=tbl,
+                    catalog=normalize(catalog))
+
+
+def _table_ref(
+    conn: sa.Connection, catalog: str, db_name: str, table_name: str, *, for_update: bool = False,
+    names_version: bool = False,
+) -> tuple[TableRef, int | None]:
+    db, tbl = normalize(db_name), normalize(table_name)
+    row = conn.execute(_table_query(catalog, db, tbl, for_update=for_update, names_version=names_version)).first()
     if row is None:
         raise NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
-    version = row[4] if names_version else None
-    return TableRef(
-        tbl_id=row.TBL_ID,
-        db_id=row.DB_ID,
-        sd_id=row.SD_ID,
-        cd_id=row.CD_ID,
-        db_name=db,
-        table_name=tbl,
-        catalog=normalize(catalog),
-    ), version
+    return _ref_of(row, catalog, db, tbl), row[4] if names_version else None
 
 
 def table_ref_and_keys(
@@ -142,29 +151,12 @@ def table_ref_and_keys(
 ) -> tuple[TableRef, list[FieldSchema]]:
     """table_ref and partition_keys in one statement (a row per key, one row for an unpartitioned table)."""
     db, tbl = normalize(db_name), normalize(table_name)
-    source = (
-        TBLS.join(DBS, DBS.c.DB_ID == TBLS.c.DB_ID)
-        .outerjoin(SDS, SDS.c.SD_ID == TBLS.c.SD_ID)
-        .outerjoin(PARTITION_KEYS, PARTITION_KEYS.c.TBL_ID == TBLS.c.TBL_ID)
-    )
-    query = (
-        sa.select(TBLS.c.TBL_ID, TBLS.c.DB_ID, TBLS.c.SD_ID, SDS.c.CD_ID, PARTITION_KEYS.c.PKEY_NAME,
-                  PARTITION_KEYS.c.PKEY_TYPE, PARTITION_KEYS.c.PKEY_COMMENT)
-        .select_from(source)
-        .where(DBS.c.NAME == db, DBS.c.CTLG_NAME == normalize(catalog), TBLS.c.TBL_NAME == tbl)
-        .order_by(PARTITION_KEYS.c.INTEGER_IDX)
-    )
-    if for_update:
-        query = query.with_for_update(of=TBLS)
-    rows = conn.execute(query).all()
+    rows = conn.execute(_table_query(catalog, db, tbl, for_update=for_update, keys=True)).all()
     if not rows:
         raise NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
-    row = rows[0]
-    ref = TableRef(tbl_id=row.TBL_ID, db_id=row.DB_ID, sd_id=row.SD_ID, cd_id=row.CD_ID, db_name=db, table_name=tbl,
-                   catalog=normalize(catalog))
     keys = [FieldSchema(name=r.PKEY_NAME, type=r.PKEY_TYPE, comment=r.PKEY_COMMENT) for r in rows
             if r.PKEY_NAME is not None]
-    return ref, keys
+    return _ref_of(rows[0], catalog, db, tbl), keys
 
 
 def table_exists(conn: sa.Connection, catalog: str, db_name: str, table_name: str) -> bool:
