@@ -155,6 +155,7 @@ def analyze_table(
         opened = _open_cache(cache_choice(cache, metastore), client, tbl)
         kept: frozenset[str | None] = frozenset()
         table_kept = False
+        inputs = None
         if opened is not None and wanted:
             # as the shell does: targets whose files and stored statistics are those of an earlier run
             # (metastore.sql.fingerprints) are not written again. Every target is still harvested (from the cache,
@@ -164,6 +165,7 @@ def analyze_table(
             unchanged = find_unchanged(client, tbl, targets, wanted, histograms=histograms,
                                        partitions_total=partitions_total)
             kept = unchanged.targets
+            inputs = unchanged.inputs
             covers_table = not tbl.partition_keys or len(targets) == partitions_total
             table_kept = unchanged.table_level_kept(bool(tbl.partition_keys), covers_table)
         # each cached sketch is parsed once: to check it (cached_partials) and again for the table-level merge
@@ -181,7 +183,7 @@ def analyze_table(
                 if opened is not None:
                     opened.close()
             persist_outcomes(client, tbl, wanted, outcomes, partitions_total, histograms=histograms,
-                             unchanged=kept, table_unchanged=table_kept)
+                             unchanged=kept, table_unchanged=table_kept, inputs=inputs)
         return summarize(tbl, wanted, True, outcomes, time.monotonic() - started, engine="Spark")
     finally:
         client.close()

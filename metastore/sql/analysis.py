@@ -341,6 +341,7 @@ def persist_outcomes(
     client: MetastoreClient, table: Table, columns: list[FieldSchema], outcomes: Sequence[TargetOutcome],
     partitions_total: int, merged: AnalyzeResult | None = None, *, histograms: bool = False,
     unchanged: Collection[str | None] = (), table_unchanged: bool = False,
+    inputs: Mapping[str | None, str] | None = None,
 ) -> None:
     """Write what ANALYZE found: basic statistics into parameters, column statistics per target in
     set_aggr_stats_for batches, then the table-level statistics of a partitioned table. Failed targets get
@@ -351,7 +352,8 @@ def persist_outcomes(
     stored already; their results still go into the table level, unless ``table_unchanged`` says the table
     level is stored already too. With columns, each target written records its fingerprint (``histograms``:
     whether the run computed histograms), and so does the table level when this run merged it from every
-    partition."""
+    partition. ``inputs``: each target's inputs digest when the caller has them already (find_unchanged's, for
+    these columns and ``histograms``), else they are computed here."""
     from metastore.sql.fingerprints import (
         FINGERPRINT_KEY,
         fingerprint,
@@ -369,7 +371,10 @@ def persist_outcomes(
                         for c in columns if c.name in o.columns]
         for o in write
     }
-    inputs = inputs_digests({o.target.name: o.target.files for o in done}, columns, histograms) if columns else {}
+    if not columns:
+        inputs = {}
+    elif inputs is None or any(o.target.name not in inputs for o in done):
+        inputs = inputs_digests({o.target.name: o.target.files for o in done}, columns, histograms)
 
     def stamp(params: dict[str, str], o: TargetOutcome) -> dict[str, str]:
         if columns:

@@ -112,22 +112,26 @@ def stats_digest(entries: Sequence[ColumnStatsEntry], params: Mapping[str, str] 
         h.update("\x1f".join(f"{key}={params.get(key)}" for key in _BASIC_KEYS).encode() + b"\x1e")
     for entry in sorted(entries, key=lambda e: e.column.lower()):
         stats = entry.stats
-        values = [(name, _canonical(getattr(stats, name))) for name in _digested_fields(type(stats))]
-        h.update(repr((entry.column.lower(), values)).encode() + b"\x1e")
+        # the text of repr((column, [(field, value), ...])), its fixed parts made once per class
+        values = ", ".join([f"{head}{_canonical(getattr(stats, name))!r})"
+                            for name, head in _digested_fields(type(stats))])
+        h.update(f"({entry.column.lower()!r}, [{values}])".encode() + b"\x1e")
     return h.hexdigest()
 
 
-def _digested_fields(cls: type) -> tuple[str, ...]:
+def _digested_fields(cls: type) -> tuple[tuple[str, str], ...]:
     """The fields of a statistics class that stats_digest reads, by name (its values sorted by field name: the
-    names are distinct), found once per class (a re-run digests every partition's statistics read back)."""
-    names = _DIGESTED_FIELDS.get(cls)
-    if names is None:
-        names = _DIGESTED_FIELDS[cls] = tuple(sorted(f.name for f in fields(cls) if f.name not in _SKETCH_FIELDS))
-    return names
+    names are distinct), each with the text its value follows in the digested repr, found once per class (a
+    re-run digests every partition's statistics read back)."""
+    found = _DIGESTED_FIELDS.get(cls)
+    if found is None:
+        names = sorted(f.name for f in fields(cls) if f.name not in _SKETCH_FIELDS)
+        found = _DIGESTED_FIELDS[cls] = tuple((name, f"({name!r}, ") for name in names)
+    return found
 
 
 #: _digested_fields of each statistics class seen (one entry a kind).
-_DIGESTED_FIELDS: dict[type, tuple[str, ...]] = {}
+_DIGESTED_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
 
 
 def _canonical(value: object) -> object:

@@ -125,15 +125,16 @@ class DatabaseRepository:
 def default_database_exists(conn: sa.Connection) -> bool:
     """Whether catalog `hive` (with its location) and database `default` exist: what ensure_default_database
     would then leave as it is."""
-    catalog = conn.execute(
-        sa.select(CTLGS.c.NAME).where(CTLGS.c.NAME == DEFAULT_CATALOG, CTLGS.c.LOCATION_URI.is_not(None))
-    ).first()
-    if catalog is None:
-        return False
-    database = conn.execute(
-        sa.select(DBS.c.DB_ID).where(DBS.c.NAME == DEFAULT_DATABASE, DBS.c.CTLG_NAME == DEFAULT_CATALOG)
-    ).first()
-    return database is not None
+    # one statement built once (an embedded client asks on every open: two Core selects cost ~0.5 ms to build)
+    found = conn.execute(_DEFAULT_DATABASE_EXISTS, _DEFAULT_DATABASE_NAMES).scalar()
+    return bool(found)
+
+
+_DEFAULT_DATABASE_EXISTS = sa.text(
+    'SELECT CASE WHEN EXISTS (SELECT 1 FROM "CTLGS" WHERE "NAME" = :catalog AND "LOCATION_URI" IS NOT NULL) '
+    'AND EXISTS (SELECT 1 FROM "DBS" WHERE "NAME" = :database AND "CTLG_NAME" = :catalog) THEN 1 ELSE 0 END'
+)
+_DEFAULT_DATABASE_NAMES = {"catalog": DEFAULT_CATALOG, "database": DEFAULT_DATABASE}
 
 
 def ensure_default_database(conn: sa.Connection, warehouse: str) -> bool:

@@ -19,6 +19,12 @@ from metastore.store.urls import database_url
 # How long an SQLite writer waits for another writer's lock before failing with "database is locked".
 SQLITE_BUSY_TIMEOUT_S = 30.0
 
+# Bytes of an SQLite database file its connections read memory-mapped (PRAGMA mmap_size) instead of with a read
+# call per page: each embedded client opens a fresh connection (an empty page cache), and a statistics row's
+# values after its bit vector (several KB: overflow pages) cost a page read each. A re-ANALYZE's read-back of 390
+# partition statistics: 1.9 vs 2.8 ms on a fresh connection. Pages still in the WAL are read from it as before.
+_SQLITE_MMAP_BYTES = 256 << 20
+
 # Execution option naming how an SQLite transaction begins. IMMEDIATE takes the write lock up front, so two
 # writers queue on busy_timeout instead of both starting as readers and one failing when it upgrades to a
 # writer (SQLite cannot wait in that case: it would deadlock). Read-only units of work pass DEFERRED.
@@ -73,6 +79,7 @@ def _sqlite_engine(parsed: sa.engine.URL, **kwargs: object) -> Engine:
                 cursor.execute("PRAGMA journal_mode = WAL")
                 # With WAL, NORMAL cannot corrupt the database; it only may lose the last commits on power loss.
                 cursor.execute("PRAGMA synchronous = NORMAL")
+                cursor.execute(f"PRAGMA mmap_size = {_SQLITE_MMAP_BYTES}")
             # Hive's LIKE in partition filters is case-sensitive, as PostgreSQL's is.
             cursor.execute("PRAGMA case_sensitive_like = ON")
         finally:

@@ -66,8 +66,13 @@ class ParameterTable:
 
     def delete(self, conn: sa.Connection, owner_ids: Iterable[int]) -> None:
         """Remove every parameter of the owners."""
+        stmt = _DELETES.get(self.table)
+        if stmt is None:  # built once per table (an ANALYZE's write replaces partitions' parameters)
+            stmt = _DELETES[self.table] = sa.delete(self.table).where(
+                self.owner_column.in_(sa.bindparam("owners", expanding=True))
+            )
         for batch in chunks(list(owner_ids)):
-            conn.execute(sa.delete(self.table).where(self.owner_column.in_(batch)))
+            conn.execute(stmt, {"owners": list(batch)})
 
     def set_values(self, conn: sa.Connection, key: str, value_by_owner: Mapping[int, str]) -> None:
         """Set parameter `key` of each owner (insert or overwrite), in a few statements."""
@@ -100,6 +105,10 @@ class ParameterTable:
                 ),
                 removals,
             )
+
+
+#: ParameterTable.delete's statement of each table.
+_DELETES: dict[sa.Table, sa.Delete] = {}
 
 
 def _checked_key(key: str) -> str:

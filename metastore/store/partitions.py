@@ -7,6 +7,7 @@ statement per partition.
 from __future__ import annotations
 
 import builtins
+import functools
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -61,6 +62,20 @@ from metastore.store.storage import (
     storage_refs,
 )
 from metastore.store.upsert import insert_rows
+
+
+@functools.cache
+def _rows_by_names_query(lock: bool) -> sa.Select[Any]:
+    """The stored rows of a table's partitions (:tbl_id) named :names (an expanding list), by PART_ID; locked
+    with ``lock``. Built once (not per call: an ANALYZE's write looks its partitions up by name)."""
+    query = (
+        sa.select(*_ROW_COLUMNS)
+        .where(PARTITIONS.c.TBL_ID == sa.bindparam("tbl_id"),
+               PARTITIONS.c.PART_NAME.in_(sa.bindparam("names", expanding=True)))
+        .order_by(PARTITIONS.c.PART_ID)
+    )
+    return query.with_for_update() if lock else query
+
 
 _ROW_COLUMNS = (
     PARTITIONS.c.PART_ID,
@@ -281,15 +296,10 @@ class PartitionRepository:
         self, ref: TableRef, names: Sequence[str], *, lock: bool = False
     ) -> dict[str, sa.Row[Any]]:
         found: dict[str, sa.Row[Any]] = {}
+        query = _rows_by_names_query(lock)
         for batch in chunks(list(dict.fromkeys(names))):
-            query = (
-                sa.select(*_ROW_COLUMNS)
-                .where(PARTITIONS.c.TBL_ID == ref.tbl_id, PARTITIONS.c.PART_NAME.in_(batch))
-                .order_by(PARTITIONS.c.PART_ID)
-            )
-            if lock:
-                query = query.with_for_update()
-            found.update({r.PART_NAME: r for r in self._conn.execute(query)})
+            rows = self._conn.execute(query, {"tbl_id": ref.tbl_id, "names": list(batch)})
+            found.update({r.PART_NAME: r for r in rows})
         return found
 
     def _load(self, ref: TableRef, rows: Sequence[sa.Row[Any]]) -> list[Partition]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,11 +106,12 @@ _NAMES_VERSION_LOOKUP = (
 _NAMES_VERSION_PARAMS = (("db", "text"), ("catalog", "text"), ("tbl", "text"))
 
 
-def _table_query(
-    catalog: str, db: str, tbl: str, *, for_update: bool, names_version: bool = False, keys: bool = False
-) -> sa.Select[Any]:
+@functools.cache
+def _table_query(*, for_update: bool, names_version: bool = False, keys: bool = False) -> sa.Select[Any]:
     """The table's TBL_ID, DB_ID, SD_ID and CD_ID, with its names version (names_version) or one row per
-    partition key in order with the key's name, type and comment (keys; one row with NULLs when unpartitioned)."""
+    partition key in order with the key's name, type and comment (keys; one row with NULLs when unpartitioned),
+    for the names bound as :ref_db, :ref_catalog and :ref_tbl (_table_names). Built once per variant: nearly
+    every request looks its table up, and building the statement cost more than running it."""
     source: sa.FromClause = TBLS.join(DBS, DBS.c.DB_ID == TBLS.c.DB_ID).outerjoin(SDS, SDS.c.SD_ID == TBLS.c.SD_ID)
     columns: list[sa.ColumnElement[Any]] = [TBLS.c.TBL_ID, TBLS.c.DB_ID, TBLS.c.SD_ID, SDS.c.CD_ID]
     if names_version:
@@ -121,13 +123,22 @@ def _table_query(
     query = (
         sa.select(*columns)
         .select_from(source)
-        .where(DBS.c.NAME == db, DBS.c.CTLG_NAME == normalize(catalog), TBLS.c.TBL_NAME == tbl)
+        .where(
+            DBS.c.NAME == sa.bindparam("ref_db", type_=sa.String()),
+            DBS.c.CTLG_NAME == sa.bindparam("ref_catalog", type_=sa.String()),
+            TBLS.c.TBL_NAME == sa.bindparam("ref_tbl", type_=sa.String()),
+        )
     )
     if keys:
         query = query.order_by(PARTITION_KEYS.c.INTEGER_IDX)
     if for_update:
         query = query.with_for_update(of=TBLS)
     return query
+
+
+def _table_names(catalog: str, db: str, tbl: str) -> dict[str, str]:
+    """The parameters of _table_query (db and tbl normalised already)."""
+    return {"ref_db": db, "ref_catalog": normalize(catalog), "ref_tbl": tbl}
 
 
 def _ref_of(row: Any, catalog: str, db: str, tbl: str) -> TableRef:
@@ -140,7 +151,8 @@ def _table_ref(
     names_version: bool = False,
 ) -> tuple[TableRef, int | None]:
     db, tbl = normalize(db_name), normalize(table_name)
-    row = conn.execute(_table_query(catalog, db, tbl, for_update=for_update, names_version=names_version)).first()
+    row = conn.execute(_table_query(for_update=for_update, names_version=names_version),
+                       _table_names(catalog, db, tbl)).first()
     if row is None:
         raise NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
     return _ref_of(row, catalog, db, tbl), row[4] if names_version else None
@@ -151,7 +163,7 @@ def table_ref_and_keys(
 ) -> tuple[TableRef, list[FieldSchema]]:
     """table_ref and partition_keys in one statement (a row per key, one row for an unpartitioned table)."""
     db, tbl = normalize(db_name), normalize(table_name)
-    rows = conn.execute(_table_query(catalog, db, tbl, for_update=for_update, keys=True)).all()
+    rows = conn.execute(_table_query(for_update=for_update, keys=True), _table_names(catalog, db, tbl)).all()
     if not rows:
         raise NoSuchObject(f"table {catalog_prefix(catalog)}{db}.{tbl} does not exist")
     keys = [FieldSchema(name=r.PKEY_NAME, type=r.PKEY_TYPE, comment=r.PKEY_COMMENT) for r in rows

@@ -59,11 +59,36 @@ def upsert(
         return
     columns = list(rows[0].keys())
     update_cols = [c for c in columns if c not in key] if update is None else list(update)
-    stmt = upsert_statement(conn.dialect.name, table, key, update_cols)
     # A stable order makes concurrent multi-row upserts take row locks in the same order (no deadlock).
     ordered = sorted(rows, key=lambda r: tuple(r[k] for k in key))
+    if _same_keys(ordered):
+        # the statement built once per dialect, table and columns, its rows executed as one executemany: a
+        # statement given its rows with .values() has no cache key, so it was built and compiled on every call
+        stmt = _cached_upsert(conn.dialect.name, table, tuple(key), tuple(update_cols))
+        for batch in chunks(ordered, INSERT_BATCH_ROWS):
+            conn.execute(stmt, list(batch))
+        return
+    stmt = upsert_statement(conn.dialect.name, table, key, update_cols)
     for batch in chunks(ordered, INSERT_BATCH_ROWS):
         conn.execute(stmt.values(list(batch)))
+
+
+_UPSERTS: dict[tuple[str, sa.Table, tuple[str, ...], tuple[str, ...]], Any] = {}
+_INSERTS: dict[sa.Table, Any] = {}
+
+
+def _cached_upsert(dialect: str, table: sa.Table, key: tuple[str, ...], update: tuple[str, ...]) -> Any:
+    cache_key = (dialect, table, key, update)
+    stmt = _UPSERTS.get(cache_key)
+    if stmt is None:
+        stmt = _UPSERTS[cache_key] = upsert_statement(dialect, table, key, update)
+    return stmt
+
+
+def _same_keys(rows: Sequence[dict[str, Any]]) -> bool:
+    """Whether every row names the same columns (an executemany binds each row to the first row's columns)."""
+    first = rows[0].keys()
+    return all(r.keys() == first for r in rows)
 
 
 def insert_ignoring_duplicates(
@@ -76,5 +101,15 @@ def insert_ignoring_duplicates(
 
 def insert_rows(conn: sa.Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
     """Plain multi-row INSERTs in batches (one statement per batch, not one per row)."""
+    if not rows:
+        return
+    if _same_keys(rows):
+        # one statement per table, executemany (cached: see upsert)
+        stmt = _INSERTS.get(table)
+        if stmt is None:
+            stmt = _INSERTS[table] = sa.insert(table)
+        for batch in chunks(rows, INSERT_BATCH_ROWS):
+            conn.execute(stmt, list(batch))
+        return
     for batch in chunks(rows, INSERT_BATCH_ROWS):
         conn.execute(sa.insert(table).values(list(batch)))

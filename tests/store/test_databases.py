@@ -165,3 +165,23 @@ def test_default_database_creation_races_safely(store_url: str) -> None:
             assert uow.databases.list_names() == ["default"]
     finally:
         st.dispose()
+
+
+def test_default_database_check_answers_as_the_rows_say(store: Store) -> None:
+    """The one-statement check of catalog `hive` (with a location) and database `default` each open makes."""
+    from metastore.store.databases import default_database_exists
+
+    def exists() -> bool:
+        with store.read() as uow:
+            return default_database_exists(uow.connection)
+
+    store.ensure_default_database("/warehouse")
+    assert exists()
+    with store.transaction() as uow:
+        uow.connection.execute(sa.text('UPDATE "CTLGS" SET "LOCATION_URI" = NULL'))
+    assert not exists()
+    store.ensure_default_database("/warehouse")
+    assert exists()
+    with store.transaction() as uow:
+        uow.connection.execute(sa.text('UPDATE "DBS" SET "NAME" = \'other\' WHERE "NAME" = \'default\''))
+    assert not exists()

@@ -22,6 +22,8 @@ def test_sqlite_pragmas_and_parent_directory(tmp_path: Path) -> None:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
             assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
             assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+            # a file database is read memory-mapped (each embedded client starts with an empty page cache)
+            assert conn.exec_driver_sql("PRAGMA mmap_size").scalar() == 256 << 20
         assert path.exists()
     finally:
         engine.dispose()

@@ -381,3 +381,34 @@ def test_opening_an_embedded_client_does_not_import_alembic(sqlite_url: str) -> 
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_schema_check_through_a_kept_engine_reads_the_revision_every_time(db_url: str) -> None:
+    """An embedded client checks the schema through its kept engine on every open (on SQLite with a plain
+    SELECT, no write lock): the revision is read each time, so a schema moved back in between is refused,
+    an empty database is reported empty, and the check does not wait for a writer holding the lock."""
+    from alembic import command
+
+    engine = create_engine(db_url)
+    try:
+        with pytest.raises(SchemaOutOfDate, match="is empty"):
+            migrate.check_schema(db_url, auto_upgrade=False, engine=engine)
+        assert migrate.current_revision(db_url, engine) is None
+        migrate.upgrade(db_url)
+        migrate.check_schema(db_url, auto_upgrade=False, engine=engine)
+        assert migrate.current_revision(db_url, engine) == migrate.head_revision()
+        if engine.dialect.name == "sqlite":
+            # a writer holds SQLite's write lock: the check reads past it instead of queueing for it
+            other = create_engine(db_url)
+            try:
+                with other.connect() as conn, conn.begin():
+                    conn.execute(sa.text('UPDATE "CTLGS" SET "DESC" = "DESC"'))
+                    migrate.check_schema(db_url, auto_upgrade=False, engine=engine)
+            finally:
+                other.dispose()
+        command.downgrade(migrate.alembic_config(db_url), "-1")
+        with pytest.raises(SchemaOutOfDate, match="metastore db upgrade"):
+            migrate.check_schema(db_url, auto_upgrade=False, engine=engine)
+        assert migrate.current_revision(db_url, engine) == migrate.current_revision(db_url) != migrate.head_revision()
+    finally:
+        engine.dispose()
