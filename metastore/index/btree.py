@@ -54,6 +54,7 @@ from metastore.index.columns import Domain, Key
 from metastore.index.container import BlockRef, IndexFileReader, IndexFileWriter, PackedBlock, pack_block
 from metastore.index.coverage import Coverage, FileValues, decode_keys, encode_keys
 from metastore.index.errors import IndexFileCorrupt
+from metastore.index.pairsort import sort_pairs
 
 KIND = "btree"
 LEAF_TARGET_BYTES = 32 * 1024
@@ -286,7 +287,7 @@ def int_runs(files: Sequence[FileValues]) -> tuple[list[np.ndarray], list[np.nda
 MERGE_SPLIT_FROM = 1 << 20
 MERGE_THREADS = 2
 #: from this many runs on (stripes sent unmerged by pooled workers), merge_sorted_runs sorts instead of merging
-#: when given the ids' width (ranged.sort_pairs: its cost does not grow with the runs)
+#: when given the ids' width (pairsort.sort_pairs: its cost does not grow with the runs)
 SORT_FROM_RUNS = 200
 
 
@@ -300,13 +301,11 @@ def merge_sorted_runs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[n
     releases the GIL): the ranges are disjoint and ascending, so their outputs side by side are the whole merge.
     Returns how many output keys equal the key before them (equal keys never straddle a cut). With ``id_bits``
     (the ids' width; runs as int_runs gives them) and SORT_FROM_RUNS runs or more, each range is sorted by
-    ranged.sort_pairs instead (the same result; uint32 ids)."""
+    pairsort.sort_pairs instead (the same result; uint32 ids)."""
     total = len(out_keys)
     parts = MERGE_THREADS if total >= MERGE_SPLIT_FROM and len(runs) > 1 else 1
     merge: Callable[..., int] = compiled.merge_runs
     if id_bits is not None and len(runs) >= SORT_FROM_RUNS and out_ids.dtype == np.uint32:
-        from metastore.index.ranged import sort_pairs
-
         width = id_bits
 
         def merge(r: list[np.ndarray], x: list[np.ndarray | None], b: list[int], k: np.ndarray, i: np.ndarray) -> int:

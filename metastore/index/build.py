@@ -107,7 +107,7 @@ PARALLEL_MIN_BYTES = 16 << 20
 #: Index kinds whose builds use the pool: all. BLOOM filters and MINMAX bounds are made where the file is
 #: scanned and come back small; a BTREE's worker sends its stripes' sorted keys back (they once came as one
 #: merged run of the file, scan_file's ``merge``, so the parent merged 50 runs instead of 1,000; the table-wide
-#: sort now packs and sorts pairs by key range, ranged.sort_pairs, whose cost does not grow with the runs).
+#: sort now packs and sorts pairs by key range, pairsort.sort_pairs, whose cost does not grow with the runs).
 #: The keys travel as narrow gaps when the file's stripes are in order already (a sorted column), else through
 #: a file in SHARED_DIR when they are large (_scan_packed): piping 4-5 MB a file cost the scan half its time.
 #: When the footers say the files' key ranges do not overlap, the worker sends the file's finished leaves instead
@@ -251,7 +251,7 @@ def _scan_packed(
     that many stripes (the bytes in a file in ``shared``'s directory from SHARED_MIN_BYTES on). ``part``: the
     file's part written here instead (_write_own)."""
     # the stripes' sorted keys are sent as they are, not merged into one run of the file (merge_stripes, 10 ms
-    # a file of 500,000 keys): the parent's tree sorts them whatever the number of runs (ranged.sort_pairs)
+    # a file of 500,000 keys): the parent's tree sorts them whatever the number of runs (pairsort.sort_pairs)
     values = scan_file(file, column, ctype, position, options, bounds=bounds, bloom_fpp=bloom_fpp)
     if part is not None:
         return _write_own(values, part, column, ctype, options)

@@ -48,6 +48,7 @@ from metastore.index import btree, kernels
 from metastore.index.container import FORMAT_VERSION, IndexFileWriter, PackedBlock, pack_block, write_all
 from metastore.index.coverage import FileValues
 from metastore.index.linked import link_leaves
+from metastore.index.pairsort import kept_buffer, sorted_buckets
 
 #: parts of fewer (key, stripe) pairs are written by write_tree in this process
 RANGE_MIN_PAIRS = 1 << 22
@@ -226,60 +227,6 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-#: keys a bucket of sort_pairs holds, about (a bucket's sort stays in the processor's cache)
-BUCKET_PAIRS = 4096
-
-#: per worker process, its arrays reused from range to range (fresh pages cost a fault each: 30-50 ms a range)
-_BUFFERS: dict[str, np.ndarray] = {}
-
-
-def _buffer(name: str, size: int, dtype: type) -> np.ndarray:
-    """An array of ``size`` items kept in this process under ``name`` for the next range (contents undefined)."""
-    kept = _BUFFERS.get(name)
-    if kept is None or len(kept) < size or kept.dtype != dtype:
-        kept = _BUFFERS[name] = np.empty(max(size, int(size * 1.25)), dtype=dtype)
-    return kept[:size]
-
-
-def _sorted_buckets(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarray | None],
-                    bases: Sequence[int], id_bits: int, total: int, reuse: bool,
-                    ) -> tuple[np.ndarray, np.ndarray, int, int] | None:
-    """The runs' pairs cut into buckets by pack_runs and each bucket sorted (sort_pairs's first steps): the packed
-    numbers, the buckets' starts, the smallest key (low) and the shift; None when they do not fit 64 bits."""
-    bits = min(20, max(0, (total // BUCKET_PAIRS).bit_length()))
-    if reuse:
-        packed = _buffer("packed", total, np.uint64)
-        starts = _buffer("starts", (1 << bits) + 1, np.int64)
-    else:
-        packed = np.empty(total, dtype=np.uint64)
-        starts = np.empty((1 << bits) + 1, dtype=np.int64)
-    got = compiled.pack_runs(list(runs), list(ids), list(bases), packed, starts, bits, id_bits)
-    if got is None:
-        return None
-    low, shift = got
-    edges = starts.tolist()
-    for a, b in zip(edges[:-1], edges[1:], strict=True):
-        if b - a > 1:
-            packed[a:b].sort()
-    return packed, starts, int(low), int(shift)
-
-
-def sort_pairs(compiled: Any, runs: Sequence[np.ndarray], ids: Sequence[np.ndarray | None], bases: Sequence[int],
-               id_bits: int, out_keys: np.ndarray, out_ids: np.ndarray, *, reuse: bool = False) -> int:
-    """The kernels' merge_runs (btree.int_runs's runs, whose ids ascend with the runs and along a run's equal
-    keys: so by key, then id) into ``out_keys`` and uint32 ``out_ids``, by sorting instead of merging: the pairs
-    cut into buckets of about BUCKET_PAIRS by their keys' top bits, each packed into one uint64 (key bits below
-    the bucket's, then the id's ``id_bits`` bits), each bucket sorted by numpy (a vectorised sort), unpacked: 0.09 s
-    for 4.2 M keys from 100 runs against merge_runs's 0.23 s. merge_runs itself when the keys' bits left and the
-    id's do not fit 64 bits. Returns how many keys equal the key before them. ``reuse``: the scratch arrays are
-    this process's kept ones (_buffer: a worker's, one range at a time)."""
-    got = _sorted_buckets(compiled, runs, ids, bases, id_bits, len(out_keys), reuse)
-    if got is None:
-        return int(compiled.merge_runs(list(runs), list(ids), list(bases), out_keys, out_ids))
-    packed, starts, low, shift = got
-    return int(compiled.unpack_runs(packed, starts, low, shift, id_bits, out_keys, out_ids))
-
-
 #: per worker process, the tmpfs file its ranges' leaves are encoded into (descriptor, mapping, size)
 _OUT: dict[str, Any] = {}
 
@@ -291,21 +238,21 @@ def _out_buffer(size: int) -> tuple[np.ndarray, int | None]:
     cannot be made."""
     directory = SHARED_DIR
     if directory is None or not os.path.isdir(directory):
-        return _buffer("out", size, np.uint8), None
+        return kept_buffer("out", size, np.uint8), None
     if _OUT.get("size", -1) < size:
         grown = max(size + size // 4, 1 << 16)
         try:
             # build.py's name for shared files: one a killed worker left between these two lines is swept
             fd, path = tempfile.mkstemp(dir=directory, prefix=f"metastore-index-{os.getpid()}-ranged-")
         except OSError:
-            return _buffer("out", size, np.uint8), None
+            return kept_buffer("out", size, np.uint8), None
         try:
             os.unlink(path)
             os.ftruncate(fd, grown)
             mapped = mmap.mmap(fd, grown)
         except OSError:
             os.close(fd)
-            return _buffer("out", size, np.uint8), None
+            return kept_buffer("out", size, np.uint8), None
         if "fd" in _OUT:
             os.close(_OUT["fd"])  # the old mapping stays valid while arrays use it
         _OUT.update(fd=fd, map=mapped, size=grown)
@@ -346,13 +293,13 @@ def _range_task(index: int, token: str) -> RangeLeaves:
     head = (np.empty(lead, dtype=np.int64), np.empty(lead, dtype=np.uint32))
     tail = (np.empty(size - lead - inside, dtype=np.int64), np.empty(size - lead - inside, dtype=np.uint32))
     out, source = _out_buffer(leaves * 14 + inside * 12)
-    table = _buffer("table", leaves * 5, np.int64).reshape(leaves, 5)
+    table = kept_buffer("table", leaves * 5, np.int64).reshape(leaves, 5)
     if size:
         fixed = (lead, leaves, step, last_size, job.all16, out, table, head[0], head[1], tail[0], tail[1])
-        got = _sorted_buckets(compiled, slices, id_slices, job.bases, job.id_bits, size, True)
+        got = sorted_buckets(compiled, slices, id_slices, job.bases, job.id_bits, size, True)
         if got is None:
-            keys = _buffer("keys", size, np.int64)
-            ids32 = _buffer("ids", size, np.uint32)
+            keys = kept_buffer("keys", size, np.int64)
+            ids32 = kept_buffer("ids", size, np.uint32)
             compiled.merge_runs(slices, id_slices, list(job.bases), keys, ids32)
             repeats = compiled.encode_range(None, None, 0, 0, 0, keys, ids32, *fixed)
         else:

@@ -392,10 +392,20 @@ def _rescale_objects(values: np.ndarray, scales: np.ndarray, scale: int) -> np.n
 
 def _rescale_int64(values: np.ndarray, scales: np.ndarray, scale: int) -> np.ndarray | None:
     """:func:`_rescale` of int64 values; None when a result would not fit in int64."""
-    diff = scale - scales
-    low, high = (int(diff.min()), int(diff.max())) if len(diff) else (0, 0)
-    if low == high == 0:
+    if not len(scales):
         return values
+    fewest, most = int(scales.min()), int(scales.max())
+    if fewest == most:
+        # one scale for every value (the common case: writers keep the column scale, or Spark's a fixed one)
+        shift = scale - fewest
+        if shift == 0:
+            return values
+        if 0 < shift <= 18:
+            biggest = max(int(values.max()), -int(values.min())) if len(values) else 0
+            if biggest <= np.iinfo(np.int64).max // int(_POW10_I64[shift]):
+                return values * _POW10_I64[shift]
+    diff = scale - scales
+    low, high = scale - most, scale - fewest
     if max(high, -low) > 18:
         return None
     if low >= 0:

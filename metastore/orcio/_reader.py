@@ -109,6 +109,10 @@ def _parse(
 OrcSource = str | os.PathLike[str] | SeekableInput | bytes
 
 
+#: what a reader built with ``tail_of`` keeps of its own rather than taking from the other reader
+_OWN_ATTRIBUTES = frozenset({"_source", "path", "default_timezone", "convert_calendar", "max_stream_bytes"})
+
+
 class OrcReader:
     """Read an ORC file: metadata on construction, data on demand (only the streams of the columns asked for)."""
 
@@ -119,7 +123,11 @@ class OrcReader:
         default_timezone: str = "UTC",
         convert_calendar: bool = True,
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
+        tail_of: OrcReader | None = None,
     ) -> None:
+        """``tail_of``: another reader of the same file (same bytes; it may be closed) whose parsed tail (PostScript,
+        footer, schema, statistics, stripe footers read so far) this one takes instead of reading and parsing
+        the tail again, as threads that each scan some columns of one file do. Only the size is checked."""
         self._source = FileSource(source)
         self.path = self._source.name
         self.default_timezone = default_timezone
@@ -127,8 +135,12 @@ class OrcReader:
         self.max_stream_bytes = max_stream_bytes
         self._metadata: pb.Metadata | None = None
         self._stripe_footers: dict[int, pb.StripeFooter] = {}
+        self._file_statistics: list[ColumnStatistics] | None = None
         try:
-            self._read_tail()
+            if tail_of is None:
+                self._read_tail()
+            else:
+                self._share_tail(tail_of)
         except BaseException:
             self._source.close()
             raise
@@ -261,6 +273,18 @@ class OrcReader:
                 out.update(range(node.id, node.max_id + 1))
         return out
 
+    def _share_tail(self, other: OrcReader) -> None:
+        if self._source.size != other.file_length:
+            raise self._error(f"the file has {self._source.size} bytes, not the {other.file_length} of the reader "
+                              "whose tail it was to share")
+        for name, value in vars(other).items():
+            if name not in _OWN_ATTRIBUTES:
+                setattr(self, name, value)
+        # the containers this reader may fill or hand out: its own (their parsed contents are read-only)
+        self._stripe_footers = dict(other._stripe_footers)
+        self.stripes = list(other.stripes)
+        self.user_metadata = dict(other.user_metadata)
+
     # ------------------------------------------------------------------------------------------------ properties
 
     @property
@@ -297,8 +321,11 @@ class OrcReader:
 
     @property
     def file_statistics(self) -> list[ColumnStatistics]:
-        """File-level statistics, one per column id."""
-        return [self._typed_stats(st, i) for i, st in enumerate(self._footer.statistics)]
+        """File-level statistics, one per column id (converted from the footer once per reader; a new list each
+        time, of the same immutable statistics)."""
+        if self._file_statistics is None:
+            self._file_statistics = [self._typed_stats(st, i) for i, st in enumerate(self._footer.statistics)]
+        return list(self._file_statistics)
 
     def _typed_stats(self, msg: pb.ColumnStatistics, column: int) -> ColumnStatistics:
         node = self._columns[column] if column < len(self._columns) else None

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import cramjam
 
@@ -45,6 +45,7 @@ from metastore.sql.analysis import (
     summarize,
 )
 from metastore.sql.table_files import is_orc, qualified
+from metastore.stats.harvest.allocator import keep_freed_memory
 from metastore.stats.harvest.partial import ColumnPartial, FileAnalysis, PartialAccumulator, parsed_sketches
 from metastore.stats.harvest.result import result_of
 from metastore.stats.harvest.runner import cached_partials, column_groups, column_specs, stored_partials
@@ -57,10 +58,14 @@ from metastore.stats.harvest.scan import (
     analyze_file_piece,
     join_column_groups,
     join_file_pieces,
+    read_tail,
 )
 from metastore.stats.orc_convert import hive_kind
 from metastore.stats.partial_store import FilePartials
 from metastore.storage import StorageOptions
+
+if TYPE_CHECKING:
+    from metastore.orcio import OrcReader
 
 __all__ = [
     "DEFAULT_DRIVER_BYTES", "DEFAULT_SPLIT_BYTES", "DEFAULT_TASK_BYTES", "analyze_table", "harvest_targets",
@@ -509,7 +514,9 @@ def _driver_rows(units: Sequence[Unit], specs: tuple[ColumnSpec, ...], options: 
     ``threads`` (default: one per CPU, at most _DRIVER_THREADS) share the work: when fewer units than threads
     are left, each unit of at least _DRIVER_SPLIT_BYTES has its columns scanned one a task, costliest kind first,
     in parallel (decompression, decoding and hashing run mostly outside the GIL) and joined
-    (scan.join_column_groups: the same piece as one scan of every column)."""
+    (scan.join_column_groups: the same piece as one scan of every column); such a unit's tail is parsed once
+    (scan.read_tail) and shared by its tasks. From the first read on the process keeps freed memory for reuse
+    (allocator.keep_freed_memory, as the harvest's workers do)."""
     workers = max(1, min(_DRIVER_THREADS, os.cpu_count() or 1) if threads is None else threads)
     split = bool(units) and len(units) < workers
     wanted = [tuple(specs[i] for i in unit.columns) for unit in units]
@@ -518,26 +525,48 @@ def _driver_rows(units: Sequence[Unit], specs: tuple[ColumnSpec, ...], options: 
     groups = [column_groups(w, len(w)) if split and unit.size >= _DRIVER_SPLIT_BYTES else [w]
               for unit, w in zip(units, wanted, strict=True)]
 
+    # a split unit's tail (footer, statistics) is parsed once here and shared by its column tasks (scan.read_tail)
+    tails: dict[int, tuple[OrcReader, int] | HarvestError] = {}
+    for k, (unit, unit_groups) in enumerate(zip(units, groups, strict=True)):
+        if len(unit_groups) > 1:
+            try:
+                tails[k] = read_tail(unit.path, unit.size, unit.mtime_ns, storage_options=storage,
+                                     version=unit.version)
+            except HarvestError as exc:
+                tails[k] = exc
+                groups[k] = []
+
     def scan(task: tuple[int, tuple[ColumnSpec, ...]]) -> FilePiece | HarvestError:
         unit = units[task[0]]
+        tail = tails.get(task[0])
         try:
             return analyze_file_piece(unit.path, unit.size, unit.mtime_ns, task[1], options, unit.piece,
-                                      unit.pieces, storage_options=storage, version=unit.version)
+                                      unit.pieces, storage_options=storage, version=unit.version,
+                                      tail_of=tail[0] if isinstance(tail, tuple) else None)
         except HarvestError as exc:
             return exc
 
     tasks = [(k, group) for k, unit_groups in enumerate(groups) for group in unit_groups]
     pool = ThreadPoolExecutor(min(workers, len(tasks))) if workers > 1 and len(tasks) > 1 else None
+    if tasks:
+        # the scans' numpy temporaries (a few MB each) reuse freed memory from one read to the next instead of
+        # faulting in fresh pages: this process keeps freed memory from now on (allocator.keep_freed_memory)
+        keep_freed_memory()
     try:
         found = pool.map(scan, tasks) if pool is not None else map(scan, tasks)
         for k, unit in enumerate(units):
-            parts = [next(found) for _ in groups[k]]
+            tail = tails.get(k)
+            parts: list[FilePiece | HarvestError] = (
+                [tail] if isinstance(tail, HarvestError) else [next(found) for _ in groups[k]])
+            tails.pop(k, None)  # its tasks are done: the parsed tail is let go
             error = next((p for p in parts if isinstance(p, HarvestError)), None)
             if error is not None:
                 yield unit.target, unit.file, unit.piece, unit.pieces, -1, None, str(error)
                 continue
             pieces = cast(list[FilePiece], parts)
             piece = pieces[0] if len(pieces) == 1 else join_column_groups(pieces, wanted[k])
+            if isinstance(tail, tuple):
+                piece = replace(piece, bytes_read=piece.bytes_read + tail[1])
             yield unit.target, unit.file, unit.piece, unit.pieces, -1, piece, None
     finally:
         if pool is not None:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from compiled_ext import built_or_skip
 
-from metastore.index import bloom, btree, kernels, ranged
+from metastore.index import bloom, btree, kernels, pairsort
 from metastore.index.columns import Domain
 from metastore.index.coverage import DataFile, FileValues, StripeValues
 
@@ -226,7 +226,7 @@ def _check_merge(runs: list[np.ndarray], ids: list[np.ndarray | None], bases: li
 
 def _check_sort_pairs(runs: list[np.ndarray], ids: list[np.ndarray | None], bases: list[int], keys: np.ndarray,
                       expected: np.ndarray, repeats: int, trial: object) -> None:
-    """ranged.sort_pairs (pack_runs, numpy's sort, unpack_runs) gives merge_runs's keys, ids and repeats where the
+    """pairsort.sort_pairs (pack_runs, numpy's sort, unpack_runs) gives merge_runs's keys, ids and repeats where the
     runs' ids ascend along their equal keys and with the runs (what btree.int_runs gives); with too few id bits
     for the packing to fit, merge_runs itself."""
     assert _compiled is not None
@@ -240,12 +240,12 @@ def _check_sort_pairs(runs: list[np.ndarray], ids: list[np.ndarray | None], base
     for buckets in (1, 64, 4096):
         out_keys = np.full(len(keys), 7, dtype=np.int64)
         out_ids = np.full(len(keys), 7, dtype=np.uint32)
-        saved = ranged.BUCKET_PAIRS
-        ranged.BUCKET_PAIRS = buckets
+        saved = pairsort.BUCKET_PAIRS
+        pairsort.BUCKET_PAIRS = buckets
         try:
-            assert ranged.sort_pairs(_compiled, runs, ids, bases, id_bits, out_keys, out_ids) == repeats, trial
+            assert pairsort.sort_pairs(_compiled, runs, ids, bases, id_bits, out_keys, out_ids) == repeats, trial
         finally:
-            ranged.BUCKET_PAIRS = saved
+            pairsort.BUCKET_PAIRS = saved
         assert np.array_equal(out_keys, keys) and np.array_equal(out_ids, expected), (trial, buckets)
         _check_encode_range(runs, ids, bases, id_bits, keys, expected, repeats, (trial, buckets))
 
@@ -259,7 +259,7 @@ def _check_encode_range(runs: list[np.ndarray], ids: list[np.ndarray | None], ba
 
     assert _compiled is not None
     n = len(keys)
-    bits = min(20, max(0, (n // ranged.BUCKET_PAIRS).bit_length()))
+    bits = min(20, max(0, (n // pairsort.BUCKET_PAIRS).bit_length()))
     packed = np.empty(n, dtype=np.uint64)
     starts = np.empty((1 << bits) + 1, dtype=np.int64)
     got = _compiled.pack_runs(runs, ids, bases, packed, starts, bits, id_bits)
@@ -387,7 +387,7 @@ def test_int_postings_and_merged_stripes_kernel_are_numpy(monkeypatch: pytest.Mo
                                                           sort_from: int) -> None:
     """A worker's merged run of a file (merge_stripes) and the parent's postings over plain stripes, merged runs
     or a mix (the merge cut into key ranges merged in threads when split_from is small, the runs sorted by
-    ranged.sort_pairs instead of merged from sort_from runs on) are numpy's."""
+    pairsort.sort_pairs instead of merged from sort_from runs on) are numpy's."""
     monkeypatch.setattr(btree, "MERGE_SPLIT_FROM", split_from)
     monkeypatch.setattr(btree, "SORT_FROM_RUNS", sort_from)
     rng = np.random.default_rng(37)

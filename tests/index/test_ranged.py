@@ -277,7 +277,7 @@ def test_ranges_whose_pairs_do_not_pack_are_merged(tmp_path: Path, ranges: None,
         (marks / str(os.getpid())).touch()  # in a forked worker: seen here through the file system
         return None
 
-    monkeypatch.setattr(ranged, "_sorted_buckets", unpackable)
+    monkeypatch.setattr(ranged, "sorted_buckets", unpackable)
     rng = np.random.default_rng(43)
     keys = np.unique(np.concatenate([np.arange(3000, 6000), rng.integers(-(1 << 62), 1 << 62, 4000)]))
     _check(tmp_path, _files(keys, rng), applies=True)

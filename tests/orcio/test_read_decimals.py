@@ -124,3 +124,17 @@ def test_rescaling_matches_the_scalar_rule() -> None:
     # scaling up past int64 gives up (the caller switches to Python ints)
     assert _rescale_int64(np.asarray([10**17], np.int64), np.asarray([0]), 5) is None
     assert _rescale_objects(np.asarray([10**17], dtype=object), np.asarray([0]), 5).tolist() == [10**22]
+
+
+@pytest.mark.parametrize("stored", [0, 2, 6, 9])
+def test_rescaling_one_scale_for_every_value(stored: int) -> None:
+    # the path for a column whose values all share one scale (Spark's writer: a fixed scale per column)
+    rng = random.Random(stored)
+    values = [rng.randrange(-(10**9), 10**9) for _ in range(1000)] + [0, -1, 1]
+    for target in (0, 2, 6, 9):
+        want = [_rescale(v, stored, target) for v in values]
+        got = _rescale_int64(np.asarray(values, np.int64), np.full(len(values), stored, np.int64), target)
+        assert got is not None and got.tolist() == want
+    # scaling every value up past int64 gives up; an empty column stays empty
+    assert _rescale_int64(np.asarray([10**12, 5], np.int64), np.full(2, stored, np.int64), stored + 7) is None
+    assert _rescale_int64(np.asarray([], np.int64), np.asarray([], np.int64), 4).tolist() == []

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metastore.orcio import OrcReader
+from metastore.orcio import OrcError, OrcReader
 from metastore.orcio._vectors import concat
 
 FILES = [
@@ -56,3 +56,26 @@ def test_batches_pickle(orc_examples: Path) -> None:
     again = pickle.loads(pickle.dumps(batch))
     assert again.to_pylist() == batch.to_pylist()
     assert isinstance(again.column("bytes1").data, bytes)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_reader_sharing_another_readers_tail_reads_the_same(orc_examples: Path, name: str) -> None:
+    # tail_of: the footer, statistics and stripe footers parsed by another reader of the file (closed since)
+    first = OrcReader(orc_examples / name)
+    want_stats = first.file_statistics
+    first.writer_timezone(0)
+    first.close()
+    shared = OrcReader(orc_examples / name, tail_of=first)
+    assert shared.file_statistics == want_stats and shared.stripes == first.stripes
+    assert str(shared.schema) == str(first.schema) and shared.user_metadata == first.user_metadata
+    assert shared.read().root.to_pylist() == OrcReader(orc_examples / name).read().root.to_pylist()
+    assert shared.stripe_statistics == OrcReader(orc_examples / name).stripe_statistics
+    # its containers are its own
+    shared.stripes.clear()
+    assert first.stripes
+
+
+def test_a_reader_refuses_the_tail_of_a_file_of_another_size(orc_examples: Path) -> None:
+    other = OrcReader(orc_examples / FILES[0])
+    with pytest.raises(OrcError, match="bytes, not the"):
+        OrcReader(orc_examples / FILES[1], tail_of=other)

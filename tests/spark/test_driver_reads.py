@@ -84,3 +84,42 @@ def test_a_corrupt_file_fails_alone_when_its_columns_are_split(tmp_path: Path, m
     rows = list(analyze._driver_rows(_units([bad, good], len(specs)), specs, options, StorageOptions(), threads=4))
     assert rows[0][5] is None and str(bad) in rows[0][6]
     assert rows[1][5] is not None and rows[1][6] is None
+
+
+def test_column_tasks_share_the_files_parsed_tail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a split file's tail is read once (scan.read_tail) and every column task takes it (tail_of) instead of
+    # parsing the footer again; the pieces are those of tasks that each parse it
+    path = tmp_path / "a.orc"
+    _write(path, 30_000, 4)
+    specs = tuple(column_specs(list(TYPES), TYPES, list(TYPES)))
+    options = ScanOptions(want_ndv=True, want_histograms=False, scan=True)
+    monkeypatch.setattr(analyze, "_DRIVER_SPLIT_BYTES", 0)
+    shared: list[object] = []
+    real = analyze.analyze_file_piece
+
+    def recording(*args, **kwargs):
+        shared.append(kwargs.get("tail_of"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(analyze, "analyze_file_piece", recording)
+    rows = list(analyze._driver_rows(_units([path], len(specs)), specs, options, StorageOptions(), threads=2))
+    assert len(shared) == len(specs) and shared[0] is not None and all(t is shared[0] for t in shared)
+    monkeypatch.setattr(analyze, "read_tail", lambda *a, **k: (_ for _ in ()).throw(AssertionError("unused")))
+    monkeypatch.setattr(analyze, "_DRIVER_SPLIT_BYTES", 1 << 40)
+    whole = list(analyze._driver_rows(_units([path], len(specs)), specs, options, StorageOptions(), threads=2))
+    a, b = rows[0][5], whole[0][5]
+    assert (a.plans, a.scans, a.rows, a.raw, a.info) == (b.plans, b.scans, b.rows, b.raw, b.info)
+
+
+def test_the_driver_keeps_freed_memory_once_it_reads_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the scans' temporaries are reused from one re-run's read to the next (allocator.keep_freed_memory); a run
+    # with nothing to read leaves the process's allocator alone
+    path = tmp_path / "a.orc"
+    _write(path, 5_000, 5)
+    specs = tuple(column_specs(list(TYPES), TYPES, list(TYPES)))
+    options = ScanOptions(want_ndv=True, want_histograms=False, scan=True)
+    calls: list[int] = []
+    monkeypatch.setattr(analyze, "keep_freed_memory", lambda: calls.append(1) or True)
+    assert list(analyze._driver_rows([], specs, options, StorageOptions())) == [] and not calls
+    rows = list(analyze._driver_rows(_units([path], len(specs)), specs, options, StorageOptions(), threads=2))
+    assert rows[0][5] is not None and calls == [1]

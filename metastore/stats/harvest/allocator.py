@@ -8,10 +8,15 @@ values: 8.7 ms with the defaults, 2.6 ms with freed memory kept; the whole harve
 about a quarter less CPU). :func:`keep_freed_memory` raises malloc's mmap threshold to its largest value and its
 trim threshold above it, so freed blocks stay in the heap and are reused.
 
-Only worker processes that exist to harvest call it (the local runner's pool initialiser, the Spark tasks):
-it changes the process's allocator for its lifetime, and a process that keeps running (the shell, a user's
-program calling :func:`~metastore.stats.harvest.analyze_files` in-process) keeps the defaults. The heap then
-holds up to :data:`TRIM_THRESHOLD` bytes of freed memory more than it would.
+Processes that harvest call it (the local runner's pool initialiser, the Spark tasks, and the Spark driver
+when it reads a re-run's remaining files itself, ``analyze._driver_rows``): it changes the process's allocator
+for its lifetime, and a process that keeps running without harvesting (the shell, a user's program calling
+:func:`~metastore.stats.harvest.analyze_files` in-process) keeps the defaults. The heap then holds up to
+:data:`TRIM_THRESHOLD` bytes of freed memory more than it would (glibc's own dynamic thresholds, raised by the
+first freed scan temporaries, already keep up to twice the largest freed block). The driver calls it because
+the memory a file's scan needs (about 17 MB for a Spark-written file of 500,000 rows and ten columns) is then
+reused from one re-run to the next: measured on that file, read on two threads, 5,000 page faults a read with
+the defaults and none kept, CPU 60 -> 49 ms and wall 54 -> 37 ms (medians of 30).
 """
 
 from __future__ import annotations

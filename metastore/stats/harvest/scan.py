@@ -83,6 +83,7 @@ __all__ = [
     "stripes_of_piece",
     "open_orc",
     "raw_size",
+    "read_tail",
     "resolve_field",
     "stat_file",
     "stat_ref",
@@ -155,10 +156,12 @@ class open_orc:  # noqa: N801 - used as a context manager: with open_orc(path) a
     """An ORC reader over a data file (a local path, a URL or a FileRef) opened for range reads; the counter
     is the opened file, which counts the bytes read through it."""
 
-    def __init__(self, file: str | FileRef, storage_options: StorageOptions | None = None) -> None:
+    def __init__(self, file: str | FileRef, storage_options: StorageOptions | None = None, *,
+                 tail_of: OrcReader | None = None) -> None:
         self.file = file
         self.path = file.url if isinstance(file, FileRef) else file
         self.storage_options = storage_options
+        self.tail_of = tail_of
 
     def __enter__(self) -> tuple[OrcReader, RangeFile]:
         try:
@@ -166,7 +169,7 @@ class open_orc:  # noqa: N801 - used as a context manager: with open_orc(path) a
         except StorageError as exc:
             raise HarvestError(str(exc).replace("cannot read ", "cannot analyze ", 1)) from None
         try:
-            self.reader = OrcReader(self.counter)
+            self.reader = OrcReader(self.counter, tail_of=self.tail_of)
         except OrcError as err:
             self.counter.close()
             raise HarvestError(f"cannot analyze {self.path}: not a readable ORC file: {err.reason}") from None
@@ -208,17 +211,36 @@ def stripes_of_piece(offsets: Sequence[int], size: int, piece: int, pieces: int)
     return [i for i, offset in enumerate(offsets) if min(pieces - 1, offset * pieces // max(size, 1)) == piece]
 
 
+def read_tail(path: str, size: int, mtime_ns: int, *, storage_options: StorageOptions | None = None,
+              version: str = "") -> tuple[OrcReader, int]:
+    """The parsed tail of a file (its reader, the file closed again: footer, statistics, the first stripe's
+    footer) and the bytes read for it, for :func:`analyze_file_piece` calls that scan some columns each to
+    share (``tail_of``) instead of each parsing it. HarvestError as analyze_file_piece raises it for a file
+    whose tail cannot be read."""
+    with open_orc(FileRef(path, size, mtime_ns, version), storage_options) as (reader, counter):
+        try:
+            reader.file_statistics  # noqa: B018 - converted once here, then shared
+            OrcWriterFacts.from_reader(reader)  # reads the stripe footer naming the writer's time zone
+        except OrcError as err:
+            raise HarvestError(f"cannot analyze {path}: corrupt ORC data: {err}") from None
+        except (ValueError, IndexError, OverflowError, MemoryError, KeyError) as exc:
+            raise HarvestError(f"cannot analyze {path}: corrupt ORC data: {type(exc).__name__}: {exc}") from None
+        return reader, counter.bytes_read
+
+
 def analyze_file_piece(
     path: str, size: int, mtime_ns: int, wanted: tuple[ColumnSpec, ...], options: ScanOptions,
     piece: int = 0, pieces: int = 1, *, storage_options: StorageOptions | None = None, version: str = "",
+    tail_of: OrcReader | None = None,
 ) -> FilePiece:
     """Plan one file from its footer and scan only the stripes of piece ``piece`` of ``pieces``
-    (:func:`stripes_of_piece`); :func:`join_file_pieces` of all pieces is the file's outcome."""
+    (:func:`stripes_of_piece`); :func:`join_file_pieces` of all pieces is the file's outcome. ``tail_of``:
+    the file's :func:`read_tail`, when several calls share it (its bytes then count there, not here)."""
     if not 0 <= piece < pieces:
         raise InvalidInput(f"piece {piece} of {pieces} does not exist")
     started = time.perf_counter()
     cpu_started = thread_time()
-    with open_orc(FileRef(path, size, mtime_ns, version), storage_options) as (reader, counter):
+    with open_orc(FileRef(path, size, mtime_ns, version), storage_options, tail_of=tail_of) as (reader, counter):
         try:
             found = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options, piece, pieces,
                                        cpu_started)
