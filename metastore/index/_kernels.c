@@ -752,6 +752,32 @@ done:
     return result;
 }
 
+/* Whether `buckets` starts (st[0..buckets]) span n packed numbers without decreasing; else a ValueError naming
+ * `what` is set and -1 returned. Shared by unpack_runs and encode_range, which both read pack_runs's buckets. */
+static int check_starts(const int64_t *st, Py_ssize_t buckets, Py_ssize_t n, const char *what) {
+    if (buckets < 1 || st[0] != 0 || st[buckets] != n) {
+        PyErr_Format(PyExc_ValueError, "%s: starts must span packed", what);
+        return -1;
+    }
+    for (Py_ssize_t b = 0; b < buckets; b++)
+        if (st[b + 1] < st[b]) {
+            PyErr_Format(PyExc_ValueError, "%s: starts must not decrease", what);
+            return -1;
+        }
+    return 0;
+}
+
+/* The ids' mask for id_bits bits (ids are uint32). */
+static inline uint64_t id_mask_of(int id_bits) {
+    return id_bits >= 32 ? 0xFFFFFFFFULL : (((uint64_t)1 << id_bits) - 1);
+}
+
+/* One packed number of bucket b back to its pair: the key's order_key bits (low + the bucket's top bits + the bits
+ * above the id) and the id (its low id_bits bits), as pack_runs packed them. */
+static inline uint64_t packed_key(uint64_t x, Py_ssize_t b, uint64_t lo, int shift, int id_bits) {
+    return lo + (shift >= 64 ? 0 : ((uint64_t)b << shift)) + (id_bits >= 64 ? 0 : (x >> id_bits));
+}
+
 /* unpack_runs(packed, starts, low, shift, id_bits, out_keys, out_ids) -> int
  * The pairs of pack_runs's buckets, each bucket's packed numbers sorted, as keys (int64) and ids (uint32): by
  * key, then id. Returns how many keys equal the key before them. */
@@ -779,30 +805,22 @@ static PyObject *unpack_runs(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t n = packed.len / 8, buckets = starts.len / 8 - 1;
     const int64_t *st = (const int64_t *)starts.buf;
-    if (out_keys.len / 8 != n || out_ids.len / 4 != n || buckets < 1 || st[0] != 0 || st[buckets] != n) {
-        PyErr_SetString(PyExc_ValueError, "unpack_runs: the outputs must hold every pair, starts span packed");
+    if (out_keys.len / 8 != n || out_ids.len / 4 != n) {
+        PyErr_SetString(PyExc_ValueError, "unpack_runs: the outputs must hold every pair");
         goto done;
     }
-    for (Py_ssize_t b = 0; b < buckets; b++)
-        if (st[b + 1] < st[b]) {
-            PyErr_SetString(PyExc_ValueError, "unpack_runs: starts must not decrease");
-            goto done;
-        }
+    if (check_starts(st, buckets, n, "unpack_runs") < 0) goto done;
     Py_ssize_t repeats = 0;
     const uint64_t *p = (const uint64_t *)packed.buf;
     int64_t *k = (int64_t *)out_keys.buf;
     uint32_t *ids = (uint32_t *)out_ids.buf;
     Py_BEGIN_ALLOW_THREADS
-    uint64_t id_mask = id_bits >= 32 ? 0xFFFFFFFFULL : (((uint64_t)1 << id_bits) - 1);
-    for (Py_ssize_t b = 0; b < buckets; b++) {
-        uint64_t high = shift >= 64 ? 0 : ((uint64_t)b << shift);
+    uint64_t id_mask = id_mask_of(id_bits);
+    for (Py_ssize_t b = 0; b < buckets; b++)
         for (int64_t j = st[b]; j < st[b + 1]; j++) {
-            uint64_t x = p[j];
-            uint64_t u = lo + high + (id_bits >= 64 ? 0 : (x >> id_bits));
-            k[j] = (int64_t)(u ^ 0x8000000000000000ULL);
-            ids[j] = (uint32_t)(x & id_mask);
+            k[j] = (int64_t)(packed_key(p[j], b, lo, shift, id_bits) ^ 0x8000000000000000ULL);
+            ids[j] = (uint32_t)(p[j] & id_mask);
         }
-    }
     for (Py_ssize_t j = 1; j < n; j++) repeats += k[j] == k[j - 1];
     Py_END_ALLOW_THREADS
     result = PyLong_FromSsize_t(repeats);
@@ -999,15 +1017,7 @@ static PyObject *encode_range(PyObject *self, PyObject *args) {
         n = views[0].len / 8;
         buckets = views[1].len / 8 - 1;
         st = (const int64_t *)views[1].buf;
-        if (buckets < 1 || st[0] != 0 || st[buckets] != n) {
-            PyErr_SetString(PyExc_ValueError, "encode_range: starts must span packed");
-            goto done;
-        }
-        for (Py_ssize_t b = 0; b < buckets; b++)
-            if (st[b + 1] < st[b]) {
-                PyErr_SetString(PyExc_ValueError, "encode_range: starts must not decrease");
-                goto done;
-            }
+        if (check_starts(st, buckets, n, "encode_range") < 0) goto done;
     } else {
         n = views[2].len / 8;
         if (views[3].len / 4 != n) {
@@ -1036,7 +1046,7 @@ static PyObject *encode_range(PyObject *self, PyObject *args) {
     Py_ssize_t repeats = 0, used = 0;
     int short_out = 0;
     Py_BEGIN_ALLOW_THREADS
-    uint64_t id_mask = id_bits >= 32 ? 0xFFFFFFFFULL : (((uint64_t)1 << id_bits) - 1);
+    uint64_t id_mask = id_mask_of(id_bits);
     Py_ssize_t b = 0, j = 0;
     uint64_t previous = 0;
     /* the next pair in order: its key (order_key bits, so unsigned order is the keys' order) and id */
@@ -1045,7 +1055,7 @@ static PyObject *encode_range(PyObject *self, PyObject *args) {
         if (from_packed) {                                                                         \
             while (j >= st[b + 1]) b++;                                                            \
             uint64_t x = p[j];                                                                     \
-            KEY = lo + (shift >= 64 ? 0 : ((uint64_t)b << shift)) + (id_bits >= 64 ? 0 : (x >> id_bits)); \
+            KEY = packed_key(x, b, lo, shift, id_bits);                                            \
             ID = (uint32_t)(x & id_mask);                                                          \
         } else {                                                                                   \
             KEY = order_key(in_keys[j]);                                                           \

@@ -295,6 +295,29 @@ def _check_encode_range(runs: list[np.ndarray], ids: list[np.ndarray | None], ba
 
 
 @needs_kernels
+def test_unpacking_kernels_refuse_bad_bucket_starts() -> None:
+    """unpack_runs and encode_range read pack_runs's buckets through one check of their starts: starts that do not
+    span the packed numbers or that decrease are refused with a ValueError naming the kernel, before any read."""
+    assert _compiled is not None
+    packed = np.arange(4, dtype=np.uint64)
+    keys, ids = np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.uint32)
+    none_k, none_i = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32)
+    for starts, why in [([0, 3], "span"), ([1, 4], "span"), ([0, 3, 2, 4], "decrease")]:
+        bad = np.asarray(starts, dtype=np.int64)
+        with pytest.raises(ValueError, match=f"unpack_runs: starts must.*{why}"):
+            _compiled.unpack_runs(packed, bad, 0, 60, 4, keys, ids)
+        with pytest.raises(ValueError, match=f"encode_range: starts must.*{why}"):
+            _compiled.encode_range(packed, bad, 0, 60, 4, None, None, 0, 0, 1, 1, False,
+                                   np.zeros(0, dtype=np.uint8), np.zeros((0, 5), dtype=np.int64),
+                                   none_k, none_i, keys, ids)
+    # the same numbers with good starts: two buckets of two pairs each, keys (the bucket's top bits) repeated
+    good = np.asarray([0, 2, 4], dtype=np.int64)
+    assert _compiled.unpack_runs(packed, good, 0, 60, 4, keys, ids) == 2
+    low = np.iinfo(np.int64).min
+    assert keys.tolist() == [low, low, low + (1 << 60), low + (1 << 60)] and ids.tolist() == [0, 1, 2, 3]
+
+
+@needs_kernels
 def test_pack_runs_sorts_many_keys_and_refuses_what_does_not_fit() -> None:
     """sort_pairs on thousands of keys: random 64-bit keys (some buckets dense, some empty), a narrow band with a
     few far keys (skewed buckets), many repeats, one value only, INT64's extremes, hundreds of runs; pack_runs
