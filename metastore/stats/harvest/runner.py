@@ -322,9 +322,6 @@ def basic_stats(
 # ------------------------------------------------------------------------------------------ planning
 
 
-# ------------------------------------------------------------------------------------------ planning
-
-
 def column_specs(columns: Sequence[str], hive_types: Mapping[str, str], order: Sequence[str]) -> list[ColumnSpec]:
     """The requested columns with their Hive types and table positions (``order``: the table's columns);
     InvalidInput for an unknown or repeated column or a type without statistics."""

@@ -181,8 +181,20 @@ class open_orc:  # noqa: N801 - used as a context manager: with open_orc(path) a
             raise HarvestError(f"cannot analyze {self.path}: not a readable ORC file: {exc}") from None
         return self.reader, self.counter
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        """Closes the file; what reading it raised for malformed bytes becomes the HarvestError naming the file
+        (one place for every reader of data files: the scan, the shared tail, the basic statistics)."""
         self.counter.close()
+        if exc is None or isinstance(exc, HarvestError):
+            return
+        if isinstance(exc, OrcError):
+            raise HarvestError(f"cannot analyze {self.path}: corrupt ORC data: {exc}") from None
+        if isinstance(exc, _CORRUPT_DATA):
+            raise HarvestError(f"cannot analyze {self.path}: corrupt ORC data: {type(exc).__name__}: {exc}") from None
+
+
+#: what decoding malformed bytes raises besides OrcError (a count or offset out of range, a bad enum value)
+_CORRUPT_DATA = (ValueError, IndexError, OverflowError, MemoryError, KeyError)
 
 
 def raw_size(reader: OrcReader, path: str) -> int:
@@ -218,13 +230,8 @@ def read_tail(path: str, size: int, mtime_ns: int, *, storage_options: StorageOp
     share (``tail_of``) instead of each parsing it. HarvestError as analyze_file_piece raises it for a file
     whose tail cannot be read."""
     with open_orc(FileRef(path, size, mtime_ns, version), storage_options) as (reader, counter):
-        try:
-            reader.file_statistics  # noqa: B018 - converted once here, then shared
-            OrcWriterFacts.from_reader(reader)  # reads the stripe footer naming the writer's time zone
-        except OrcError as err:
-            raise HarvestError(f"cannot analyze {path}: corrupt ORC data: {err}") from None
-        except (ValueError, IndexError, OverflowError, MemoryError, KeyError) as exc:
-            raise HarvestError(f"cannot analyze {path}: corrupt ORC data: {type(exc).__name__}: {exc}") from None
+        reader.file_statistics  # noqa: B018 - converted once here, then shared
+        OrcWriterFacts.from_reader(reader)  # reads the stripe footer naming the writer's time zone
         return reader, counter.bytes_read
 
 
@@ -241,16 +248,8 @@ def analyze_file_piece(
     started = time.perf_counter()
     cpu_started = thread_time()
     with open_orc(FileRef(path, size, mtime_ns, version), storage_options, tail_of=tail_of) as (reader, counter):
-        try:
-            found = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options, piece, pieces,
-                                       cpu_started)
-            return replace(found, seconds=time.perf_counter() - started)
-        except HarvestError:
-            raise
-        except OrcError as err:
-            raise HarvestError(f"cannot analyze {path}: corrupt ORC data: {err}") from None
-        except (ValueError, IndexError, OverflowError, MemoryError, KeyError) as exc:
-            raise HarvestError(f"cannot analyze {path}: corrupt ORC data: {type(exc).__name__}: {exc}") from None
+        found = _analyze_open_file(reader, counter, path, size, mtime_ns, wanted, options, piece, pieces, cpu_started)
+        return replace(found, seconds=time.perf_counter() - started)
 
 
 def join_file_pieces(pieces: Sequence[FilePiece]) -> FileOutcome:
