@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,11 +67,7 @@ class ParameterTable:
 
     def delete(self, conn: sa.Connection, owner_ids: Iterable[int]) -> None:
         """Remove every parameter of the owners."""
-        stmt = _DELETES.get(self.table)
-        if stmt is None:  # built once per table (an ANALYZE's write replaces partitions' parameters)
-            stmt = _DELETES[self.table] = sa.delete(self.table).where(
-                self.owner_column.in_(sa.bindparam("owners", expanding=True))
-            )
+        stmt = _delete_statement(self.table, self.owner)
         for batch in chunks(list(owner_ids)):
             conn.execute(stmt, {"owners": list(batch)})
 
@@ -107,8 +104,11 @@ class ParameterTable:
             )
 
 
-#: ParameterTable.delete's statement of each table.
-_DELETES: dict[sa.Table, sa.Delete] = {}
+@functools.cache
+def _delete_statement(table: sa.Table, owner: str) -> sa.Delete:
+    """ParameterTable.delete's statement (the owners an expanding list), built once per table: an ANALYZE's
+    write replaces partitions' parameters."""
+    return sa.delete(table).where(table.c[owner].in_(sa.bindparam("owners", expanding=True)))
 
 
 def _checked_key(key: str) -> str:

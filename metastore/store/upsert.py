@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -73,16 +74,16 @@ def upsert(
         conn.execute(stmt.values(list(batch)))
 
 
-_UPSERTS: dict[tuple[str, sa.Table, tuple[str, ...], tuple[str, ...]], Any] = {}
-_INSERTS: dict[sa.Table, Any] = {}
-
-
+@functools.cache
 def _cached_upsert(dialect: str, table: sa.Table, key: tuple[str, ...], update: tuple[str, ...]) -> Any:
-    cache_key = (dialect, table, key, update)
-    stmt = _UPSERTS.get(cache_key)
-    if stmt is None:
-        stmt = _UPSERTS[cache_key] = upsert_statement(dialect, table, key, update)
-    return stmt
+    """upsert_statement built once per dialect, table and columns (executed with its rows: executemany)."""
+    return upsert_statement(dialect, table, key, update)
+
+
+@functools.cache
+def _cached_insert(table: sa.Table) -> Any:
+    """The table's INSERT built once (executed with its rows: executemany)."""
+    return sa.insert(table)
 
 
 def _same_keys(rows: Sequence[dict[str, Any]]) -> bool:
@@ -105,11 +106,8 @@ def insert_rows(conn: sa.Connection, table: sa.Table, rows: Sequence[dict[str, A
         return
     if _same_keys(rows):
         # one statement per table, executemany (cached: see upsert)
-        stmt = _INSERTS.get(table)
-        if stmt is None:
-            stmt = _INSERTS[table] = sa.insert(table)
         for batch in chunks(rows, INSERT_BATCH_ROWS):
-            conn.execute(stmt, list(batch))
+            conn.execute(_cached_insert(table), list(batch))
         return
     for batch in chunks(rows, INSERT_BATCH_ROWS):
         conn.execute(sa.insert(table).values(list(batch)))
